@@ -1,0 +1,234 @@
+/**
+ * Workspace aggregate: a workspace, its settings, and its API keys with their auth tokens.
+ *
+ * The workspace is the consistency boundary for its keys: the production-key limit is an
+ * invariant across all of them, so every key event lives in the workspace's stream and two
+ * concurrent "create production key" requests can never both take the last slot.
+ * Secrets never enter events: commands carry their SHA-256 hashes only.
+ */
+import { ApiError, assertNever, failedPrecondition, notFound, permissionDenied, resourceExhausted } from '../src/errors.js';
+import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
+
+// ---- events ----
+
+export type Plan = 'free' | 'paid';
+export type ApiKeyType = 'testing' | 'production';
+
+export interface ApiKeySettings {
+  allowedDomains: string[];
+  useEmailService: boolean;
+  useWebhookService: boolean;
+  useNotificationService: boolean;
+  setDefaultNotificationTriggers: boolean;
+  setDefaultEmailTriggers: boolean;
+  requireAutoOrgUser: boolean;
+  enablePrivateComments: boolean;
+  emailServiceConfig?: Record<string, string>;
+  webhookServiceConfig?: Record<string, string>;
+}
+
+export type WorkspaceEvent =
+  | DomainEvent<'WorkspaceCreated', {
+      workspaceId: string;
+      name: string;
+      ownerEmail: string;
+      ownerName: string;
+      authTokenHash: string;
+      createdAt: number;
+    }>
+  | DomainEvent<'WorkspaceSettingsChanged', { plan?: Plan; productionKeysEnabled?: boolean; maxProductionKeys?: number }>
+  | DomainEvent<'ApiKeyCreated', {
+      apiKey: string;
+      apiKeyName: string;
+      type: ApiKeyType;
+      ownerEmail: string;
+      persistenceDBRegion: string | null;
+      realtimeDBRegion: string | null;
+      settings: ApiKeySettings;
+      createdAt: number;
+    }>
+  | DomainEvent<'ApiKeyAuthTokenCreated', { apiKey: string; tokenId: string; tokenHash: string; createdAt: number }>
+  | DomainEvent<'ApiKeyAuthTokenRevoked', { apiKey: string; tokenId: string; revokedAt: number }>;
+
+// ---- state ----
+
+export interface KeyState {
+  type: ApiKeyType;
+  tokenIds: string[];
+}
+
+export type WorkspaceState =
+  | { status: 'none' }
+  | {
+      status: 'active';
+      workspaceId: string;
+      plan: Plan;
+      productionKeysEnabled: boolean;
+      maxProductionKeys: number;
+      keys: Record<string, KeyState>;
+    };
+
+/** Until the operator says otherwise, a workspace that may create production keys gets this many. */
+export const DEFAULT_MAX_PRODUCTION_KEYS = 3;
+
+export const initialState = (): WorkspaceState => ({ status: 'none' });
+
+// ---- evolve ----
+
+export function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceState {
+  if (event.type === 'WorkspaceCreated') {
+    if (state.status !== 'none') return state;
+    return {
+      status: 'active',
+      workspaceId: event.data.workspaceId,
+      plan: 'free',
+      productionKeysEnabled: false,
+      maxProductionKeys: DEFAULT_MAX_PRODUCTION_KEYS,
+      keys: {},
+    };
+  }
+  if (state.status !== 'active') return state;
+  switch (event.type) {
+    case 'WorkspaceSettingsChanged': {
+      const { plan, productionKeysEnabled, maxProductionKeys } = event.data;
+      return {
+        ...state,
+        plan: plan ?? state.plan,
+        productionKeysEnabled: productionKeysEnabled ?? state.productionKeysEnabled,
+        maxProductionKeys: maxProductionKeys ?? state.maxProductionKeys,
+      };
+    }
+    case 'ApiKeyCreated':
+      return { ...state, keys: { ...state.keys, [event.data.apiKey]: { type: event.data.type, tokenIds: [] } } };
+    case 'ApiKeyAuthTokenCreated':
+    case 'ApiKeyAuthTokenRevoked': {
+      const key = state.keys[event.data.apiKey];
+      if (!key) return state;
+      const tokenIds =
+        event.type === 'ApiKeyAuthTokenCreated'
+          ? [...key.tokenIds, event.data.tokenId]
+          : key.tokenIds.filter((t) => t !== event.data.tokenId);
+      return { ...state, keys: { ...state.keys, [event.data.apiKey]: { ...key, tokenIds } } };
+    }
+    default:
+      return state;
+  }
+}
+
+// ---- commands ----
+
+export interface NewApiKey {
+  apiKey: string;
+  apiKeyName: string;
+  type: ApiKeyType;
+  ownerEmail: string;
+  persistenceDBRegion: string | null;
+  realtimeDBRegion: string | null;
+  settings: ApiKeySettings;
+  /** Present when an auth token is created with the key. */
+  token?: { tokenId: string; tokenHash: string };
+}
+
+export type WorkspaceCommand =
+  | Command<'CreateWorkspace', {
+      workspaceId: string;
+      name: string;
+      ownerEmail: string;
+      ownerName: string;
+      authTokenHash: string;
+      firstKey: NewApiKey;
+    }>
+  | Command<'ChangeWorkspaceSettings', { plan?: Plan; productionKeysEnabled?: boolean; maxProductionKeys?: number }>
+  | Command<'CreateApiKey', NewApiKey>
+  | Command<'ResetAuthToken', { apiKey: string; revokeTokenId?: string; tokenId: string; tokenHash: string }>;
+
+// ---- decide ----
+
+const workspaceNotFound = () => notFound('Workspace not found.');
+
+function keyEvents(k: NewApiKey, now: number): WorkspaceEvent[] {
+  const events: WorkspaceEvent[] = [
+    {
+      type: 'ApiKeyCreated',
+      data: {
+        apiKey: k.apiKey,
+        apiKeyName: k.apiKeyName,
+        type: k.type,
+        ownerEmail: k.ownerEmail,
+        persistenceDBRegion: k.persistenceDBRegion,
+        realtimeDBRegion: k.realtimeDBRegion,
+        settings: k.settings,
+        createdAt: now,
+      },
+    },
+  ];
+  if (k.token) {
+    events.push({ type: 'ApiKeyAuthTokenCreated', data: { apiKey: k.apiKey, ...k.token, createdAt: now } });
+  }
+  return events;
+}
+
+/**
+ * Production keys are gated in this order (spec "Errors"): the workspace must be enabled for
+ * them (PERMISSION_DENIED), on a paid plan (FAILED_PRECONDITION), and under its limit
+ * (RESOURCE_EXHAUSTED).
+ */
+function guardProductionKey(state: Extract<WorkspaceState, { status: 'active' }>) {
+  if (!state.productionKeysEnabled) {
+    throw permissionDenied('This workspace is not enabled for self-serve production key creation.');
+  }
+  if (state.plan !== 'paid') throw failedPrecondition('Production keys require the workspace to be on a paid plan.');
+  const existing = Object.values(state.keys).filter((k) => k.type === 'production').length;
+  if (existing >= state.maxProductionKeys) {
+    throw resourceExhausted(`This workspace has reached its maximum of ${state.maxProductionKeys} production keys.`);
+  }
+}
+
+export function decide(command: WorkspaceCommand, state: WorkspaceState): WorkspaceEvent[] {
+  const now = command.metadata.now;
+  switch (command.type) {
+    case 'CreateWorkspace': {
+      if (state.status !== 'none') throw new ApiError('ALREADY_EXISTS', 'Workspace already exists.');
+      const { firstKey, ...w } = command.data;
+      return [{ type: 'WorkspaceCreated', data: { ...w, createdAt: now } }, ...keyEvents(firstKey, now)];
+    }
+    case 'ChangeWorkspaceSettings': {
+      if (state.status !== 'active') throw workspaceNotFound();
+      const d = command.data;
+      const changed =
+        (d.plan !== undefined && d.plan !== state.plan) ||
+        (d.productionKeysEnabled !== undefined && d.productionKeysEnabled !== state.productionKeysEnabled) ||
+        (d.maxProductionKeys !== undefined && d.maxProductionKeys !== state.maxProductionKeys);
+      return changed ? [{ type: 'WorkspaceSettingsChanged', data: d }] : [];
+    }
+    case 'CreateApiKey': {
+      if (state.status !== 'active') throw workspaceNotFound();
+      if (state.keys[command.data.apiKey]) throw new ApiError('ALREADY_EXISTS', 'API key already exists.');
+      if (command.data.type === 'production') guardProductionKey(state);
+      return keyEvents(command.data, now);
+    }
+    case 'ResetAuthToken': {
+      if (state.status !== 'active') throw workspaceNotFound();
+      const { apiKey, revokeTokenId, tokenId, tokenHash } = command.data;
+      const key = state.keys[apiKey];
+      if (!key) throw notFound('API key not found in this workspace.');
+      if (revokeTokenId !== undefined && !key.tokenIds.includes(revokeTokenId)) {
+        throw notFound('Auth token not found for this API key.');
+      }
+      const revoke = revokeTokenId !== undefined ? [revokeTokenId] : key.tokenIds;
+      return [
+        ...revoke.map((t): WorkspaceEvent => ({ type: 'ApiKeyAuthTokenRevoked', data: { apiKey, tokenId: t, revokedAt: now } })),
+        { type: 'ApiKeyAuthTokenCreated', data: { apiKey, tokenId, tokenHash, createdAt: now } },
+      ];
+    }
+    default:
+      return assertNever(command, 'workspace command');
+  }
+}
+
+export const workspaceDecider: Decider<WorkspaceState, WorkspaceCommand, WorkspaceEvent> = {
+  name: 'workspace',
+  initialState,
+  evolve,
+  decide,
+};

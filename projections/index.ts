@@ -1,0 +1,5 @@
+/** Every projection the service runs, in the order they apply a batch. */
+import type { Projection } from '../src/runtime/projection.js';
+import { workspacesProjection } from './workspaces.js';
+
+export const allProjections: Projection[] = [workspacesProjection];

@@ -1,0 +1,121 @@
+/**
+ * Read models of the workspace side, used by authentication on every request:
+ * - `workspaces`: one document per workspace, with the hash of its auth token and settings;
+ * - `api_keys`: one document per API key (the tenant), with its token hashes and config.
+ * Service configs are stored with their secrets redacted: read models never hold a secret in
+ * clear (the write side's events keep what delivery needs).
+ */
+import type { RecordedEvent } from '../src/ports/event-store.js';
+import type { Doc } from '../src/ports/read-store.js';
+import { defineProjection } from '../src/runtime/projection.js';
+import type { ApiKeySettings, ApiKeyType, WorkspaceEvent } from '../commands/workspace.js';
+
+export const WORKSPACES = 'workspaces';
+export const API_KEYS = 'api_keys';
+
+export interface WorkspaceDoc extends Doc {
+  name: string;
+  ownerEmail: string;
+  ownerName: string;
+  authTokenHash: string;
+  plan: 'free' | 'paid';
+  productionKeysEnabled: boolean;
+  maxProductionKeys: number | null;
+  createdAt: number;
+}
+
+export interface TokenMeta {
+  tokenId: string;
+  hash: string;
+  createdAt: number;
+}
+
+export interface ApiKeyDoc extends Doc {
+  workspaceId: string;
+  apiKeyName: string;
+  type: ApiKeyType;
+  ownerEmail: string;
+  persistenceDBRegion: string | null;
+  realtimeDBRegion: string | null;
+  settings: ApiKeySettings;
+  tokens: TokenMeta[];
+  createdAt: number;
+}
+
+export const REDACTED = '__redacted__';
+/** Keys whose values are secrets wherever they appear in a service config. */
+const SECRET_KEYS = new Set(['apiKey', 'authToken', 'secret', 'password', 'token']);
+
+export function redactConfig(config: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (!config) return undefined;
+  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, SECRET_KEYS.has(k) && v ? REDACTED : v]));
+}
+
+type Of<T extends WorkspaceEvent['type']> = Extract<WorkspaceEvent, { type: T }>['data'];
+const data = <T extends WorkspaceEvent['type']>(e: RecordedEvent) => e.data as Of<T>;
+const workspaceOf = (e: RecordedEvent) => e.metadata.workspaceId ?? '';
+
+export const workspacesProjection = defineProjection({
+  name: 'workspaces',
+  indexes: [{ collection: API_KEYS, fields: ['workspaceId'] }],
+  handlers: {
+    async WorkspaceCreated(e, tx) {
+      const d = data<'WorkspaceCreated'>(e);
+      const doc: WorkspaceDoc = {
+        _id: d.workspaceId,
+        name: d.name,
+        ownerEmail: d.ownerEmail,
+        ownerName: d.ownerName,
+        authTokenHash: d.authTokenHash,
+        plan: 'free',
+        productionKeysEnabled: false,
+        maxProductionKeys: null,
+        createdAt: d.createdAt,
+      };
+      await tx.upsert(WORKSPACES, doc);
+    },
+    async WorkspaceSettingsChanged(e, tx) {
+      const d = data<'WorkspaceSettingsChanged'>(e);
+      const set: Record<string, unknown> = {};
+      if (d.plan !== undefined) set.plan = d.plan;
+      if (d.productionKeysEnabled !== undefined) set.productionKeysEnabled = d.productionKeysEnabled;
+      if (d.maxProductionKeys !== undefined) set.maxProductionKeys = d.maxProductionKeys;
+      await tx.patch(WORKSPACES, workspaceOf(e), set);
+    },
+    async ApiKeyCreated(e, tx) {
+      const d = data<'ApiKeyCreated'>(e);
+      const doc: ApiKeyDoc = {
+        _id: d.apiKey,
+        workspaceId: workspaceOf(e),
+        apiKeyName: d.apiKeyName,
+        type: d.type,
+        ownerEmail: d.ownerEmail,
+        persistenceDBRegion: d.persistenceDBRegion,
+        realtimeDBRegion: d.realtimeDBRegion,
+        settings: {
+          ...d.settings,
+          emailServiceConfig: redactConfig(d.settings.emailServiceConfig),
+          webhookServiceConfig: redactConfig(d.settings.webhookServiceConfig),
+        },
+        tokens: [],
+        createdAt: d.createdAt,
+      };
+      await tx.upsert(API_KEYS, doc);
+    },
+    async ApiKeyAuthTokenCreated(e, tx) {
+      const d = data<'ApiKeyAuthTokenCreated'>(e);
+      const key = await tx.get<ApiKeyDoc>(API_KEYS, d.apiKey);
+      if (!key) return;
+      // Replay-safe: a token already listed is not added twice.
+      const tokens = key.tokens.filter((t) => t.tokenId !== d.tokenId);
+      tokens.push({ tokenId: d.tokenId, hash: d.tokenHash, createdAt: d.createdAt });
+      await tx.patch(API_KEYS, d.apiKey, { tokens });
+    },
+    async ApiKeyAuthTokenRevoked(e, tx) {
+      const d = data<'ApiKeyAuthTokenRevoked'>(e);
+      const key = await tx.get<ApiKeyDoc>(API_KEYS, d.apiKey);
+      if (!key) return;
+      await tx.patch(API_KEYS, d.apiKey, { tokens: key.tokens.filter((t) => t.tokenId !== d.tokenId) });
+    },
+  },
+});

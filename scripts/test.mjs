@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+// Runs the uvu suites under test/ (TypeScript through tsx) and ends with the line
+// `N passed, N failed` that CI reads. Extra arguments are passed to uvu (a file pattern).
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const dir = process.env.TEST_DIR || 'test';
+const pattern = process.argv[2] || '\\.test\\.ts$';
+const child = spawn(
+  process.execPath,
+  ['--import', 'tsx', path.join(root, 'node_modules', 'uvu', 'bin.js'), dir, pattern],
+  { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, FORCE_COLOR: process.env.CI ? '0' : '1' } },
+);
+let out = '';
+child.stdout.on('data', (chunk) => {
+  process.stdout.write(chunk);
+  out += chunk.toString();
+});
+child.on('close', (code) => {
+  const plain = out.replace(/\x1b\[[0-9;]*m/g, '');
+  const total = Number(/Total:\s+(\d+)/.exec(plain)?.[1] ?? 0);
+  const passed = Number(/Passed:\s+(\d+)/.exec(plain)?.[1] ?? 0);
+  const skipped = Number(/Skipped:\s+(\d+)/.exec(plain)?.[1] ?? 0);
+  let failed = Math.max(0, total - passed - skipped);
+  // A crash before uvu's summary (a file that throws at import) is a failure too.
+  if (code !== 0 && failed === 0) failed = 1;
+  process.stdout.write(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
+  process.exit(code === 0 && failed === 0 ? 0 : 1);
+});

@@ -1,0 +1,151 @@
+/**
+ * Builds the Fastify app as a plugin over the services it is given. It never listens:
+ * src/server.ts does. Tests drive it with `app.inject`.
+ *
+ * Every response is an envelope (semantics §1): success `{ result: { status, message,
+ * data } }`, failure `{ error: { status, message, details? } }` with the canonical HTTP
+ * status. Nothing, however malformed, gets a stack trace back.
+ */
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify';
+import { nanoid } from 'nanoid';
+import { ApiError, httpStatusOf } from './errors.js';
+import type { Services } from './services.js';
+import { authenticate } from './http/auth.js';
+import { RequestContext } from './http/context.js';
+import type { AnyRoute } from './http/route.js';
+import { parseBody } from './http/validation.js';
+import { workspaceRoutes } from './http/routes/workspace.js';
+
+export function allRoutes(services: Services): AnyRoute[] {
+  return [...workspaceRoutes(services)];
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function failure(error: ApiError) {
+  return {
+    error: {
+      status: error.status,
+      message: error.message,
+      ...(error.details !== undefined ? { details: error.details } : {}),
+    },
+  };
+}
+
+/** Maps anything thrown to an ApiError: our own as they are, Fastify's by their code. */
+function toApiError(err: unknown, bodyLimit: number): { error: ApiError; internal: boolean } {
+  if (err instanceof ApiError) return { error: err, internal: false };
+  const e = err as { code?: string; statusCode?: number; message?: string };
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return {
+        error: new ApiError('INVALID_ARGUMENT', `The request body is larger than ${bodyLimit} bytes.`, undefined, 413),
+        internal: false,
+      };
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return { error: new ApiError('INVALID_ARGUMENT', 'The request body is not valid JSON.'), internal: false };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { error: new ApiError('INVALID_ARGUMENT', 'The request body is empty; send { "data": { ... } }.'), internal: false };
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return { error: new ApiError('INVALID_ARGUMENT', e.message ?? 'Invalid request body.'), internal: false };
+  }
+  if (err instanceof SyntaxError || (e.statusCode === 400 && typeof e.message === 'string')) {
+    return { error: new ApiError('INVALID_ARGUMENT', `The request body is not valid JSON: ${e.message}`), internal: false };
+  }
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return { error: new ApiError('INVALID_ARGUMENT', e.message ?? 'Bad request.', undefined, e.statusCode), internal: false };
+  }
+  return { error: new ApiError('INTERNAL', 'Internal error.'), internal: true };
+}
+
+export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+  // Any content type is read as JSON: `curl -d` without a header still works, and there is
+  // one parser (with Fastify's prototype-poisoning protection) for every body.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+
+  app.setErrorHandler((err, req, reply) => {
+    const { error, internal } = toApiError(err, services.config.bodyLimit);
+    if (internal) req.log.error({ err }, 'internal error');
+    const body = failure(
+      internal ? new ApiError('INTERNAL', `Internal error (request id ${req.id}).`) : error,
+    );
+    void reply.status(error.httpStatus).send(body);
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const err = new ApiError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}.`);
+    void reply.status(404).send(failure(err));
+  });
+
+  app.addHook('onSend', async (req, reply, payload) => {
+    reply.header('x-request-id', req.id);
+    return payload;
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_req, reply) => {
+    const caughtUp = await services.projections.isCaughtUp();
+    if (!caughtUp) {
+      return reply.status(503).send(failure(new ApiError('UNAVAILABLE', 'Projections are catching up with the event log.')));
+    }
+    return { status: 'ready' };
+  });
+
+  for (const route of allRoutes(services)) {
+    app.post(route.path, async (req, reply) => {
+      const caller = await authenticate(req, route.auth, services);
+      const data = parseBody(route.schema, req.body);
+      const ctx = new RequestContext(
+        services,
+        req.id,
+        services.clock(),
+        req.log,
+        caller.actor,
+        caller.tenant,
+        caller.workspaceId,
+      );
+      const out = await route.handler(data, ctx);
+      if (ctx.lastPosition) {
+        // Read-your-writes: the write is durable already; wait (bounded) until the read
+        // models show it, so the client's next query sees what it just did.
+        const caughtUp = await services.projections.waitFor(ctx.lastPosition, services.config.readYourWritesTimeoutMs);
+        if (!caughtUp) req.log.warn({ position: ctx.lastPosition }, 'read models lag behind this write');
+      }
+      return reply.status(200).send({
+        result: {
+          status: 'success',
+          message: out.message,
+          ...(out.data !== undefined ? { data: out.data } : {}),
+          ...(out.pageToken !== undefined ? { pageToken: out.pageToken } : {}),
+          ...out.extra,
+        },
+      });
+    });
+  }
+};
+
+export interface BuildOptions {
+  logger?: FastifyServerOptions['logger'];
+}
+
+/** A ready Fastify instance around `collabApp`, with request ids and limits set. */
+export async function buildApp(services: Services, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? { level: services.config.logLevel },
+    bodyLimit: services.config.bodyLimit,
+    // A client's x-request-id is kept when it is sane, so its logs and ours line up.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : nanoid(16);
+    },
+    requestIdHeader: false,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  await app.register(collabApp, { services });
+  return app;
+}
+
+export { httpStatusOf };

@@ -1,0 +1,140 @@
+/**
+ * Command-line interface: `collab <command>` (bin/collab.mjs) or `npm run cli -- <command>`.
+ *
+ *   serve                                     run the HTTP service (same as npm start)
+ *   workspace create --email E [--name N] [--workspace-name W]
+ *                                             create a workspace; prints its credentials as JSON
+ *   workspace set <id> [--plan free|paid] [--production-keys on|off] [--max-production-keys N]
+ *                                             operator settings that gate production keys
+ *
+ * Commands other than `serve` work directly on the stores named by the environment
+ * (DATA_DIR, or EVENTSTORE_URL/MONGODB_URL) and bring the read models up to date before
+ * exiting, so a running server sees the change at its next poll.
+ */
+import { parseArgs } from 'node:util';
+import { nanoid } from 'nanoid';
+import { z } from 'zod';
+import { ConfigError, loadConfig } from './config.js';
+import { ApiError } from './errors.js';
+import { openServices, type Services } from './services.js';
+import { RequestContext, type Logger } from './http/context.js';
+import { createWorkspace, workspaceStream } from './http/routes/workspace.js';
+import { workspaceDecider } from '../commands/workspace.js';
+import { main as serveMain } from './server.js';
+
+const USAGE = `usage:
+  collab serve
+  collab workspace create --email <email> [--name <owner name>] [--workspace-name <name>]
+  collab workspace set <workspaceId> [--plan free|paid] [--production-keys on|off] [--max-production-keys <n>]`;
+
+class UsageError extends Error {}
+
+const stderrLogger: Logger = {
+  info: () => {},
+  warn: (o, m) => process.stderr.write(`warn: ${m ?? ''} ${JSON.stringify(o)}\n`),
+  error: (o, m) => process.stderr.write(`error: ${m ?? ''} ${JSON.stringify(o)}\n`),
+};
+
+async function withServices<T>(fn: (s: Services, ctx: RequestContext) => Promise<T>): Promise<T> {
+  const services = await openServices(loadConfig(), { follow: false });
+  try {
+    const ctx = new RequestContext(services, `cli-${nanoid(12)}`, services.clock(), stderrLogger, 'cli');
+    const out = await fn(services, ctx);
+    await services.projections.catchUp();
+    return out;
+  } finally {
+    await services.close();
+  }
+}
+
+async function workspaceCreate(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: { email: { type: 'string' }, name: { type: 'string' }, 'workspace-name': { type: 'string' } },
+    strict: true,
+  });
+  if (!values.email || !z.email().safeParse(values.email).success) throw new UsageError('--email <valid email> is required');
+  const created = await withServices((_s, ctx) =>
+    createWorkspace(ctx, { ownerEmail: values.email!, name: values.name, workspaceName: values['workspace-name'] }),
+  );
+  process.stdout.write(JSON.stringify(created, null, 2) + '\n');
+}
+
+async function workspaceSet(args: string[]) {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      plan: { type: 'string' },
+      'production-keys': { type: 'string' },
+      'max-production-keys': { type: 'string' },
+    },
+    strict: true,
+  });
+  const id = positionals[0];
+  if (!id || positionals.length > 1) throw new UsageError('workspace set takes exactly one workspace id');
+  const data: { plan?: 'free' | 'paid'; productionKeysEnabled?: boolean; maxProductionKeys?: number } = {};
+  if (values.plan !== undefined) {
+    if (values.plan !== 'free' && values.plan !== 'paid') throw new UsageError('--plan must be free or paid');
+    data.plan = values.plan;
+  }
+  const pk = values['production-keys'];
+  if (pk !== undefined) {
+    if (pk !== 'on' && pk !== 'off') throw new UsageError('--production-keys must be on or off');
+    data.productionKeysEnabled = pk === 'on';
+  }
+  const max = values['max-production-keys'];
+  if (max !== undefined) {
+    if (!/^\d{1,6}$/.test(max)) throw new UsageError('--max-production-keys must be a whole number');
+    data.maxProductionKeys = Number(max);
+  }
+  if (Object.keys(data).length === 0) throw new UsageError('nothing to set: give --plan, --production-keys or --max-production-keys');
+  const state = await withServices(async (_s, ctx) => {
+    const r = await ctx.execute(workspaceDecider, workspaceStream(id), {
+      type: 'ChangeWorkspaceSettings',
+      data,
+      metadata: { now: ctx.now },
+    });
+    return r.state;
+  });
+  if (state.status !== 'active') throw new Error('bug: settings changed on a workspace that is not active');
+  const { plan, productionKeysEnabled, maxProductionKeys } = state;
+  process.stdout.write(JSON.stringify({ workspaceId: id, plan, productionKeysEnabled, maxProductionKeys }, null, 2) + '\n');
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const [cmd, sub, ...rest] = argv;
+  try {
+    if (cmd === 'serve') {
+      await serveMain();
+      return -1; // keeps running
+    }
+    if (cmd === 'workspace' && sub === 'create') await workspaceCreate(rest);
+    else if (cmd === 'workspace' && sub === 'set') await workspaceSet(rest);
+    else if (cmd === undefined || cmd === 'help' || cmd === '--help') {
+      process.stdout.write(USAGE + '\n');
+    } else throw new UsageError(`unknown command: ${[cmd, sub].filter(Boolean).join(' ')}`);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof ApiError) {
+      process.stderr.write(`${err.status}: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+const isEntry = process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href;
+if (isEntry) {
+  run(process.argv.slice(2)).then((code) => {
+    if (code >= 0) process.exit(code);
+  });
+}

@@ -1,0 +1,88 @@
+/**
+ * Configuration from the environment, checked once at start: a bad value stops the process
+ * with a message naming the variable, before anything listens.
+ */
+import path from 'node:path';
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  eventStoreUrl?: string;
+  mongodbUrl?: string;
+  adminToken?: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Supported database regions for API keys; the first is the default (North America). */
+  regions: string[];
+  /** Largest request body accepted, in bytes. */
+  bodyLimit: number;
+  /** How long a write waits for its projections before answering anyway. */
+  readYourWritesTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export const DEFAULT_REGIONS = ['usa', 'canada', 'europe', 'uk', 'india', 'singapore', 'japan', 'australia'];
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got ${JSON.stringify(raw)}`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function url(env: Env, name: string, protocols: string[]): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be a URL (${protocols.join(', ')}), got ${JSON.stringify(raw)}`);
+  }
+  if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+  }
+  return raw;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(env.LOG_LEVEL)}`);
+  }
+  const host = env.HOST || '0.0.0.0';
+  const adminToken = env.ADMIN_TOKEN || undefined;
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
+  }
+  const regions = env.REGIONS
+    ? env.REGIONS.split(',').map((r) => r.trim())
+    : DEFAULT_REGIONS;
+  if (regions.length === 0 || regions.some((r) => !/^[a-z0-9-]{1,64}$/.test(r))) {
+    throw new ConfigError('REGIONS', 'must be a comma-separated list of region names (a-z, 0-9, -)');
+  }
+  return {
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host,
+    dataDir: path.resolve(env.DATA_DIR || './data'),
+    eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover']),
+    mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
+    adminToken,
+    logLevel,
+    regions,
+    bodyLimit: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 100 * 1_048_576),
+    readYourWritesTimeoutMs: integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 0, 60_000),
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * What a route handler gets besides its validated `data`: who is calling, the request's
+ * clock reading and id, and `execute`, which runs a command with this request's metadata
+ * and remembers how far the log moved so the response can wait for the read models.
+ */
+import type { EventMetadata, LogPosition } from '../ports/event-store.js';
+import type { Decider, DomainEvent } from '../runtime/decider.js';
+import type { HandleResult } from '../runtime/command-handler.js';
+import type { Services } from '../services.js';
+
+/** The API key a request in API-key mode acts for: the tenant every read and write is scoped to. */
+export interface Tenant {
+  apiKey: string;
+  workspaceId: string;
+  type: 'testing' | 'production';
+}
+
+export interface Logger {
+  info(obj: unknown, msg?: string): void;
+  warn(obj: unknown, msg?: string): void;
+  error(obj: unknown, msg?: string): void;
+}
+
+export class RequestContext {
+  /** Highest log position this request appended; the response waits for projections to pass it. */
+  lastPosition: LogPosition | undefined;
+
+  constructor(
+    readonly services: Services,
+    readonly requestId: string,
+    readonly now: number,
+    readonly log: Logger,
+    readonly actor: string,
+    readonly tenant?: Tenant,
+    readonly workspaceId?: string,
+  ) {}
+
+  /** The tenant of an API-key route; a route declared `apiKey` always has one. */
+  get apiKey(): string {
+    if (!this.tenant) throw new Error('bug: apiKey read on a route without API-key auth');
+    return this.tenant.apiKey;
+  }
+
+  metadata(): EventMetadata {
+    return {
+      requestId: this.requestId,
+      actor: this.actor,
+      time: this.now,
+      ...(this.workspaceId ?? this.tenant?.workspaceId ? { workspaceId: this.workspaceId ?? this.tenant?.workspaceId } : {}),
+      ...(this.tenant ? { apiKey: this.tenant.apiKey } : {}),
+    };
+  }
+
+  async execute<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string, command: C): Promise<HandleResult<S, E>> {
+    const result = await this.services.commands.handle(decider, stream, command, this.metadata());
+    if (result.position && (!this.lastPosition || result.position > this.lastPosition)) this.lastPosition = result.position;
+    return result;
+  }
+}

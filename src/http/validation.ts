@@ -1,0 +1,98 @@
+/**
+ * Request validation: every route's zod schema, and messages that name the field the way a
+ * client wrote it: `data.users[2].email must be a valid email`.
+ */
+import { z } from 'zod';
+import { invalidArgument } from '../errors.js';
+
+/** semantics §1: ids are non-empty strings of at most 256 characters, any characters. */
+export const MAX_ID = 256;
+/** semantics §1: every request array other than the spec's 30-item ones holds at most 1000. */
+export const MAX_ITEMS = 1000;
+
+export const id = () => z.string().min(1).max(MAX_ID);
+export const ids = (max = MAX_ITEMS) => z.array(id()).min(1).max(max);
+export const text = (max = 1024) => z.string().max(max);
+export const email = () => z.string().max(320).pipe(z.email());
+export const items = <T extends z.ZodType>(item: T, max = MAX_ITEMS) => z.array(item).min(1).max(max);
+
+export function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) {
+    if (typeof p === 'number') out += `[${p}]`;
+    else out += out ? `.${String(p)}` : String(p);
+  }
+  return out || 'body';
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = root;
+  for (const p of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    if (!Object.prototype.hasOwnProperty.call(cur, p as string)) return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[p];
+  }
+  return cur;
+}
+
+const article = (t: string) => (/^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`);
+
+function describe(issue: z.core.$ZodIssue, input: unknown): string {
+  const field = fieldPath(issue.path);
+  switch (issue.code) {
+    case 'invalid_type': {
+      if (valueAt(input, issue.path) === undefined) return `${field} is required`;
+      const expected = issue.expected === 'int' ? 'integer' : issue.expected;
+      return `${field} must be ${article(String(expected))}`;
+    }
+    case 'too_big':
+      if (issue.origin === 'string') return `${field} must be at most ${issue.maximum} characters`;
+      if (issue.origin === 'array') return `${field} must have at most ${issue.maximum} items`;
+      return `${field} must be at most ${issue.maximum}`;
+    case 'too_small':
+      if (issue.origin === 'string') {
+        return Number(issue.minimum) <= 1 ? `${field} must not be empty` : `${field} must be at least ${issue.minimum} characters`;
+      }
+      if (issue.origin === 'array') {
+        return Number(issue.minimum) <= 1 ? `${field} must not be empty` : `${field} must have at least ${issue.minimum} items`;
+      }
+      return `${field} must be at least ${issue.minimum}`;
+    case 'invalid_format':
+      if (issue.format === 'email') return `${field} must be a valid email`;
+      if (issue.format === 'url') return `${field} must be a valid URL`;
+      return `${field} must be a valid ${issue.format}`;
+    case 'invalid_value':
+      return `${field} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'invalid_union': {
+      // Report the branch that got furthest, rather than a bare "invalid input".
+      const first = issue.errors.flat()[0];
+      return first ? describe(first, input) : `${field} is invalid`;
+    }
+    case 'custom':
+      return issue.message.startsWith(field) ? issue.message : `${field} ${issue.message}`;
+    default:
+      return `${field} is invalid: ${issue.message}`;
+  }
+}
+
+/**
+ * Parses `body` against `{ data: schema }`. semantics §1: a body that is not an object with
+ * an object `data` is INVALID_ARGUMENT, as is any field that does not fit; unknown fields are
+ * dropped (forward compatibility), never stored.
+ */
+export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw invalidArgument('The request body must be a JSON object with a "data" object.');
+  }
+  const data = (body as Record<string, unknown>).data;
+  if (data === undefined) throw invalidArgument('data is required: the request body must be { "data": { ... } }.');
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) throw invalidArgument('data must be an object');
+  const result = schema.safeParse(data);
+  if (result.success) return result.data;
+  const issues = result.error.issues.map((i) => ({ ...i, path: ['data', ...i.path] }));
+  const messages = [...new Set(issues.map((i) => describe(i as z.core.$ZodIssue, body)))];
+  throw invalidArgument(
+    messages.slice(0, 5).join('; ') + (messages.length > 5 ? `; and ${messages.length - 5} more` : ''),
+    { fields: issues.slice(0, 20).map((i) => ({ field: fieldPath(i.path), code: i.code })) },
+  );
+}

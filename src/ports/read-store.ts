@@ -1,0 +1,82 @@
+/**
+ * The read store port: the narrow set of document operations projections and queries need.
+ * It maps one-to-one onto MongoDB (a collection per read model, `_id` keys, equality filters
+ * on indexed fields, `$set`/`$unset` patches, `bulkWrite`, sessions with transactions); the
+ * embedded adapter implements it on SQLite tables of JSON documents with expression indexes.
+ * Contract: test/contract/read-store.contract.ts.
+ */
+import type { LogPosition } from './event-store.js';
+
+export type Scalar = string | number | boolean | null;
+
+/**
+ * Equality on fields (dotted paths allowed). `null` matches a missing field too, as in
+ * MongoDB. Values are scalars only: an operator object can never reach a query.
+ */
+export type Filter = Record<string, Scalar>;
+
+export interface Doc {
+  _id: string;
+  [field: string]: unknown;
+}
+
+export interface FindOptions {
+  /** Ascending sort on this field, ties broken by `_id`. Default: `_id`. */
+  sort?: string;
+  /** Keyset cursor: rows strictly after this (sort value, _id) pair. */
+  after?: { value: Scalar; id: string };
+  limit?: number;
+}
+
+export type WriteOp =
+  | { op: 'upsert'; collection: string; doc: Doc }
+  | { op: 'patch'; collection: string; id: string; set?: Record<string, unknown>; unset?: string[] }
+  | { op: 'delete'; collection: string; id: string }
+  | { op: 'deleteMany'; collection: string; filter: Filter };
+
+export interface ReadView {
+  get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null>;
+  /** The documents that exist among `ids`, in the order of `ids`. */
+  getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]>;
+  find<T extends Doc = Doc>(collection: string, filter: Filter, options?: FindOptions): Promise<T[]>;
+  count(collection: string, filter: Filter): Promise<number>;
+}
+
+export interface ReadTx extends ReadView {
+  /** Inserts or replaces the whole document. */
+  upsert(collection: string, doc: Doc): Promise<void>;
+  /** `$set` / `$unset` on an existing document; false when there is none. */
+  patch(collection: string, id: string, set?: Record<string, unknown>, unset?: string[]): Promise<boolean>;
+  delete(collection: string, id: string): Promise<boolean>;
+  deleteMany(collection: string, filter: Filter): Promise<number>;
+  bulk(ops: readonly WriteOp[]): Promise<void>;
+  /**
+   * Moves a projection's checkpoint, compare-and-set: throws CheckpointConflictError when the
+   * stored value is not `expected` (another runner moved it), which rolls the whole
+   * transaction back, documents included.
+   */
+  setCheckpoint(name: string, position: LogPosition, expected: LogPosition | null): Promise<void>;
+}
+
+export class CheckpointConflictError extends Error {
+  constructor(readonly projection: string, readonly expected: LogPosition | null, readonly actual: LogPosition | null) {
+    super(`checkpoint of ${projection}: expected ${expected}, found ${actual}`);
+    this.name = 'CheckpointConflictError';
+  }
+}
+
+export interface IndexSpec {
+  collection: string;
+  fields: string[];
+  unique?: boolean;
+}
+
+export interface ReadStore extends ReadView {
+  ensureIndexes(specs: readonly IndexSpec[]): Promise<void>;
+  /** Runs `fn` in one atomic transaction; transactions are serialized per store. */
+  transaction<T>(fn: (tx: ReadTx) => Promise<T>): Promise<T>;
+  getCheckpoint(name: string): Promise<LogPosition | null>;
+  /** Drops every document of a collection (tests, rebuilds). */
+  dropCollection(collection: string): Promise<void>;
+  close(): Promise<void>;
+}

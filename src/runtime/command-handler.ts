@@ -1,0 +1,116 @@
+/**
+ * The one generic command handler: load the stream, fold `evolve`, `decide`, append with
+ * the expected revision. On a revision conflict (another request appended in between) it
+ * retries with fresh state a bounded number of times, then answers ABORTED.
+ *
+ * Loaded states are cached with their revision (a bounded LRU), so a load reads only the
+ * events after the cached revision. The cache never hides another writer: every load still
+ * asks the store for newer events, and the append's expected revision catches the rest.
+ */
+import { randomUUID } from 'node:crypto';
+import { aborted } from '../errors.js';
+import {
+  WrongExpectedRevisionError,
+  type EventMetadata,
+  type EventStore,
+  type LogPosition,
+  type RecordedEvent,
+} from '../ports/event-store.js';
+import type { Decider, DomainEvent } from './decider.js';
+
+export interface HandleResult<State, Event> {
+  /** The state after the command (equal to the loaded one when nothing was appended). */
+  state: State;
+  events: Event[];
+  /** Log position of the last appended event; undefined when `decide` returned no events. */
+  position?: LogPosition;
+}
+
+interface CacheEntry {
+  decider: string;
+  state: unknown;
+  /** Revision of the last event folded into `state`; -1 for none. */
+  revision: number;
+}
+
+export interface CommandHandlerOptions {
+  maxRetries?: number;
+  cacheSize?: number;
+}
+
+export class CommandHandler {
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly maxRetries: number;
+  private readonly cacheSize: number;
+
+  constructor(
+    private readonly store: EventStore,
+    options: CommandHandlerOptions = {},
+  ) {
+    this.maxRetries = options.maxRetries ?? 5;
+    this.cacheSize = options.cacheSize ?? 50_000;
+  }
+
+  /** The current state of an aggregate (read side of the write model: decide's input). */
+  async load<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string): Promise<{ state: S; revision: number }> {
+    const cached = this.cache.get(stream);
+    let state: S;
+    let revision: number;
+    if (cached && cached.decider === decider.name) {
+      state = cached.state as S;
+      revision = cached.revision;
+    } else {
+      state = decider.initialState();
+      revision = -1;
+    }
+    const newer = await this.store.readStream(stream, { fromRevision: revision + 1 });
+    for (const e of newer) {
+      state = decider.evolve(state, e as unknown as E);
+      revision = e.revision;
+    }
+    if (newer.length > 0 || !cached) this.remember(stream, decider.name, state, revision);
+    return { state, revision };
+  }
+
+  async handle<S, C, E extends DomainEvent>(
+    decider: Decider<S, C, E>,
+    stream: string,
+    command: C,
+    metadata: EventMetadata,
+  ): Promise<HandleResult<S, E>> {
+    for (let attempt = 0; ; attempt++) {
+      const { state, revision } = await this.load(decider, stream);
+      const events = decider.decide(command, state);
+      if (events.length === 0) return { state, events };
+      try {
+        const result = await this.store.append(
+          stream,
+          events.map((e) => ({ id: randomUUID(), type: e.type, data: e.data, metadata })),
+          revision === -1 ? 'no_stream' : revision,
+        );
+        const next = events.reduce(decider.evolve, state);
+        this.remember(stream, decider.name, next, result.nextRevision);
+        return { state: next, events, position: result.position };
+      } catch (error) {
+        if (!(error instanceof WrongExpectedRevisionError)) throw error;
+        if (attempt >= this.maxRetries) {
+          throw aborted('The resource was changed by concurrent requests; try again.');
+        }
+      }
+    }
+  }
+
+  private remember(stream: string, decider: string, state: unknown, revision: number) {
+    const prev = this.cache.get(stream);
+    // A slower concurrent load must not overwrite a newer state.
+    if (prev && prev.decider === decider && prev.revision > revision) return;
+    this.cache.delete(stream);
+    this.cache.set(stream, { decider, state, revision });
+    if (this.cache.size > this.cacheSize) {
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.cache.delete(oldest);
+    }
+  }
+}
+
+export type { RecordedEvent };

@@ -1,0 +1,215 @@
+/**
+ * Follows the event log and keeps the projections up to date.
+ *
+ * One loop reads the log once for all projections: a batch of events is applied to every
+ * projection in one read-store transaction, and each projection's checkpoint moves in that
+ * same transaction (compare-and-set, so a second runner on the same store can never apply a
+ * batch twice: its transaction fails and it re-reads the checkpoints). A projection whose
+ * checkpoint is behind the others (one added later) gets the events it has not seen.
+ *
+ * Read-your-writes: `waitFor(position)` resolves once every projection has passed the
+ * position of a request's last event; the HTTP layer awaits it before answering.
+ */
+import { LOG_START, type EventStore, type LogPosition } from '../ports/event-store.js';
+import { CheckpointConflictError, type ReadStore } from '../ports/read-store.js';
+import type { Projection } from './projection.js';
+
+export interface RunnerLogger {
+  error(obj: unknown, msg?: string): void;
+  warn(obj: unknown, msg?: string): void;
+  info(obj: unknown, msg?: string): void;
+}
+
+export interface ProjectionRunnerOptions {
+  batchSize?: number;
+  /** How often to look for events appended by other processes. */
+  pollMs?: number;
+  logger?: RunnerLogger;
+}
+
+interface Waiter {
+  position: LogPosition;
+  resolve: (caughtUp: boolean) => void;
+  timer: NodeJS.Timeout;
+}
+
+const silent: RunnerLogger = { error() {}, warn() {}, info() {} };
+
+export class ProjectionRunner {
+  private readonly checkpoints = new Map<string, LogPosition | null>();
+  private readonly batchSize: number;
+  private readonly pollMs: number;
+  private readonly log: RunnerLogger;
+  private waiters: Waiter[] = [];
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private pending = false;
+  private unsubscribe: (() => void) | null = null;
+  private failures = 0;
+
+  constructor(
+    private readonly events: EventStore,
+    private readonly store: ReadStore,
+    readonly projections: readonly Projection[],
+    options: ProjectionRunnerOptions = {},
+  ) {
+    this.batchSize = options.batchSize ?? 1000;
+    this.pollMs = options.pollMs ?? 500;
+    this.log = options.logger ?? silent;
+  }
+
+  async init(): Promise<void> {
+    await this.store.ensureIndexes(this.projections.flatMap((p) => p.indexes));
+    await this.reloadCheckpoints();
+  }
+
+  /** The position every projection has passed. */
+  get position(): LogPosition {
+    let min: LogPosition | null = null;
+    for (const p of this.projections) {
+      const c = this.checkpoints.get(p.name) ?? LOG_START;
+      if (min === null || c < min) min = c;
+    }
+    return min ?? LOG_START;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.unsubscribe = this.events.onAppended(() => this.poke());
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.unsubscribe?.();
+    this.poke();
+    await this.loop;
+    for (const w of this.waiters) {
+      clearTimeout(w.timer);
+      w.resolve(this.position >= w.position);
+    }
+    this.waiters = [];
+  }
+
+  /** Resolves true once all projections passed `position`, false after `timeoutMs`. */
+  waitFor(position: LogPosition, timeoutMs: number): Promise<boolean> {
+    if (this.position >= position) return Promise.resolve(true);
+    this.poke();
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        position,
+        resolve,
+        timer: setTimeout(() => {
+          this.waiters = this.waiters.filter((w) => w !== waiter);
+          resolve(false);
+        }, timeoutMs),
+      };
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** Applies everything up to the log's head; returns the number of events read. */
+  async catchUp(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.step();
+      total += n;
+      if (n === 0) return total;
+    }
+  }
+
+  async isCaughtUp(): Promise<boolean> {
+    return this.position >= (await this.events.headPosition());
+  }
+
+  private poke() {
+    this.pending = true;
+    const w = this.wake;
+    this.wake = null;
+    w?.();
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      this.pending = false;
+      let read = 0;
+      try {
+        read = await this.step();
+        this.failures = 0;
+      } catch (error) {
+        // A failing projection must not skip events: log, back off, try the batch again.
+        this.failures++;
+        this.log.error({ err: error }, 'projection batch failed; retrying');
+        await this.sleep(Math.min(5000, 50 * 2 ** Math.min(this.failures, 7)));
+        continue;
+      }
+      if (read === 0 && !this.pending && this.running) await this.sleep(this.pollMs);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = null;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private async reloadCheckpoints() {
+    for (const p of this.projections) this.checkpoints.set(p.name, await this.store.getCheckpoint(p.name));
+  }
+
+  /** One batch: read after the lowest checkpoint, apply, move checkpoints. */
+  private async step(): Promise<number> {
+    if (this.projections.length === 0) return 0;
+    const from = this.position;
+    const batch = await this.events.readAll({ after: from, maxCount: this.batchSize });
+    if (batch.length === 0) return 0;
+    const last = batch[batch.length - 1]!.position;
+    const moved = new Map<string, LogPosition>();
+    try {
+      await this.store.transaction(async (tx) => {
+        for (const p of this.projections) {
+          const checkpoint = this.checkpoints.get(p.name) ?? null;
+          const seen = checkpoint ?? LOG_START;
+          for (const e of batch) {
+            if (e.position > seen && p.handles.has(e.type)) await p.apply(e, tx);
+          }
+          if (last > seen) {
+            await tx.setCheckpoint(p.name, last, checkpoint);
+            moved.set(p.name, last);
+          }
+        }
+      });
+    } catch (error) {
+      if (error instanceof CheckpointConflictError) {
+        // Another runner got there first: take its checkpoints and carry on from them.
+        await this.reloadCheckpoints();
+        return batch.length;
+      }
+      throw error;
+    }
+    for (const [name, pos] of moved) this.checkpoints.set(name, pos);
+    this.release();
+    return batch.length;
+  }
+
+  private release() {
+    const at = this.position;
+    const still: Waiter[] = [];
+    for (const w of this.waiters) {
+      if (at >= w.position) {
+        clearTimeout(w.timer);
+        w.resolve(true);
+      } else still.push(w);
+    }
+    this.waiters = still;
+  }
+}
