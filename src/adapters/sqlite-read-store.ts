@@ -132,8 +132,11 @@ class SqliteView implements ReadView {
     let sql = `SELECT doc FROM ${t} WHERE ${where.sql}`;
     if (options.after) {
       if (options.sort) {
-        sql += ` AND (${sortExpr}, id) > (?, ?)`;
-        params.push(bindable(options.after.value), options.after.id);
+        // The `>=` lets SQLite seek the index to the cursor; the row-value test then skips
+        // the ties already returned. Without it the scan starts at the first row every page.
+        sql += ` AND ${sortExpr} >= ? AND (${sortExpr}, id) > (?, ?)`;
+        const v = bindable(options.after.value);
+        params.push(v, v, options.after.id);
       } else {
         sql += ' AND id > ?';
         params.push(options.after.id);

@@ -21,7 +21,7 @@ export interface Doc {
 }
 
 export interface FindOptions {
-  /** Ascending sort on this field, ties broken by `_id`. Default: `_id`. */
+  /** Ascending sort on this field (present and non-null on every document it pages), ties broken by `_id`. Default: `_id`. */
   sort?: string;
   /** Keyset cursor: rows strictly after this (sort value, _id) pair. */
   after?: { value: Scalar; id: string };

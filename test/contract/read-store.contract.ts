@@ -1,0 +1,182 @@
+/**
+ * The read store contract, written once and run against every adapter: the embedded one
+ * always (read-store.sqlite.test.ts), MongoDB whenever MONGODB_URL is set.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { rejects } from '../support/assert.js';
+import { CheckpointConflictError, type ReadStore } from '../../src/ports/read-store.js';
+
+export function readStoreContract(name: string, open: () => Promise<ReadStore>) {
+  const s = suite<{ store: ReadStore }>(`read store contract: ${name}`);
+  s.before.each(async (ctx) => {
+    ctx.store = await open();
+    await ctx.store.ensureIndexes([{ collection: 'things', fields: ['tenant', 'kind', 'seq'] }]);
+  });
+  s.after.each(async (ctx) => {
+    await ctx.store.dropCollection('things');
+    await ctx.store.close();
+  });
+
+  const seed = (store: ReadStore) =>
+    store.transaction(async (tx) => {
+      for (let i = 0; i < 10; i++) {
+        await tx.upsert('things', { _id: `t${i}`, tenant: i < 7 ? 'A' : 'B', kind: i % 2 ? 'odd' : 'even', seq: 100 - i, flag: i === 3, nested: { v: i } });
+      }
+    });
+
+  s('upsert then get; upsert replaces the whole document', async ({ store }) => {
+    await store.transaction(async (tx) => {
+      await tx.upsert('things', { _id: 'x', a: 1, b: 2 });
+      await tx.upsert('things', { _id: 'x', a: 3 });
+    });
+    assert.equal(await store.get('things', 'x'), { _id: 'x', a: 3 });
+    assert.is(await store.get('things', 'missing'), null);
+  });
+
+  s('a collection never written reads as empty', async ({ store }) => {
+    assert.is(await store.get('never_written', 'x'), null);
+    assert.equal(await store.find('never_written', {}), []);
+    assert.is(await store.count('never_written', {}), 0);
+  });
+
+  s('getMany returns the existing documents in the order asked', async ({ store }) => {
+    await seed(store);
+    const docs = await store.getMany('things', ['t5', 'nope', 't1', 't5']);
+    assert.equal(docs.map((d) => d._id), ['t5', 't1', 't5']);
+    assert.equal(await store.getMany('things', []), []);
+  });
+
+  s('find by equality, sorted, with a keyset cursor', async ({ store }) => {
+    await seed(store);
+    const page1 = await store.find('things', { tenant: 'A', kind: 'even' }, { sort: 'seq', limit: 2 });
+    assert.equal(page1.map((d) => d._id), ['t6', 't4']);
+    const last = page1[1]!;
+    const page2 = await store.find('things', { tenant: 'A', kind: 'even' }, { sort: 'seq', after: { value: last.seq as number, id: last._id }, limit: 2 });
+    assert.equal(page2.map((d) => d._id), ['t2', 't0']);
+    const page3 = await store.find('things', { tenant: 'A', kind: 'even' }, { sort: 'seq', after: { value: 100, id: 't0' }, limit: 2 });
+    assert.equal(page3, []);
+    assert.is(await store.count('things', { tenant: 'A' }), 7);
+  });
+
+  s('find on booleans, nested paths and null (missing)', async ({ store }) => {
+    await seed(store);
+    await store.transaction((tx) => tx.upsert('things', { _id: 'nulls', tenant: 'C', kind: null }));
+    assert.equal((await store.find('things', { flag: true })).map((d) => d._id), ['t3']);
+    assert.equal((await store.find('things', { 'nested.v': 8 })).map((d) => d._id), ['t8']);
+    assert.equal((await store.find('things', { tenant: 'C', kind: null })).map((d) => d._id), ['nulls']);
+    assert.equal((await store.find('things', { tenant: 'A', missingField: null })).length, 7);
+  });
+
+  s('ties on the sort field are broken by _id', async ({ store }) => {
+    await store.transaction(async (tx) => {
+      for (const id of ['b', 'a', 'c']) await tx.upsert('things', { _id: id, tenant: 'T', kind: 'k', seq: 1 });
+    });
+    const p1 = await store.find('things', { tenant: 'T' }, { sort: 'seq', limit: 2 });
+    assert.equal(p1.map((d) => d._id), ['a', 'b']);
+    const p2 = await store.find('things', { tenant: 'T' }, { sort: 'seq', after: { value: 1, id: 'b' } });
+    assert.equal(p2.map((d) => d._id), ['c']);
+  });
+
+  s('patch sets and unsets fields, dotted paths included; false for a missing document', async ({ store }) => {
+    await seed(store);
+    await store.transaction(async (tx) => {
+      assert.ok(await tx.patch('things', 't1', { kind: 'changed', 'nested.w': 5 }, ['flag']));
+      assert.not.ok(await tx.patch('things', 'nope', { kind: 'x' }));
+    });
+    assert.equal(await store.get('things', 't1'), { _id: 't1', tenant: 'A', kind: 'changed', seq: 99, nested: { v: 1, w: 5 } });
+    assert.is(await store.get('things', 'nope'), null);
+  });
+
+  s('delete and deleteMany', async ({ store }) => {
+    await seed(store);
+    await store.transaction(async (tx) => {
+      assert.ok(await tx.delete('things', 't0'));
+      assert.not.ok(await tx.delete('things', 't0'));
+      assert.is(await tx.deleteMany('things', { tenant: 'B' }), 3);
+    });
+    assert.is(await store.count('things', {}), 6);
+  });
+
+  s('bulk applies every op in order', async ({ store }) => {
+    await store.transaction((tx) =>
+      tx.bulk([
+        { op: 'upsert', collection: 'things', doc: { _id: 'a', tenant: 'Z', n: 1 } },
+        { op: 'upsert', collection: 'things', doc: { _id: 'b', tenant: 'Z', n: 2 } },
+        { op: 'patch', collection: 'things', id: 'a', set: { n: 10 } },
+        { op: 'delete', collection: 'things', id: 'b' },
+        { op: 'upsert', collection: 'things', doc: { _id: 'c', tenant: 'Y' } },
+        { op: 'deleteMany', collection: 'things', filter: { tenant: 'Y' } },
+      ]),
+    );
+    assert.equal(await store.find('things', {}), [{ _id: 'a', tenant: 'Z', n: 10 }]);
+  });
+
+  s('a failing transaction leaves nothing behind', async ({ store }) => {
+    await rejects(
+      store.transaction(async (tx) => {
+        await tx.upsert('things', { _id: 'ghost', tenant: 'G' });
+        await tx.upsert('other_things', { _id: 'ghost' });
+        throw new Error('boom');
+      }),
+      /boom/,
+    );
+    assert.is(await store.get('things', 'ghost'), null);
+    assert.is(await store.get('other_things', 'ghost'), null);
+    // The store is still usable, including the collection created and rolled back.
+    await store.transaction((tx) => tx.upsert('other_things', { _id: 'real' }));
+    assert.ok(await store.get('other_things', 'real'));
+    await store.dropCollection('other_things');
+  });
+
+  s('reads outside a transaction never see its uncommitted writes', async ({ store }) => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let inside!: () => void;
+    const started = new Promise<void>((r) => (inside = r));
+    const tx = store.transaction(async (t) => {
+      await t.upsert('things', { _id: 'pending', tenant: 'P' });
+      inside();
+      await gate;
+    });
+    await started;
+    assert.is(await store.get('things', 'pending'), null);
+    release();
+    await tx;
+    assert.ok(await store.get('things', 'pending'));
+  });
+
+  s('checkpoints: compare-and-set, committed with the documents', async ({ store }) => {
+    const name = `cp-${Math.random().toString(36).slice(2)}`;
+    assert.is(await store.getCheckpoint(name), null);
+    await store.transaction(async (tx) => {
+      await tx.upsert('things', { _id: 'with-cp', tenant: 'C' });
+      await tx.setCheckpoint(name, '0005', null);
+    });
+    assert.is(await store.getCheckpoint(name), '0005');
+    try {
+      await store.transaction(async (tx) => {
+        await tx.upsert('things', { _id: 'lost', tenant: 'C' });
+        await tx.setCheckpoint(name, '0009', '0004');
+      });
+      assert.unreachable('stale checkpoint accepted');
+    } catch (e) {
+      assert.instance(e, CheckpointConflictError);
+    }
+    assert.is(await store.getCheckpoint(name), '0005');
+    assert.is(await store.get('things', 'lost'), null);
+  });
+
+  s('ids with any characters are stored and found as given', async ({ store }) => {
+    const ids = ['["a","b"]', "'; DROP TABLE rm_things; --", 'ünïcödé \u0000 nul', '$gt'];
+    await store.transaction(async (tx) => {
+      for (const id of ids) await tx.upsert('things', { _id: id, tenant: id });
+    });
+    for (const id of ids) {
+      assert.equal(await store.get('things', id), { _id: id, tenant: id });
+      assert.equal((await store.find('things', { tenant: id })).map((d) => d._id), [id]);
+    }
+  });
+
+  return s;
+}
