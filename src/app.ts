@@ -26,6 +26,7 @@ function failure(error: ApiError) {
   return {
     error: {
       status: error.status,
+      ...error.extra,
       message: error.message,
       ...(error.details !== undefined ? { details: error.details } : {}),
     },

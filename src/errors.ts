@@ -36,6 +36,8 @@ export class ApiError extends Error {
     readonly details?: unknown,
     /** Overrides the HTTP status of `status` (413 for an oversized body, say). */
     readonly httpStatus: number = httpStatusOf[status],
+    /** Extra fields of the failure envelope where the spec shows one (`code` on folders/delete). */
+    readonly extra?: Record<string, unknown>,
   ) {
     super(message);
     this.name = 'ApiError';
