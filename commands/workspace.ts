@@ -36,8 +36,14 @@ export type WorkspaceEvent =
       authTokenHash: string;
       createdAt: number;
     }>
-  | DomainEvent<'WorkspaceSettingsChanged', { plan?: Plan; productionKeysEnabled?: boolean; maxProductionKeys?: number }>
+  | DomainEvent<'WorkspaceSettingsChanged', {
+      workspaceId: string;
+      plan?: Plan;
+      productionKeysEnabled?: boolean;
+      maxProductionKeys?: number;
+    }>
   | DomainEvent<'ApiKeyCreated', {
+      workspaceId: string;
       apiKey: string;
       apiKeyName: string;
       type: ApiKeyType;
@@ -146,11 +152,12 @@ export type WorkspaceCommand =
 
 const workspaceNotFound = () => notFound('Workspace not found.');
 
-function keyEvents(k: NewApiKey, now: number): WorkspaceEvent[] {
+function keyEvents(workspaceId: string, k: NewApiKey, now: number): WorkspaceEvent[] {
   const events: WorkspaceEvent[] = [
     {
       type: 'ApiKeyCreated',
       data: {
+        workspaceId,
         apiKey: k.apiKey,
         apiKeyName: k.apiKeyName,
         type: k.type,
@@ -190,7 +197,7 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
     case 'CreateWorkspace': {
       if (state.status !== 'none') throw new ApiError('ALREADY_EXISTS', 'Workspace already exists.');
       const { firstKey, ...w } = command.data;
-      return [{ type: 'WorkspaceCreated', data: { ...w, createdAt: now } }, ...keyEvents(firstKey, now)];
+      return [{ type: 'WorkspaceCreated', data: { ...w, createdAt: now } }, ...keyEvents(w.workspaceId, firstKey, now)];
     }
     case 'ChangeWorkspaceSettings': {
       if (state.status !== 'active') throw workspaceNotFound();
@@ -199,13 +206,13 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
         (d.plan !== undefined && d.plan !== state.plan) ||
         (d.productionKeysEnabled !== undefined && d.productionKeysEnabled !== state.productionKeysEnabled) ||
         (d.maxProductionKeys !== undefined && d.maxProductionKeys !== state.maxProductionKeys);
-      return changed ? [{ type: 'WorkspaceSettingsChanged', data: d }] : [];
+      return changed ? [{ type: 'WorkspaceSettingsChanged', data: { workspaceId: state.workspaceId, ...d } }] : [];
     }
     case 'CreateApiKey': {
       if (state.status !== 'active') throw workspaceNotFound();
       if (state.keys[command.data.apiKey]) throw new ApiError('ALREADY_EXISTS', 'API key already exists.');
       if (command.data.type === 'production') guardProductionKey(state);
-      return keyEvents(command.data, now);
+      return keyEvents(state.workspaceId, command.data, now);
     }
     case 'ResetAuthToken': {
       if (state.status !== 'active') throw workspaceNotFound();

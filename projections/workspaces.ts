@@ -53,7 +53,6 @@ export function redactConfig(config: Record<string, string> | undefined): Record
 
 type Of<T extends WorkspaceEvent['type']> = Extract<WorkspaceEvent, { type: T }>['data'];
 const data = <T extends WorkspaceEvent['type']>(e: RecordedEvent) => e.data as Of<T>;
-const workspaceOf = (e: RecordedEvent) => e.metadata.workspaceId ?? '';
 
 export const workspacesProjection = defineProjection({
   name: 'workspaces',
@@ -80,13 +79,13 @@ export const workspacesProjection = defineProjection({
       if (d.plan !== undefined) set.plan = d.plan;
       if (d.productionKeysEnabled !== undefined) set.productionKeysEnabled = d.productionKeysEnabled;
       if (d.maxProductionKeys !== undefined) set.maxProductionKeys = d.maxProductionKeys;
-      await tx.patch(WORKSPACES, workspaceOf(e), set);
+      await tx.patch(WORKSPACES, d.workspaceId, set);
     },
     async ApiKeyCreated(e, tx) {
       const d = data<'ApiKeyCreated'>(e);
       const doc: ApiKeyDoc = {
         _id: d.apiKey,
-        workspaceId: workspaceOf(e),
+        workspaceId: d.workspaceId,
         apiKeyName: d.apiKeyName,
         type: d.type,
         ownerEmail: d.ownerEmail,

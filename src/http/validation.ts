@@ -39,9 +39,11 @@ const article = (t: string) => (/^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`);
 
 function describe(issue: z.core.$ZodIssue, input: unknown): string {
   const field = fieldPath(issue.path);
+  // A missing field fails as invalid_type, or as invalid_value for an enum: either way the
+  // client's mistake is the same, so the message is too.
+  if (issue.code !== 'custom' && valueAt(input, issue.path) === undefined) return `${field} is required`;
   switch (issue.code) {
     case 'invalid_type': {
-      if (valueAt(input, issue.path) === undefined) return `${field} is required`;
       const expected = issue.expected === 'int' ? 'integer' : issue.expected;
       return `${field} must be ${article(String(expected))}`;
     }

@@ -1,0 +1,184 @@
+import { test } from 'uvu';
+import {
+  DEFAULT_MAX_PRODUCTION_KEYS,
+  workspaceDecider,
+  type ApiKeySettings,
+  type NewApiKey,
+  type WorkspaceEvent,
+} from '../commands/workspace.js';
+import { spec } from './support/decider.js';
+
+const { given } = spec(workspaceDecider);
+const now = 1_700_000_000_000;
+const settings: ApiKeySettings = {
+  allowedDomains: [],
+  useEmailService: false,
+  useWebhookService: false,
+  useNotificationService: false,
+  setDefaultNotificationTriggers: false,
+  setDefaultEmailTriggers: false,
+  requireAutoOrgUser: false,
+  enablePrivateComments: false,
+};
+const key = (apiKey: string, type: 'testing' | 'production', token?: string): NewApiKey => ({
+  apiKey,
+  apiKeyName: `${type} key`,
+  type,
+  ownerEmail: 'o@example.com',
+  persistenceDBRegion: type === 'production' ? 'usa' : null,
+  realtimeDBRegion: null,
+  settings,
+  ...(token ? { token: { tokenId: token, tokenHash: `hash-${token}` } } : {}),
+});
+const keyCreated = (k: NewApiKey): WorkspaceEvent => ({
+  type: 'ApiKeyCreated',
+  data: {
+    workspaceId: 'w1',
+    apiKey: k.apiKey,
+    apiKeyName: k.apiKeyName,
+    type: k.type,
+    ownerEmail: k.ownerEmail,
+    persistenceDBRegion: k.persistenceDBRegion,
+    realtimeDBRegion: k.realtimeDBRegion,
+    settings: k.settings,
+    createdAt: now,
+  },
+});
+const created: WorkspaceEvent[] = [
+  {
+    type: 'WorkspaceCreated',
+    data: { workspaceId: 'w1', name: 'W', ownerEmail: 'o@example.com', ownerName: 'o', authTokenHash: 'wh', createdAt: now },
+  },
+  keyCreated(key('k1', 'testing')),
+  { type: 'ApiKeyAuthTokenCreated', data: { apiKey: 'k1', tokenId: 't1', tokenHash: 'hash-t1', createdAt: now } },
+];
+const settingsChanged = (data: { plan?: 'free' | 'paid'; productionKeysEnabled?: boolean; maxProductionKeys?: number }): WorkspaceEvent => ({
+  type: 'WorkspaceSettingsChanged',
+  data: { workspaceId: 'w1', ...data },
+});
+const meta = { now };
+const createKey = (k: NewApiKey) => ({ type: 'CreateApiKey' as const, data: k, metadata: meta });
+
+test('CreateWorkspace: the workspace, its testing key and the key token', () => {
+  given([])
+    .when({
+      type: 'CreateWorkspace',
+      data: { workspaceId: 'w1', name: 'W', ownerEmail: 'o@example.com', ownerName: 'o', authTokenHash: 'wh', firstKey: key('k1', 'testing', 't1') },
+      metadata: meta,
+    })
+    .then(created);
+});
+
+test('CreateWorkspace twice: ALREADY_EXISTS', () => {
+  given(created)
+    .when({
+      type: 'CreateWorkspace',
+      data: { workspaceId: 'w1', name: 'W', ownerEmail: 'o@example.com', ownerName: 'o', authTokenHash: 'x', firstKey: key('k9', 'testing') },
+      metadata: meta,
+    })
+    .thenFails('ALREADY_EXISTS');
+});
+
+test('CreateApiKey testing: allowed on any workspace, token optional', () => {
+  given(created).when(createKey(key('k2', 'testing'))).then([keyCreated(key('k2', 'testing'))]);
+  given(created)
+    .when(createKey(key('k2', 'testing', 't2')))
+    .then([
+      keyCreated(key('k2', 'testing')),
+      { type: 'ApiKeyAuthTokenCreated', data: { apiKey: 'k2', tokenId: 't2', tokenHash: 'hash-t2', createdAt: now } },
+    ]);
+});
+
+test('CreateApiKey on a missing workspace: NOT_FOUND', () => {
+  given([]).when(createKey(key('k2', 'testing'))).thenFails('NOT_FOUND', 'Workspace not found.');
+});
+
+test('CreateApiKey with an existing key id: ALREADY_EXISTS', () => {
+  given(created).when(createKey(key('k1', 'testing'))).thenFails('ALREADY_EXISTS');
+});
+
+test('production key, workspace not enabled: PERMISSION_DENIED (checked first)', () => {
+  given(created).when(createKey(key('p1', 'production'))).thenFails('PERMISSION_DENIED', /not enabled/);
+  given([...created, settingsChanged({ plan: 'paid' })]).when(createKey(key('p1', 'production'))).thenFails('PERMISSION_DENIED');
+});
+
+test('production key, enabled but not paid: FAILED_PRECONDITION', () => {
+  given([...created, settingsChanged({ productionKeysEnabled: true })])
+    .when(createKey(key('p1', 'production')))
+    .thenFails('FAILED_PRECONDITION', /paid plan/);
+});
+
+test('production key, enabled and paid: created', () => {
+  given([...created, settingsChanged({ productionKeysEnabled: true, plan: 'paid' })])
+    .when(createKey(key('p1', 'production')))
+    .then([keyCreated(key('p1', 'production'))]);
+});
+
+test('production key over the limit: RESOURCE_EXHAUSTED; testing keys do not count', () => {
+  const enabled = [...created, settingsChanged({ productionKeysEnabled: true, plan: 'paid', maxProductionKeys: 1 })];
+  given([...enabled, keyCreated(key('p1', 'production'))])
+    .when(createKey(key('p2', 'production')))
+    .thenFails('RESOURCE_EXHAUSTED', /maximum of 1 production keys/);
+  given([...enabled, keyCreated(key('t2', 'testing')), keyCreated(key('t3', 'testing'))])
+    .when(createKey(key('p1', 'production')))
+    .then([keyCreated(key('p1', 'production'))]);
+});
+
+test(`the default production key limit is ${DEFAULT_MAX_PRODUCTION_KEYS}`, () => {
+  const enabled = [...created, settingsChanged({ productionKeysEnabled: true, plan: 'paid' })];
+  const existing = Array.from({ length: DEFAULT_MAX_PRODUCTION_KEYS }, (_, i) => keyCreated(key(`p${i}`, 'production')));
+  given([...enabled, ...existing]).when(createKey(key('px', 'production'))).thenFails('RESOURCE_EXHAUSTED');
+});
+
+test('ChangeWorkspaceSettings: only real changes are recorded', () => {
+  given(created)
+    .when({ type: 'ChangeWorkspaceSettings', data: { plan: 'paid' }, metadata: meta })
+    .then([settingsChanged({ plan: 'paid' })]);
+  given([...created, settingsChanged({ plan: 'paid' })])
+    .when({ type: 'ChangeWorkspaceSettings', data: { plan: 'paid' }, metadata: meta })
+    .thenNothing();
+  given([]).when({ type: 'ChangeWorkspaceSettings', data: { plan: 'paid' }, metadata: meta }).thenFails('NOT_FOUND');
+});
+
+test('ResetAuthToken without a token id revokes every token and issues one', () => {
+  const twoTokens = [
+    ...created,
+    { type: 'ApiKeyAuthTokenCreated', data: { apiKey: 'k1', tokenId: 't2', tokenHash: 'hash-t2', createdAt: now } } as WorkspaceEvent,
+  ];
+  given(twoTokens)
+    .when({ type: 'ResetAuthToken', data: { apiKey: 'k1', tokenId: 't3', tokenHash: 'hash-t3' }, metadata: meta })
+    .then([
+      { type: 'ApiKeyAuthTokenRevoked', data: { apiKey: 'k1', tokenId: 't1', revokedAt: now } },
+      { type: 'ApiKeyAuthTokenRevoked', data: { apiKey: 'k1', tokenId: 't2', revokedAt: now } },
+      { type: 'ApiKeyAuthTokenCreated', data: { apiKey: 'k1', tokenId: 't3', tokenHash: 'hash-t3', createdAt: now } },
+    ]);
+});
+
+test('ResetAuthToken with a token id revokes only that one', () => {
+  given(created)
+    .when({ type: 'ResetAuthToken', data: { apiKey: 'k1', revokeTokenId: 't1', tokenId: 't3', tokenHash: 'h3' }, metadata: meta })
+    .then([
+      { type: 'ApiKeyAuthTokenRevoked', data: { apiKey: 'k1', tokenId: 't1', revokedAt: now } },
+      { type: 'ApiKeyAuthTokenCreated', data: { apiKey: 'k1', tokenId: 't3', tokenHash: 'h3', createdAt: now } },
+    ]);
+});
+
+test('ResetAuthToken refusals: unknown key, unknown token, a revoked token', () => {
+  given(created)
+    .when({ type: 'ResetAuthToken', data: { apiKey: 'other', tokenId: 't3', tokenHash: 'h' }, metadata: meta })
+    .thenFails('NOT_FOUND', 'API key not found in this workspace.');
+  given(created)
+    .when({ type: 'ResetAuthToken', data: { apiKey: 'k1', revokeTokenId: 'nope', tokenId: 't3', tokenHash: 'h' }, metadata: meta })
+    .thenFails('NOT_FOUND', 'Auth token not found for this API key.');
+  given([...created, { type: 'ApiKeyAuthTokenRevoked', data: { apiKey: 'k1', tokenId: 't1', revokedAt: now } }])
+    .when({ type: 'ResetAuthToken', data: { apiKey: 'k1', revokeTokenId: 't1', tokenId: 't3', tokenHash: 'h' }, metadata: meta })
+    .thenFails('NOT_FOUND');
+});
+
+test('evolve ignores events that do not apply', () => {
+  const s = workspaceDecider.initialState();
+  const after = workspaceDecider.evolve(s, settingsChanged({ plan: 'paid' }));
+  if (after !== s) throw new Error('an event before WorkspaceCreated changed the state');
+});
+
+test.run();
