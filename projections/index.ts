@@ -1,5 +1,6 @@
 /** Every projection the service runs, in the order they apply a batch. */
 import type { Projection } from '../src/runtime/projection.js';
 import { workspacesProjection } from './workspaces.js';
+import { agentsProjection } from './agents.js';
 
-export const allProjections: Projection[] = [workspacesProjection];
+export const allProjections: Projection[] = [workspacesProjection, agentsProjection];

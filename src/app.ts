@@ -15,9 +15,10 @@ import { RequestContext } from './http/context.js';
 import type { AnyRoute } from './http/route.js';
 import { parseBody } from './http/validation.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
+import { agentRoutes } from './http/routes/agents.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services)];
+  return [...workspaceRoutes(services), ...agentRoutes(services)];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

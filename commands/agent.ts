@@ -1,0 +1,104 @@
+/**
+ * Agent aggregate, one stream per API key and agent id (semantics §6).
+ *
+ * - A custom agent is created, updated (every update bumps `version`) and deleted. Its
+ *   events carry the whole configuration, secrets included: the write side keeps them;
+ *   projections and responses only ever see `redactAgentConfig` of it.
+ * - A built-in agent's id (src/agents/catalogue.ts) is reserved: its stream only records
+ *   the key's `enabled` choice, the one change a built-in accepts.
+ * - A deleted agent's id may be used again: the new agent starts over at version 1.
+ */
+import { alreadyExists, assertNever, failedPrecondition, invalidArgument, notFound } from '../src/errors.js';
+import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
+import { isBuiltInAgent } from '../src/agents/catalogue.js';
+import { restoreSecrets, type AgentChanges, type AgentConfig } from '../src/agents/config.js';
+
+// ---- events ----
+
+export type AgentEvent =
+  | DomainEvent<'AgentCreated', { agentId: string; config: AgentConfig; version: number; createdAt: number }>
+  | DomainEvent<'AgentUpdated', { agentId: string; config: AgentConfig; version: number; updatedAt: number }>
+  | DomainEvent<'AgentDeleted', { agentId: string; deletedAt: number }>
+  | DomainEvent<'BuiltInAgentEnabledChanged', { agentId: string; enabled: boolean; changedAt: number }>;
+
+// ---- state ----
+
+export type AgentState =
+  | { status: 'none' }
+  | { status: 'active'; agentId: string; config: AgentConfig; version: number }
+  | { status: 'deleted'; agentId: string }
+  | { status: 'builtIn'; agentId: string; enabled: boolean };
+
+export const initialState = (): AgentState => ({ status: 'none' });
+
+// ---- evolve ----
+
+export function evolve(state: AgentState, event: AgentEvent): AgentState {
+  switch (event.type) {
+    case 'AgentCreated':
+    case 'AgentUpdated':
+      return { status: 'active', agentId: event.data.agentId, config: event.data.config, version: event.data.version };
+    case 'AgentDeleted':
+      return state.status === 'active' ? { status: 'deleted', agentId: state.agentId } : state;
+    case 'BuiltInAgentEnabledChanged':
+      return { status: 'builtIn', agentId: event.data.agentId, enabled: event.data.enabled };
+    default:
+      return state;
+  }
+}
+
+// ---- commands ----
+
+export type AgentCommand =
+  | Command<'CreateAgent', { agentId: string; config: AgentConfig }>
+  | Command<'UpdateAgent', { agentId: string; changes: AgentChanges }>
+  | Command<'DeleteAgent', { agentId: string }>;
+
+// ---- decide ----
+
+export const agentNotFound = () => notFound('Agent not found.');
+
+function decideBuiltIn(command: Extract<AgentCommand, { type: 'UpdateAgent' }>, state: AgentState, now: number): AgentEvent[] {
+  const { agentId, changes } = command.data;
+  const others = Object.keys(changes).filter((k) => k !== 'enabled' && changes[k as keyof AgentChanges] !== undefined);
+  if (others.length > 0 || changes.enabled === undefined) {
+    throw invalidArgument(`Built-in agents accept only enabled changes${others.length ? ` (got ${others.join(', ')})` : ''}.`);
+  }
+  const current = state.status === 'builtIn' ? state.enabled : undefined;
+  if (current === changes.enabled) return [];
+  return [{ type: 'BuiltInAgentEnabledChanged', data: { agentId, enabled: changes.enabled, changedAt: now } }];
+}
+
+export function decide(command: AgentCommand, state: AgentState): AgentEvent[] {
+  const now = command.metadata.now;
+  const { agentId } = command.data;
+  switch (command.type) {
+    case 'CreateAgent': {
+      if (isBuiltInAgent(agentId)) throw alreadyExists(`Agent ${agentId} is a built-in agent.`);
+      if (state.status === 'active') throw alreadyExists('Agent already exists.');
+      return [{ type: 'AgentCreated', data: { agentId, config: command.data.config, version: 1, createdAt: now } }];
+    }
+    case 'UpdateAgent': {
+      if (isBuiltInAgent(agentId)) return decideBuiltIn(command, state, now);
+      if (state.status !== 'active') throw agentNotFound();
+      const changes = Object.fromEntries(Object.entries(command.data.changes).filter(([, v]) => v !== undefined));
+      if (Object.keys(changes).length === 0) throw invalidArgument('Nothing to update: give at least one field to change.');
+      const config = restoreSecrets({ ...state.config, ...changes } as AgentConfig, state.config);
+      return [{ type: 'AgentUpdated', data: { agentId, config, version: state.version + 1, updatedAt: now } }];
+    }
+    case 'DeleteAgent': {
+      if (isBuiltInAgent(agentId)) throw failedPrecondition('Built-in agents cannot be deleted; disable them instead.');
+      if (state.status !== 'active') throw agentNotFound();
+      return [{ type: 'AgentDeleted', data: { agentId, deletedAt: now } }];
+    }
+    default:
+      return assertNever(command, 'agent command');
+  }
+}
+
+export const agentDecider: Decider<AgentState, AgentCommand, AgentEvent> = {
+  name: 'agent',
+  initialState,
+  evolve,
+  decide,
+};

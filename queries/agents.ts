@@ -1,0 +1,157 @@
+/**
+ * `/v2/agents/get` (spec "Agent"): one agent in full, or identity-only list rows, built-in
+ * agents (catalogue order) before custom ones (creation order), or in a group's order.
+ */
+import type { ReadView } from '../src/ports/read-store.js';
+import { key } from '../src/ids.js';
+import type { AgentConfig } from '../src/agents/config.js';
+import { BUILT_IN_AGENTS, BUILT_IN_MANAGED_BY, builtInAgent, type BuiltInAgent } from '../src/agents/catalogue.js';
+import {
+  AGENTS,
+  AGENT_BUILTIN_SETTINGS,
+  AGENT_GROUPS,
+  type AgentDoc,
+  type AgentGroupDoc,
+  type BuiltInSettingDoc,
+} from '../projections/agents.js';
+
+export const CUSTOM_MANAGED_BY = 'customer';
+
+export type AgentFilter = 'defaultOnly' | 'customOnly';
+
+export interface AgentRow {
+  id: string;
+  name: string;
+  description: string;
+  enabled: boolean;
+  managedBy: string;
+  system?: true;
+  version?: number;
+  executionCount: number;
+  lastExecutedAt: number | null;
+}
+
+/** Single fetch of a custom agent: the full configuration (`config` must be redacted). */
+export function customAgentView(agentId: string, c: AgentConfig, version: number) {
+  return {
+    id: agentId,
+    name: c.name,
+    description: c.description,
+    enabled: c.enabled,
+    version,
+    managedBy: CUSTOM_MANAGED_BY,
+    rawInstructions: c.rawInstructions,
+    instructions: c.instructions,
+    contextGathering: c.contextGathering,
+    execution: c.execution,
+    response: c.response,
+    postProcess: c.postProcess,
+    input: c.input,
+    scope: c.scope,
+  };
+}
+
+/** Single fetch of a built-in agent: identity fields, and `input` only when declared. */
+export function builtInAgentView(agent: BuiltInAgent, enabled: boolean) {
+  return {
+    id: agent.id,
+    name: agent.name,
+    description: agent.description,
+    enabled,
+    managedBy: BUILT_IN_MANAGED_BY,
+    system: true as const,
+    ...(agent.input ? { input: agent.input } : {}),
+  };
+}
+
+async function builtInEnabled(read: ReadView, apiKey: string, agent: BuiltInAgent): Promise<boolean> {
+  const s = await read.get<BuiltInSettingDoc>(AGENT_BUILTIN_SETTINGS, key(apiKey, agent.id));
+  return s ? s.enabled : agent.enabledByDefault;
+}
+
+/** One agent of this key, or null. */
+export async function getAgent(read: ReadView, apiKey: string, agentId: string) {
+  const builtIn = builtInAgent(agentId);
+  if (builtIn) return builtInAgentView(builtIn, await builtInEnabled(read, apiKey, builtIn));
+  const doc = await read.get<AgentDoc>(AGENTS, key(apiKey, agentId));
+  return doc ? customAgentView(doc.agentId, doc.config, doc.version) : null;
+}
+
+export const getAgentGroup = (read: ReadView, apiKey: string, groupId: string) =>
+  read.get<AgentGroupDoc>(AGENT_GROUPS, key(apiKey, groupId));
+
+/** The ids among `agentIds` that name no agent of this key. */
+export async function unknownAgentIds(read: ReadView, apiKey: string, agentIds: string[]): Promise<string[]> {
+  const custom = agentIds.filter((a) => !builtInAgent(a));
+  const found = new Set((await read.getMany<AgentDoc>(AGENTS, custom.map((a) => key(apiKey, a)))).map((d) => d.agentId));
+  return custom.filter((a) => !found.has(a));
+}
+
+function customRow(doc: AgentDoc): AgentRow {
+  return {
+    id: doc.agentId,
+    name: doc.config.name,
+    description: doc.config.description,
+    enabled: doc.config.enabled,
+    managedBy: CUSTOM_MANAGED_BY,
+    version: doc.version,
+    executionCount: doc.executionCount,
+    lastExecutedAt: doc.lastExecutedAt,
+  };
+}
+
+async function builtInRows(read: ReadView, apiKey: string, agents: readonly BuiltInAgent[]): Promise<AgentRow[]> {
+  const settings = await read.getMany<BuiltInSettingDoc>(AGENT_BUILTIN_SETTINGS, agents.map((a) => key(apiKey, a.id)));
+  const enabled = new Map(settings.map((s) => [s.agentId, s.enabled]));
+  return agents.map((a) => ({
+    id: a.id,
+    name: a.name,
+    description: a.description,
+    enabled: enabled.get(a.id) ?? a.enabledByDefault,
+    managedBy: BUILT_IN_MANAGED_BY,
+    system: true,
+    // Executions are not recorded by this service yet: counters start (and stay) empty.
+    executionCount: 0,
+    lastExecutedAt: null,
+  }));
+}
+
+/**
+ * List rows. Without a group: built-ins, then custom agents by creation. With a group: its
+ * members in the group's order (deleted agents skipped). `filter` narrows either.
+ * Returns null when the group does not exist.
+ */
+export async function listAgents(
+  read: ReadView,
+  apiKey: string,
+  options: { filter?: AgentFilter; groupId?: string },
+): Promise<AgentRow[] | null> {
+  const wantBuiltIn = options.filter !== 'customOnly';
+  const wantCustom = options.filter !== 'defaultOnly';
+  if (options.groupId === undefined) {
+    const rows: AgentRow[] = [];
+    if (wantBuiltIn) rows.push(...(await builtInRows(read, apiKey, BUILT_IN_AGENTS)));
+    if (wantCustom) rows.push(...(await read.find<AgentDoc>(AGENTS, { apiKey }, { sort: 'createdAt' })).map(customRow));
+    return rows;
+  }
+  const group = await getAgentGroup(read, apiKey, options.groupId);
+  if (!group) return null;
+  const builtIns = wantBuiltIn ? group.agentIds.map(builtInAgent).filter((a): a is BuiltInAgent => !!a) : [];
+  const customIds = wantCustom ? group.agentIds.filter((a) => !builtInAgent(a)) : [];
+  const byId = new Map<string, AgentRow>();
+  for (const r of await builtInRows(read, apiKey, builtIns)) byId.set(r.id, r);
+  const docs = await read.getMany<AgentDoc>(AGENTS, customIds.map((a) => key(apiKey, a)));
+  for (const d of docs) byId.set(d.agentId, customRow(d));
+  return group.agentIds.flatMap((a) => byId.get(a) ?? []);
+}
+
+export const agentGroupView = (g: AgentGroupDoc) => ({
+  id: g.groupId,
+  name: g.name,
+  description: g.description,
+  agentIds: g.agentIds,
+});
+
+export async function listAgentGroups(read: ReadView, apiKey: string) {
+  return (await read.find<AgentGroupDoc>(AGENT_GROUPS, { apiKey }, { sort: 'createdAt' })).map(agentGroupView);
+}

@@ -1,0 +1,185 @@
+/**
+ * A custom agent's configuration (spec "Agent"): its zod schema (the wire shape, with
+ * defaults for every section a client leaves out), its type, and the secret handling of
+ * semantics §6.
+ *
+ * Secrets: values inside `contextGathering.strategyOptions` whose key names a credential
+ * (token, secret, password, apiKey, auth, credential, ...; at any depth), and every value of
+ * `execution.mcpServers[].auth` except its `type`. They are stored on the write side (the
+ * agent's events) and replaced by `"__redacted__"` everywhere else: read models, responses,
+ * webhook payloads. An update that sends `"__redacted__"` back (a client that read the agent
+ * and returns it edited) keeps the stored secret instead of storing the placeholder.
+ */
+import { z } from 'zod';
+
+export const REDACTED = '__redacted__';
+
+const str = (max = 256) => z.string().max(max);
+const list = (max = 100) => z.array(str()).max(max);
+const httpUrl = () =>
+  z
+    .string()
+    .max(2048)
+    .refine((s) => /^https?:\/\//i.test(s) && URL.canParse(s), { message: 'must be an http(s) URL' });
+/** JSON objects of unknown shape (options, auth): bounded in depth by the body limit. */
+const jsonObject = () => z.record(z.string().max(256), z.unknown());
+
+export const mcpServerSchema = z.object({
+  name: str().min(1),
+  url: httpUrl(),
+  transport: str(64).optional(),
+  tools: list().optional(),
+  auth: z.union([z.string().max(8192), jsonObject(), z.null()]).default(null),
+});
+
+export const agentInputSchema = z.object({
+  inputRequirements: z.object({ requires: list().default([]) }).prefault({}),
+  userContextFields: z
+    .array(z.object({ id: str().min(1), title: str(), type: str(64), required: z.boolean().default(false) }))
+    .max(100)
+    .default([]),
+});
+
+/** Every configuration section, each complete after parsing (defaults filled in). */
+export const agentSections = {
+  rawInstructions: z.string().max(100_000).default(''),
+  instructions: z.string().max(100_000).optional(),
+  contextGathering: z
+    .object({ strategies: list().default([]), strategyOptions: jsonObject().optional() })
+    .prefault({}),
+  execution: z
+    .object({
+      executionStrategy: str(64).default('default'),
+      responseDescriptions: z.record(str(), z.string().max(10_000)).default({}),
+      knowledge: z
+        .object({ useMemory: z.boolean().default(false), maxChunks: z.number().int().min(0).max(1000).default(5) })
+        .prefault({}),
+      mcpServers: z.array(mcpServerSchema).max(50).default([]),
+    })
+    .prefault({}),
+  response: z.object({ useAiFormatting: z.boolean().default(false) }).prefault({}),
+  postProcess: z
+    .object({
+      guardrails: z.object({ enabled: z.boolean().default(false) }).prefault({}),
+      deletePreviousSuggestions: z.object({ enabled: z.boolean().default(false) }).prefault({}),
+      annotations: z.object({ enabled: z.boolean().default(false), strategy: str(64).default('default') }).prefault({}),
+    })
+    .prefault({}),
+  input: agentInputSchema.prefault({}),
+  scope: z
+    .object({
+      pageScope: list().default([]),
+      crossPage: z
+        .object({
+          enabled: z.boolean().default(false),
+          targetProperty: str().default(''),
+          pageDiscovery: str(64).default(''),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+};
+
+const identity = {
+  name: str().min(1),
+  description: z.string().max(4096).default(''),
+  enabled: z.boolean().default(true),
+};
+
+/** `agents/create`: everything but `name` is optional. */
+export const agentConfigSchema = z.object({ ...identity, ...agentSections });
+
+/** `agents/update`: any subset; a section that is given replaces the stored one whole. */
+export const agentChangesSchema = z.object({
+  name: identity.name.optional(),
+  description: z.string().max(4096).optional(),
+  enabled: z.boolean().optional(),
+  rawInstructions: z.string().max(100_000).optional(),
+  instructions: z.string().max(100_000).optional(),
+  contextGathering: agentSections.contextGathering.unwrap().optional(),
+  execution: agentSections.execution.unwrap().optional(),
+  response: agentSections.response.unwrap().optional(),
+  postProcess: agentSections.postProcess.unwrap().optional(),
+  input: agentSections.input.unwrap().optional(),
+  scope: agentSections.scope.unwrap().optional(),
+});
+
+type Parsed = z.output<typeof agentConfigSchema>;
+/** The stored configuration: `instructions` defaults to `rawInstructions`. */
+export type AgentConfig = Omit<Parsed, 'instructions'> & { instructions: string };
+export type AgentChanges = z.output<typeof agentChangesSchema>;
+export type McpServer = z.output<typeof mcpServerSchema>;
+
+export const toAgentConfig = (p: Parsed): AgentConfig => ({ ...p, instructions: p.instructions ?? p.rawInstructions });
+
+// ---- secrets ----
+
+const SECRET_KEY = /secret|token|passw|api[-_]?key|auth|credential|private[-_]?key|bearer|cookie|session/i;
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** strategyOptions: values under a credential-like key are replaced, at any depth. */
+function redactOptions(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(redactOptions);
+  if (!isPlainObject(v)) return v;
+  return Object.fromEntries(
+    Object.entries(v).map(([k, x]) => [k, SECRET_KEY.test(k) && x !== null && x !== '' ? REDACTED : redactOptions(x)]),
+  );
+}
+
+/** mcpServers[].auth: everything but the scheme name (`type`) is a secret. */
+function redactAuth(auth: McpServer['auth']): McpServer['auth'] {
+  if (auth === null) return null;
+  if (typeof auth === 'string') return auth === '' ? '' : REDACTED;
+  return Object.fromEntries(
+    Object.entries(auth).map(([k, v]) => [k, k === 'type' && typeof v === 'string' ? v : v === null ? null : REDACTED]),
+  );
+}
+
+/** The configuration as every reader sees it. Never mutates its argument. */
+export function redactAgentConfig<T extends Partial<AgentConfig>>(config: T): T {
+  const out: T = { ...config };
+  if (config.contextGathering) {
+    const cg = config.contextGathering;
+    out.contextGathering = cg.strategyOptions
+      ? { ...cg, strategyOptions: redactOptions(cg.strategyOptions) as Record<string, unknown> }
+      : cg;
+  }
+  if (config.execution) {
+    out.execution = {
+      ...config.execution,
+      mcpServers: config.execution.mcpServers.map((s) => ({ ...s, auth: redactAuth(s.auth) })),
+    };
+  }
+  return out;
+}
+
+/** Where `next` holds the placeholder, put back what `prev` holds at the same place. */
+function restore(next: unknown, prev: unknown): unknown {
+  if (next === REDACTED) return prev === undefined ? next : prev;
+  if (isPlainObject(next) && isPlainObject(prev)) {
+    return Object.fromEntries(Object.entries(next).map(([k, v]) => [k, restore(v, prev[k])]));
+  }
+  if (Array.isArray(next) && Array.isArray(prev)) return next.map((v, i) => restore(v, prev[i]));
+  return next;
+}
+
+/** Keeps stored secrets where an update sent `"__redacted__"` back. Pure. */
+export function restoreSecrets(next: AgentConfig, prev: AgentConfig): AgentConfig {
+  const prevOptions = prev.contextGathering.strategyOptions;
+  const strategyOptions = next.contextGathering.strategyOptions && prevOptions
+    ? (restore(next.contextGathering.strategyOptions, prevOptions) as Record<string, unknown>)
+    : next.contextGathering.strategyOptions;
+  const prevServers = prev.execution.mcpServers;
+  const mcpServers = next.execution.mcpServers.map((s, i) => {
+    // Match the stored server by name, else by position.
+    const old = prevServers.find((p) => p.name === s.name) ?? prevServers[i];
+    return old ? { ...s, auth: restore(s.auth, old.auth) as McpServer['auth'] } : s;
+  });
+  return {
+    ...next,
+    contextGathering: strategyOptions ? { ...next.contextGathering, strategyOptions } : next.contextGathering,
+    execution: { ...next.execution, mcpServers },
+  };
+}
