@@ -31,6 +31,10 @@ test('kill -9 right after acknowledged writes: after a restart every one of them
       const tokens = await post(s, '/v2/workspace/authtokens/get', { apiKey: k.body.result.data.apiKey }, wsHeaders);
       assert.is(tokens.status, 200, JSON.stringify(tokens.body));
       assert.is(tokens.body.result.data.authTokens.length, 1);
+      // The key and its token work on an API-key route after the restart.
+      const keyHeaders = { 'x-service-api-key': k.body.result.data.apiKey, 'x-service-auth-token': k.body.result.data.authToken };
+      const agents = await post(s, '/v2/agents/get', {}, keyHeaders);
+      assert.is(agents.status, 200, JSON.stringify(agents.body));
     }
     const ready = await fetch(`${s.url}/readyz`);
     assert.is(ready.status, 200);

@@ -215,6 +215,16 @@ S('API-key authentication: missing headers, wrong token, unknown key', async ({ 
   assert.is(await err(t.headers), 'accepted');
 });
 
+S('API-key routes through HTTP: 401 without headers, 403 with a wrong pair, 200 with the key', async ({ h, t }) => {
+  fails(await h.post('/v2/agents/get', {}), 401, 'UNAUTHENTICATED', /x-service-api-key/);
+  fails(await h.post('/v2/agents/get', {}, { ...t.headers, 'x-service-auth-token': 'nope' }), 403, 'PERMISSION_DENIED');
+  fails(await h.post('/v2/agents/get', {}, t.workspaceHeaders), 401, 'UNAUTHENTICATED');
+  const ok = await h.post('/v2/agents/get', {}, t.headers);
+  assert.is(ok.status, 200, JSON.stringify(ok.body));
+  // Auth comes before validation: a bad body with bad credentials is still a 403.
+  fails(await h.post('/v2/agents/get', { filter: 5 }, { ...t.headers, 'x-service-auth-token': 'nope' }), 403, 'PERMISSION_DENIED');
+});
+
 function fakeRequest(headers: Record<string, string>): FastifyRequest {
   return { headers } as unknown as FastifyRequest;
 }
