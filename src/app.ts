@@ -16,9 +16,10 @@ import type { AnyRoute } from './http/route.js';
 import { parseBody } from './http/validation.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
 import { agentRoutes } from './http/routes/agents.js';
+import { presenceRoutes } from './http/routes/presence.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...agentRoutes(services)];
+  return [...workspaceRoutes(services), ...agentRoutes(services), ...presenceRoutes(services)];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

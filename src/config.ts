@@ -18,6 +18,8 @@ export interface Config {
   bodyLimit: number;
   /** How long a write waits for its projections before answering anyway. */
   readYourWritesTimeoutMs: number;
+  /** Idle time after which a presence entry without an update expires. */
+  presenceTtlSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -84,5 +86,6 @@ export function loadConfig(env: Env = process.env): Config {
     regions,
     bodyLimit: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 100 * 1_048_576),
     readYourWritesTimeoutMs: integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 0, 60_000),
+    presenceTtlSeconds: integer(env, 'PRESENCE_TTL_SECONDS', 60, 1, 86_400),
   };
 }
