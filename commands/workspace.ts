@@ -4,10 +4,21 @@
  * The workspace is the consistency boundary for its keys: the production-key limit is an
  * invariant across all of them, so every key event lives in the workspace's stream and two
  * concurrent "create production key" requests can never both take the last slot.
- * Secrets never enter events: commands carry their SHA-256 hashes only.
+ * Auth-token secrets never enter events: commands carry their SHA-256 hashes only. What the
+ * service itself must use later (service configs' tokens for webhook delivery, the key's
+ * JWT signing secret) is kept in events and aggregate state only, never in a read model.
  */
 import { ApiError, assertNever, failedPrecondition, notFound, permissionDenied, resourceExhausted } from '../src/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
+import {
+  initialServices,
+  mergeServiceConfig,
+  sameService,
+  type KeyServices,
+  type ServiceConfigUpdate,
+  type ServiceName,
+  type WebhookEndpoint,
+} from './service-config.js';
 
 // ---- events ----
 
@@ -54,13 +65,29 @@ export type WorkspaceEvent =
       createdAt: number;
     }>
   | DomainEvent<'ApiKeyAuthTokenCreated', { apiKey: string; tokenId: string; tokenHash: string; createdAt: number }>
-  | DomainEvent<'ApiKeyAuthTokenRevoked', { apiKey: string; tokenId: string; revokedAt: number }>;
+  | DomainEvent<'ApiKeyAuthTokenRevoked', { apiKey: string; tokenId: string; revokedAt: number }>
+  // Email/webhook config (commands/service-config.ts): the whole resulting service state.
+  | DomainEvent<'ApiKeyServiceConfigUpdated', {
+      workspaceId: string;
+      apiKey: string;
+      service: ServiceName;
+      enabled: boolean;
+      config: Record<string, string>;
+      triggers: string[] | null;
+      disabledEndpoints: WebhookEndpoint[];
+      updatedAt: number;
+    }>
+  | DomainEvent<'WebhookEndpointDisabled', { workspaceId: string; apiKey: string; endpoint: WebhookEndpoint; reason: string; disabledAt: number }>
+  // The key's secret for signing /v2/auth/generate_token JWTs: write side only, never read back out.
+  | DomainEvent<'ApiKeyTokenSigningSecretCreated', { workspaceId: string; apiKey: string; secret: string; createdAt: number }>;
 
 // ---- state ----
 
 export interface KeyState {
   type: ApiKeyType;
   tokenIds: string[];
+  services: KeyServices;
+  tokenSigningSecret?: string;
 }
 
 export type WorkspaceState =
@@ -104,8 +131,17 @@ export function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceS
         maxProductionKeys: maxProductionKeys ?? state.maxProductionKeys,
       };
     }
-    case 'ApiKeyCreated':
-      return { ...state, keys: { ...state.keys, [event.data.apiKey]: { type: event.data.type, tokenIds: [] } } };
+    case 'ApiKeyCreated': {
+      const key: KeyState = { type: event.data.type, tokenIds: [], services: initialServices(event.data.settings) };
+      return { ...state, keys: { ...state.keys, [event.data.apiKey]: key } };
+    }
+    case 'ApiKeyServiceConfigUpdated':
+    case 'WebhookEndpointDisabled':
+    case 'ApiKeyTokenSigningSecretCreated': {
+      const key = state.keys[event.data.apiKey];
+      if (!key) return state;
+      return { ...state, keys: { ...state.keys, [event.data.apiKey]: evolveKey(key, event) } };
+    }
     case 'ApiKeyAuthTokenCreated':
     case 'ApiKeyAuthTokenRevoked': {
       const key = state.keys[event.data.apiKey];
@@ -118,6 +154,24 @@ export function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceS
     }
     default:
       return state;
+  }
+}
+
+function evolveKey(key: KeyState, event: WorkspaceEvent): KeyState {
+  switch (event.type) {
+    case 'ApiKeyServiceConfigUpdated': {
+      const { service, enabled, config, triggers, disabledEndpoints } = event.data;
+      return { ...key, services: { ...key.services, [service]: { enabled, config, triggers, disabledEndpoints } } };
+    }
+    case 'WebhookEndpointDisabled': {
+      const w = key.services.webhook;
+      if (w.disabledEndpoints.includes(event.data.endpoint)) return key;
+      return { ...key, services: { ...key.services, webhook: { ...w, disabledEndpoints: [...w.disabledEndpoints, event.data.endpoint] } } };
+    }
+    case 'ApiKeyTokenSigningSecretCreated':
+      return key.tokenSigningSecret ? key : { ...key, tokenSigningSecret: event.data.secret };
+    default:
+      return key;
   }
 }
 
@@ -146,7 +200,11 @@ export type WorkspaceCommand =
     }>
   | Command<'ChangeWorkspaceSettings', { plan?: Plan; productionKeysEnabled?: boolean; maxProductionKeys?: number }>
   | Command<'CreateApiKey', NewApiKey>
-  | Command<'ResetAuthToken', { apiKey: string; revokeTokenId?: string; tokenId: string; tokenHash: string }>;
+  | Command<'ResetAuthToken', { apiKey: string; revokeTokenId?: string; tokenId: string; tokenHash: string }>
+  | Command<'UpdateServiceConfig', ServiceConfigUpdate & { apiKey: string }>
+  | Command<'DisableWebhookEndpoint', { apiKey: string; endpoint: WebhookEndpoint; reason: string }>
+  /** Creates the key's token-signing secret unless it has one (`secret` is generated outside). */
+  | Command<'EnsureTokenSigningSecret', { apiKey: string; secret: string }>;
 
 // ---- decide ----
 
@@ -227,6 +285,32 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
         ...revoke.map((t): WorkspaceEvent => ({ type: 'ApiKeyAuthTokenRevoked', data: { apiKey, tokenId: t, revokedAt: now } })),
         { type: 'ApiKeyAuthTokenCreated', data: { apiKey, tokenId, tokenHash, createdAt: now } },
       ];
+    }
+    case 'UpdateServiceConfig': {
+      if (state.status !== 'active') throw workspaceNotFound();
+      const { apiKey, ...update } = command.data;
+      const key = state.keys[apiKey];
+      if (!key) throw notFound('API key not found in this workspace.');
+      const next = mergeServiceConfig(key.services[update.service], update);
+      if (sameService(next, key.services[update.service])) return [];
+      const data = { workspaceId: state.workspaceId, apiKey, service: update.service, ...next, updatedAt: now };
+      return [{ type: 'ApiKeyServiceConfigUpdated', data }];
+    }
+    case 'DisableWebhookEndpoint': {
+      if (state.status !== 'active') throw workspaceNotFound();
+      const { apiKey, endpoint, reason } = command.data;
+      const key = state.keys[apiKey];
+      if (!key) throw notFound('API key not found in this workspace.');
+      if (key.services.webhook.disabledEndpoints.includes(endpoint)) return [];
+      return [{ type: 'WebhookEndpointDisabled', data: { workspaceId: state.workspaceId, apiKey, endpoint, reason, disabledAt: now } }];
+    }
+    case 'EnsureTokenSigningSecret': {
+      if (state.status !== 'active') throw workspaceNotFound();
+      const { apiKey, secret } = command.data;
+      const key = state.keys[apiKey];
+      if (!key) throw notFound('API key not found in this workspace.');
+      if (key.tokenSigningSecret) return [];
+      return [{ type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: state.workspaceId, apiKey, secret, createdAt: now } }];
     }
     default:
       return assertNever(command, 'workspace command');

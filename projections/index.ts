@@ -1,6 +1,7 @@
 /** Every projection the service runs, in the order they apply a batch. */
 import type { Projection } from '../src/runtime/projection.js';
 import { workspacesProjection } from './workspaces.js';
+import { serviceConfigProjection } from './service-config.js';
 import { agentsProjection } from './agents.js';
 
-export const allProjections: Projection[] = [workspacesProjection, agentsProjection];
+export const allProjections: Projection[] = [workspacesProjection, serviceConfigProjection, agentsProjection];

@@ -17,9 +17,10 @@ import { parseBody } from './http/validation.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { presenceRoutes } from './http/routes/presence.js';
+import { serviceConfigRoutes } from './http/routes/service-config.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...agentRoutes(services), ...presenceRoutes(services)];
+  return [...workspaceRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services)];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
