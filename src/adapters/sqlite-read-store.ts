@@ -195,6 +195,11 @@ class SqliteTx extends SqliteView implements ReadTx {
     return this.stmt(`DELETE FROM ${t} WHERE ${where.sql}`).run(...where.params).changes;
   }
 
+  async deleteBefore(collection: string, field: string, value: number): Promise<number> {
+    const t = this.table(collection);
+    return this.stmt(`DELETE FROM ${t} WHERE ${extract(field)} < ?`).run(value).changes;
+  }
+
   async bulk(ops: readonly WriteOp[]): Promise<void> {
     for (const op of ops) {
       switch (op.op) {

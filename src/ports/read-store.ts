@@ -49,6 +49,11 @@ export interface ReadTx extends ReadView {
   patch(collection: string, id: string, set?: Record<string, unknown>, unset?: string[]): Promise<boolean>;
   delete(collection: string, id: string): Promise<boolean>;
   deleteMany(collection: string, filter: Filter): Promise<number>;
+  /**
+   * Deletes the documents whose numeric `field` is below `value` (expiry sweeps of ephemeral
+   * collections: presence, idempotency keys). MongoDB: `deleteMany({ field: { $lt: value } })`.
+   */
+  deleteBefore(collection: string, field: string, value: number): Promise<number>;
   bulk(ops: readonly WriteOp[]): Promise<void>;
   /**
    * Moves a projection's checkpoint, compare-and-set: throws CheckpointConflictError when the

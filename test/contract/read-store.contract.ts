@@ -98,6 +98,13 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>) 
     assert.is(await store.count('things', {}), 6);
   });
 
+  s('deleteBefore removes documents whose field is below the value', async ({ store }) => {
+    await seed(store); // seq 100 - i
+    const n = await store.transaction((tx) => tx.deleteBefore('things', 'seq', 95));
+    assert.is(n, 4);
+    assert.equal((await store.find('things', {}, { sort: 'seq' })).map((d) => d.seq), [95, 96, 97, 98, 99, 100]);
+  });
+
   s('bulk applies every op in order', async ({ store }) => {
     await store.transaction((tx) =>
       tx.bulk([
