@@ -3,5 +3,6 @@ import type { Projection } from '../src/runtime/projection.js';
 import { workspacesProjection } from './workspaces.js';
 import { serviceConfigProjection } from './service-config.js';
 import { agentsProjection } from './agents.js';
+import { domainProjections } from './domain.js';
 
-export const allProjections: Projection[] = [workspacesProjection, serviceConfigProjection, agentsProjection];
+export const allProjections: Projection[] = [workspacesProjection, serviceConfigProjection, agentsProjection, ...domainProjections];

@@ -15,12 +15,13 @@ import { RequestContext } from './http/context.js';
 import type { AnyRoute } from './http/route.js';
 import { parseBody } from './http/validation.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
+import { domainRoutes } from './http/routes/domain-routes.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { presenceRoutes } from './http/routes/presence.js';
 import { serviceConfigRoutes } from './http/routes/service-config.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services)];
+  return [...workspaceRoutes(services), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services)];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

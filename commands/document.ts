@@ -1,0 +1,158 @@
+/**
+ * Document aggregate: one stream per document,
+ * `streamName('document', apiKey, organizationId, documentId)`.
+ *
+ * A document knows its folder id, its own access type (null: inherits from its folder) and
+ * its disabled flag. Whether the folder exists is checked by the route against the
+ * organization's tree before the command runs; the effective access type is computed by
+ * the read side (projections/documents.ts, queries/permissions.ts), so moving a folder never
+ * touches its documents' streams.
+ */
+import { ApiError, assertNever, invalidArgument, notFound } from '../src/errors.js';
+import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
+import type { AccessType } from './folder-tree.js';
+
+// ---- events ----
+
+type DocRef = {
+  organizationId: string;
+  documentId: string;
+};
+
+export type DeletionReason = 'request' | 'folderDeleted' | 'organizationDeleted';
+
+export type DocumentEvent =
+  | DomainEvent<'DocumentAdded', DocRef & {
+      documentName: string;
+      folderId: string | null;
+      accessType: AccessType | null;
+      disabled: boolean;
+      createdAt: number;
+    }>
+  | DomainEvent<'DocumentRenamed', DocRef & { documentName: string }>
+  | DomainEvent<'DocumentMoved', DocRef & { folderId: string | null; previousFolderId: string | null }>
+  | DomainEvent<'DocumentAccessChanged', DocRef & { accessType: AccessType | null }>
+  | DomainEvent<'DocumentDisabledStateChanged', DocRef & { disabled: boolean }>
+  | DomainEvent<'DocumentDeleted', DocRef & { reason: DeletionReason; deletedAt: number }>;
+
+// ---- state ----
+
+export type DocumentState =
+  | { status: 'none' }
+  | { status: 'active'; folderId: string | null; documentName: string; accessType: AccessType | null; disabled: boolean };
+
+export const initialState = (): DocumentState => ({ status: 'none' });
+
+// ---- evolve ----
+
+export function evolve(state: DocumentState, event: DocumentEvent): DocumentState {
+  if (event.type === 'DocumentAdded') {
+    const d = event.data;
+    return { status: 'active', folderId: d.folderId, documentName: d.documentName, accessType: d.accessType, disabled: d.disabled };
+  }
+  if (state.status !== 'active') return state;
+  switch (event.type) {
+    case 'DocumentRenamed':
+      return { ...state, documentName: event.data.documentName };
+    case 'DocumentMoved':
+      return { ...state, folderId: event.data.folderId };
+    case 'DocumentAccessChanged':
+      return { ...state, accessType: event.data.accessType };
+    case 'DocumentDisabledStateChanged':
+      return { ...state, disabled: event.data.disabled };
+    case 'DocumentDeleted':
+      return { status: 'none' };
+    default:
+      return assertNever(event, 'document event');
+  }
+}
+
+// ---- commands ----
+
+export type DocumentCommand =
+  | Command<'AddDocument', DocRef & {
+      documentName?: string;
+      folderId: string | null;
+      accessType?: AccessType;
+      disabled?: boolean;
+    }>
+  | Command<'UpdateDocument', DocRef & { documentName?: string; accessType?: AccessType; disabled?: boolean }>
+  | Command<'MoveDocument', DocRef & { folderId: string | null }>
+  /** accessType null: inherit from the folder. */
+  | Command<'SetDocumentAccess', DocRef & { accessType: AccessType | null }>
+  | Command<'SetDocumentDisabled', DocRef & { disabled: boolean }>
+  | Command<'DeleteDocument', DocRef & { reason: DeletionReason }>;
+
+// ---- decide ----
+
+export const documentNotFound = () => notFound('Document does not exist.');
+
+function active(state: DocumentState) {
+  if (state.status !== 'active') throw documentNotFound();
+  return state;
+}
+
+export function decide(command: DocumentCommand, state: DocumentState): DocumentEvent[] {
+  const { organizationId, documentId } = command.data;
+  const ref = { organizationId, documentId };
+  switch (command.type) {
+    case 'AddDocument': {
+      if (state.status === 'active') throw new ApiError('ALREADY_EXISTS', 'Document already exists.');
+      const d = command.data;
+      return [{
+        type: 'DocumentAdded',
+        data: {
+          ...ref,
+          documentName: d.documentName ?? documentId,
+          folderId: d.folderId,
+          accessType: d.accessType ?? null,
+          disabled: d.disabled ?? false,
+          createdAt: command.metadata.now,
+        },
+      }];
+    }
+    case 'UpdateDocument': {
+      const s = active(state);
+      const d = command.data;
+      const events: DocumentEvent[] = [];
+      if (d.documentName !== undefined && d.documentName !== s.documentName) {
+        events.push({ type: 'DocumentRenamed', data: { ...ref, documentName: d.documentName } });
+      }
+      if (d.accessType !== undefined && d.accessType !== s.accessType) {
+        events.push({ type: 'DocumentAccessChanged', data: { ...ref, accessType: d.accessType } });
+      }
+      if (d.disabled !== undefined && d.disabled !== s.disabled) {
+        events.push({ type: 'DocumentDisabledStateChanged', data: { ...ref, disabled: d.disabled } });
+      }
+      return events;
+    }
+    case 'MoveDocument': {
+      if (state.status !== 'active') throw invalidArgument(`Document ${JSON.stringify(documentId)} does not exist.`);
+      if (state.folderId === command.data.folderId) return [];
+      return [{ type: 'DocumentMoved', data: { ...ref, folderId: command.data.folderId, previousFolderId: state.folderId } }];
+    }
+    case 'SetDocumentAccess': {
+      const s = active(state);
+      const accessType = command.data.accessType;
+      return s.accessType === accessType ? [] : [{ type: 'DocumentAccessChanged', data: { ...ref, accessType } }];
+    }
+    case 'SetDocumentDisabled': {
+      const s = active(state);
+      const disabled = command.data.disabled;
+      return s.disabled === disabled ? [] : [{ type: 'DocumentDisabledStateChanged', data: { ...ref, disabled } }];
+    }
+    case 'DeleteDocument':
+      // A missing document is not an error (spec: success with "Document does not exist.").
+      if (state.status !== 'active') return [];
+      return [{ type: 'DocumentDeleted', data: { ...ref, reason: command.data.reason, deletedAt: command.metadata.now } }];
+    default:
+      return assertNever(command, 'document command');
+  }
+}
+
+export const documentDecider: Decider<DocumentState, DocumentCommand, DocumentEvent> = {
+  name: 'document',
+  initialState,
+  evolve,
+  decide,
+};

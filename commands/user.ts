@@ -1,0 +1,93 @@
+/**
+ * User aggregate: a user's profile, per API key (semantics §5: the same userId across the
+ * key's organizations is one person): `streamName('user', apiKey, userId)`. Access lives in
+ * the grants aggregate (commands/grant.ts), per organization.
+ */
+import { assertNever } from '../src/errors.js';
+import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
+
+export type Profile = {
+  name: string;
+  email: string;
+  initial: string;
+};
+
+// ---- events ----
+
+export type UserEvent =
+  | DomainEvent<'UserAdded', Profile & { userId: string; createdAt: number }>
+  | DomainEvent<'UserProfileUpdated', Partial<Profile> & { userId: string }>;
+
+// ---- state ----
+
+export type UserState = { status: 'none' } | ({ status: 'active' } & Profile);
+
+export const initialState = (): UserState => ({ status: 'none' });
+
+// ---- evolve ----
+
+export function evolve(state: UserState, event: UserEvent): UserState {
+  switch (event.type) {
+    case 'UserAdded': {
+      const { name, email, initial } = event.data;
+      return { status: 'active', name, email, initial };
+    }
+    case 'UserProfileUpdated': {
+      if (state.status !== 'active') return state;
+      const { userId: _id, ...changes } = event.data;
+      return { ...state, ...changes };
+    }
+    default:
+      return assertNever(event, 'user event');
+  }
+}
+
+// ---- commands ----
+
+export type UserCommand =
+  /** users/add: creates the profile, or updates the fields given (semantics §5). */
+  | Command<'SaveUser', { userId: string; name?: string; email?: string; initial?: string }>
+  | Command<'UpdateUser', { userId: string; name?: string; email?: string; initial?: string }>;
+
+// ---- decide ----
+
+/** semantics §5 / spec rule 6: the first letters of the name's words, at most two. */
+export function initialOf(name: string): string {
+  const words = name.trim().split(/\s+/).filter(Boolean);
+  return words.slice(0, 2).map((w) => [...w][0]!.toUpperCase()).join('');
+}
+
+function changes(state: Extract<UserState, { status: 'active' }>, d: Partial<Profile>): Partial<Profile> {
+  const out: Partial<Profile> = {};
+  if (d.name !== undefined && d.name !== state.name) out.name = d.name;
+  if (d.email !== undefined && d.email !== state.email) out.email = d.email;
+  const initial = d.initial ?? (out.name !== undefined ? initialOf(out.name) : undefined);
+  if (initial !== undefined && initial !== state.initial) out.initial = initial;
+  return out;
+}
+
+export function decide(command: UserCommand, state: UserState): UserEvent[] {
+  const { userId, ...profile } = command.data;
+  switch (command.type) {
+    case 'SaveUser': {
+      if (state.status === 'none') {
+        const name = profile.name ?? '';
+        return [{
+          type: 'UserAdded',
+          data: { userId, name, email: profile.email ?? '', initial: profile.initial ?? initialOf(name), createdAt: command.metadata.now },
+        }];
+      }
+      const c = changes(state, profile);
+      return Object.keys(c).length ? [{ type: 'UserProfileUpdated', data: { userId, ...c } }] : [];
+    }
+    case 'UpdateUser': {
+      if (state.status === 'none') return [];
+      const c = changes(state, profile);
+      return Object.keys(c).length ? [{ type: 'UserProfileUpdated', data: { userId, ...c } }] : [];
+    }
+    default:
+      return assertNever(command, 'user command');
+  }
+}
+
+export const userDecider: Decider<UserState, UserCommand, UserEvent> = { name: 'user', initialState, evolve, decide };

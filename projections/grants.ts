@@ -1,0 +1,75 @@
+/**
+ * Read model `grants`: one document per (user, resource) grant, keyed so that permission
+ * resolution fetches every candidate grant of a user in ONE getMany (queries/permissions.ts).
+ * Grants on a removed resource go with it: folder deletion, document deletion, organization
+ * deletion.
+ */
+import type { RecordedEvent } from '../src/ports/event-store.js';
+import type { Doc } from '../src/ports/read-store.js';
+import { key } from '../src/ids.js';
+import { defineProjection } from '../src/runtime/projection.js';
+import type { AccessRole, GrantEvent, ResourceType } from '../commands/grant.js';
+import type { OrganizationEvent } from '../commands/organization.js';
+import type { DocumentEvent } from '../commands/document.js';
+import { apiKeyOf } from './organizations.js';
+
+export const GRANTS = 'grants';
+
+export interface GrantDoc extends Doc {
+  apiKey: string;
+  organizationId: string;
+  userId: string;
+  resourceType: ResourceType;
+  resourceId: string;
+  accessRole: AccessRole;
+  /** Unix seconds; null: permanent. */
+  expiresAt: number | null;
+}
+
+export const grantKey = (apiKey: string, organizationId: string, userId: string, resourceType: ResourceType, resourceId: string) =>
+  key(apiKey, organizationId, userId, resourceType, resourceId);
+
+type Ev = GrantEvent | OrganizationEvent | DocumentEvent;
+type Of<T extends Ev['type']> = Extract<Ev, { type: T }>['data'];
+const data = <T extends Ev['type']>(e: RecordedEvent) => e.data as Of<T>;
+
+export const grantsProjection = defineProjection({
+  name: 'grants',
+  indexes: [
+    { collection: GRANTS, fields: ['apiKey', 'organizationId', 'userId'] },
+    { collection: GRANTS, fields: ['apiKey', 'organizationId', 'resourceType', 'resourceId', 'userId'] },
+  ],
+  handlers: {
+    async GrantAdded(e, tx) {
+      const d = data<'GrantAdded'>(e);
+      const doc: GrantDoc = {
+        _id: grantKey(apiKeyOf(e), d.organizationId, d.userId, d.resourceType, d.resourceId),
+        apiKey: apiKeyOf(e),
+        organizationId: d.organizationId,
+        userId: d.userId,
+        resourceType: d.resourceType,
+        resourceId: d.resourceId,
+        accessRole: d.accessRole,
+        expiresAt: d.expiresAt,
+      };
+      await tx.upsert(GRANTS, doc);
+    },
+    async GrantRevoked(e, tx) {
+      const d = data<'GrantRevoked'>(e);
+      await tx.delete(GRANTS, grantKey(apiKeyOf(e), d.organizationId, d.userId, d.resourceType, d.resourceId));
+    },
+    async FolderDeleted(e, tx) {
+      const d = data<'FolderDeleted'>(e);
+      for (const resourceId of d.folderIds) {
+        await tx.deleteMany(GRANTS, { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'folder', resourceId });
+      }
+    },
+    async DocumentDeleted(e, tx) {
+      const d = data<'DocumentDeleted'>(e);
+      await tx.deleteMany(GRANTS, { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'document', resourceId: d.documentId });
+    },
+    async OrganizationDeleted(e, tx) {
+      await tx.deleteMany(GRANTS, { apiKey: apiKeyOf(e), organizationId: data<'OrganizationDeleted'>(e).organizationId });
+    },
+  },
+});

@@ -1,0 +1,254 @@
+/**
+ * Documents (spec: documents/add|get|update|delete|move, documents/access/update,
+ * documents/access/disablestate/update). One stream per document, so batch items run in
+ * parallel (the embedded store commits one event-loop turn's appends together).
+ *
+ * Folder existence is checked against the organization's tree (the write model). A
+ * document whose folder was deleted is gone for every command too ("orphaned"): the
+ * deletion cascade appends its DocumentDeleted, and until it has, the routes treat it as
+ * missing (and documents/add replaces it).
+ */
+import { z } from 'zod';
+import { documentDecider, documentNotFound, type DocumentState } from '../../../commands/document.js';
+import { getFolder, normalizeParent, type Tree } from '../../../commands/folder-tree.js';
+import { organizationDecider, organizationNotFound } from '../../../commands/organization.js';
+import { documentsPage } from '../../../queries/documents.js';
+import { requireOrganization } from '../../../queries/organizations.js';
+import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
+import { invalidArgument, notFound } from '../../errors.js';
+import type { Services } from '../../services.js';
+import { defineRoute, type AnyRoute } from '../route.js';
+import type { RequestContext } from '../context.js';
+import { id, ids, items, text } from '../validation.js';
+import { accessType, documentStream, firstById, item, keyed, organizationStream, pageSize, pageToken, unique } from './domain.js';
+
+const docSchema = z.object({
+  documentId: id(),
+  documentName: text(1024).optional(),
+  accessType: accessType().optional(),
+  disabled: z.boolean().optional(),
+});
+
+export async function organizationTree(services: Services, apiKey: string, organizationId: string): Promise<Tree> {
+  const { state } = await services.commands.load(organizationDecider, organizationStream(apiKey, organizationId));
+  if (state.status !== 'active') throw organizationNotFound();
+  return state.tree;
+}
+
+const orphaned = (state: DocumentState, tree: Tree) =>
+  state.status === 'active' && state.folderId !== null && !getFolder(tree, state.folderId);
+
+/** The document's state, with an orphan (its folder deleted) seen as missing after removing it. */
+async function current(ctx: RequestContext, tree: Tree, organizationId: string, documentId: string): Promise<DocumentState> {
+  const stream = documentStream(ctx.apiKey, organizationId, documentId);
+  const { state } = await ctx.services.commands.load(documentDecider, stream);
+  if (!orphaned(state, tree)) return state;
+  await ctx.execute(documentDecider, stream, {
+    type: 'DeleteDocument',
+    data: { organizationId, documentId, reason: 'folderDeleted' },
+    metadata: { now: ctx.now },
+  });
+  return { status: 'none' };
+}
+
+export function documentRoutes(services: Services): AnyRoute[] {
+  const add = defineRoute({
+    path: '/v2/organizations/documents/add',
+    auth: 'apiKey',
+    schema: z.object({
+      organizationId: id(),
+      createOrganization: z.boolean().optional(),
+      folderId: id().optional(),
+      createFolder: z.boolean().optional(),
+      documents: items(docSchema),
+    }),
+    async handler(data, ctx) {
+      const { organizationId } = data;
+      const orgStream = organizationStream(ctx.apiKey, organizationId);
+      if (data.createOrganization) {
+        await ctx.execute(organizationDecider, orgStream, { type: 'CreateOrganization', data: { organizationId, ifMissing: true }, metadata: { now: ctx.now } });
+      }
+      let tree = await organizationTree(services, ctx.apiKey, organizationId);
+      const folderId = normalizeParent(data.folderId) ?? null;
+      if (folderId !== null && !getFolder(tree, folderId) && data.createFolder) {
+        const r = await ctx.execute(organizationDecider, orgStream, {
+          type: 'AddFolders',
+          data: { organizationId, folders: [{ folderId }] },
+          metadata: { now: ctx.now },
+        });
+        if (r.state.status === 'active') tree = r.state.tree;
+      }
+      const folderMissing = folderId !== null && !getFolder(tree, folderId);
+      const results = await Promise.all(firstById(data.documents, (d) => d.documentId).map(async (d) => [
+        d.documentId,
+        await item(
+          async () => {
+            if (folderMissing) throw notFound(`Folder ${JSON.stringify(folderId)} does not exist.`);
+            await current(ctx, tree, organizationId, d.documentId);
+            await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, d.documentId), {
+              type: 'AddDocument',
+              data: { organizationId, documentId: d.documentId, documentName: d.documentName, folderId, accessType: d.accessType, disabled: d.disabled },
+              metadata: { now: ctx.now },
+            });
+          },
+          () => ({ success: true, id: d.documentId, message: 'Document added.' }),
+          { id: d.documentId },
+        ),
+      ] as const));
+      return { message: 'Document(s) added successfully.', data: keyed(results) };
+    },
+  });
+
+  const get = defineRoute({
+    path: '/v2/organizations/documents/get',
+    auth: 'apiKey',
+    schema: z.object({
+      organizationId: id(),
+      documentIds: ids(30).optional(),
+      folderId: id().optional(),
+      pageSize: pageSize(),
+      pageToken: pageToken(),
+    }),
+    async handler(data, ctx) {
+      await requireOrganization(services.read, ctx.apiKey, data.organizationId);
+      const page = await documentsPage(services.read, ctx.apiKey, { ...data, pageSize: data.pageSize ?? DEFAULT_PAGE_SIZE });
+      return { message: 'Document(s) retrieved successfully.', data: page.rows, pageToken: page.pageToken };
+    },
+  });
+
+  const update = defineRoute({
+    path: '/v2/organizations/documents/update',
+    auth: 'apiKey',
+    schema: z.object({ organizationId: id(), documents: items(docSchema) }),
+    async handler(data, ctx) {
+      const { organizationId } = data;
+      const tree = await organizationTree(services, ctx.apiKey, organizationId);
+      const results = await Promise.all(firstById(data.documents, (d) => d.documentId).map(async (d) => [
+        d.documentId,
+        await item(
+          async () => {
+            if ((await current(ctx, tree, organizationId, d.documentId)).status !== 'active') throw documentNotFound();
+            await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, d.documentId), {
+              type: 'UpdateDocument',
+              data: { organizationId, documentId: d.documentId, documentName: d.documentName, accessType: d.accessType, disabled: d.disabled },
+              metadata: { now: ctx.now },
+            });
+          },
+          () => ({ success: true, id: d.documentId, message: 'Document updated.' }),
+          { id: d.documentId },
+        ),
+      ] as const));
+      return { message: 'Document(s) updated successfully.', data: keyed(results) };
+    },
+  });
+
+  const remove = defineRoute({
+    path: '/v2/organizations/documents/delete',
+    auth: 'apiKey',
+    schema: z.object({ organizationId: id(), documentIds: ids() }),
+    async handler(data, ctx) {
+      const { organizationId } = data;
+      const tree = await organizationTree(services, ctx.apiKey, organizationId);
+      const results = await Promise.all(unique(data.documentIds).map(async (documentId) => {
+        const existed = (await current(ctx, tree, organizationId, documentId)).status === 'active';
+        const r = await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, documentId), {
+          type: 'DeleteDocument',
+          data: { organizationId, documentId, reason: 'request' },
+          metadata: { now: ctx.now },
+        });
+        const deleted = existed && r.events.length > 0;
+        return [documentId, { success: true, id: documentId, message: deleted ? 'Document deleted.' : 'Document does not exist.' }] as const;
+      }));
+      return { message: 'Document(s) deleted successfully.', data: keyed(results) };
+    },
+  });
+
+  const move = defineRoute({
+    path: '/v2/organizations/documents/move',
+    auth: 'apiKey',
+    schema: z.object({ organizationId: id(), documentIds: ids(30), folderId: id() }),
+    async handler(data, ctx) {
+      const { organizationId } = data;
+      const tree = await organizationTree(services, ctx.apiKey, organizationId);
+      const folderId = normalizeParent(data.folderId) ?? null;
+      if (folderId !== null && !getFolder(tree, folderId)) throw notFound(`Folder ${JSON.stringify(folderId)} does not exist.`);
+      const documentIds = unique(data.documentIds);
+      // semantics §4: a missing document fails the whole call, before anything moves.
+      const states = await Promise.all(documentIds.map((d) => current(ctx, tree, organizationId, d)));
+      const missing = documentIds.filter((_, i) => states[i]!.status !== 'active');
+      if (missing.length > 0) {
+        throw invalidArgument(`data.documentIds: document(s) ${missing.map((m) => JSON.stringify(m)).join(', ')} do not exist.`);
+      }
+      await Promise.all(documentIds.map((documentId) =>
+        ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, documentId), {
+          type: 'MoveDocument',
+          data: { organizationId, documentId, folderId },
+          metadata: { now: ctx.now },
+        }),
+      ));
+      return { message: 'Documents moved successfully.' };
+    },
+  });
+
+  const access = defineRoute({
+    path: '/v2/organizations/documents/access/update',
+    auth: 'apiKey',
+    schema: z.object({
+      organizationId: id(),
+      documentIds: ids(),
+      accessType: accessType().optional(),
+      inheritFromParent: z.boolean().optional(),
+    }),
+    async handler(data, ctx) {
+      const { organizationId } = data;
+      const tree = await organizationTree(services, ctx.apiKey, organizationId);
+      const value = data.inheritFromParent ? null : (data.accessType ?? 'public');
+      const shown = value === null ? { accessType: null, inheritFromParent: true } : { accessType: value };
+      const results = await Promise.all(unique(data.documentIds).map(async (documentId) => [
+        documentId,
+        await item(
+          async () => {
+            if ((await current(ctx, tree, organizationId, documentId)).status !== 'active') throw documentNotFound();
+            await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, documentId), {
+              type: 'SetDocumentAccess',
+              data: { organizationId, documentId, accessType: value },
+              metadata: { now: ctx.now },
+            });
+          },
+          () => ({ success: true, ...shown, message: 'Document access type updated.' }),
+          shown,
+        ),
+      ] as const));
+      return { message: 'Updated access for documents successfully.', data: keyed(results) };
+    },
+  });
+
+  const disable = defineRoute({
+    path: '/v2/organizations/documents/access/disablestate/update',
+    auth: 'apiKey',
+    schema: z.object({ organizationId: id(), documentIds: ids(), disabled: z.boolean().optional() }),
+    async handler(data, ctx) {
+      const { organizationId } = data;
+      const disabled = data.disabled ?? false;
+      const tree = await organizationTree(services, ctx.apiKey, organizationId);
+      const results = await Promise.all(unique(data.documentIds).map(async (documentId) => [
+        documentId,
+        await item(
+          async () => {
+            if ((await current(ctx, tree, organizationId, documentId)).status !== 'active') throw documentNotFound();
+            await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, documentId), {
+              type: 'SetDocumentDisabled',
+              data: { organizationId, documentId, disabled },
+              metadata: { now: ctx.now },
+            });
+          },
+          () => ({ success: true, disabled, message: 'Document disabled state updated.' }),
+          { disabled },
+        ),
+      ] as const));
+      return { message: 'Updated disable state for documents successfully.', data: keyed(results) };
+    },
+  });
+
+  return [add, get, update, remove, move, access, disable];
+}

@@ -1,0 +1,55 @@
+/**
+ * Helpers shared by the domain routes (organizations, folders, documents, users, groups,
+ * permissions): stream names, per-item outcomes, and the few schema pieces they repeat.
+ */
+import { z } from 'zod';
+import { ACCESS_TYPES } from '../../../commands/folder-tree.js';
+import { ApiError } from '../../errors.js';
+import { streamName } from '../../ids.js';
+import { MAX_PAGE_SIZE } from '../../../queries/paging.js';
+
+export const organizationStream = (apiKey: string, organizationId: string) => streamName('organization', apiKey, organizationId);
+export const documentStream = (apiKey: string, organizationId: string, documentId: string) =>
+  streamName('document', apiKey, organizationId, documentId);
+export const userStream = (apiKey: string, userId: string) => streamName('user', apiKey, userId);
+export const grantsStream = (apiKey: string, organizationId: string, userId: string) =>
+  streamName('grants', apiKey, organizationId, userId);
+export const groupStream = (apiKey: string, organizationId: string, groupId: string) =>
+  streamName('usergroup', apiKey, organizationId, groupId);
+
+export const accessType = () => z.enum(ACCESS_TYPES);
+export const pageSize = () => z.number().int().min(1).max(MAX_PAGE_SIZE).optional();
+export const pageToken = () => z.string().min(1).max(4096).optional();
+
+export type Outcome = { success: boolean; message: string } & Record<string, unknown>;
+
+/**
+ * Runs one item; a refusal (ApiError) becomes that item's `{ success: false, message }`
+ * (plus `echo`), anything else is a bug and fails the request.
+ */
+export async function item<T>(run: () => Promise<T>, ok: (r: T) => Outcome, echo: Record<string, unknown> = {}): Promise<Outcome> {
+  try {
+    return ok(await run());
+  } catch (error) {
+    if (error instanceof ApiError) return { success: false, ...echo, message: error.message };
+    throw error;
+  }
+}
+
+/** Items keyed by id, each id once (its first occurrence): a duplicate in one request is one item. */
+export function firstById<T>(items: readonly T[], idOf: (t: T) => string): T[] {
+  const seen = new Set<string>();
+  return items.filter((t) => {
+    const id = idOf(t);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
+export const unique = (ids: readonly string[]) => [...new Set(ids)];
+
+/** `{ [id]: outcome }`, built with own data properties (an id like "__proto__" stays a plain key). */
+export function keyed(entries: ReadonlyArray<readonly [string, Outcome]>): Record<string, Outcome> {
+  return Object.fromEntries(entries);
+}
