@@ -1,0 +1,141 @@
+/** JWT signing/verification and /v2/auth/generate_token. */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createHmac } from 'node:crypto';
+import { harness, type Harness, type Tenant } from './support/app.js';
+import { signToken, verifyToken, TokenError, TOKEN_LIFETIME_SECONDS, type UserTokenClaims } from '../src/tokens/jwt.js';
+import { verifyUserToken } from '../src/tokens/user-tokens.js';
+import { API_KEYS } from '../projections/workspaces.js';
+
+const J = suite('jwt');
+const claims: UserTokenClaims = {
+  iss: 'collab-backend', sub: 'u1', apiKey: 'k1', user: { name: 'Ada', email: 'ada@example.com', isAdmin: false },
+  resources: [], iat: 1_700_000_000, exp: 1_700_000_000 + TOKEN_LIFETIME_SECONDS, jti: 'j',
+};
+const rejects = (f: () => unknown, re: RegExp) => {
+  try {
+    f();
+  } catch (err) {
+    assert.instance(err, TokenError);
+    assert.match((err as Error).message, re);
+    return;
+  }
+  assert.unreachable('accepted');
+};
+
+J('round trip; tampered payload, signature, algorithm, wrong secret, expiry are rejected', () => {
+  const t = signToken(claims, 'secret-1');
+  assert.equal(verifyToken(t, 'secret-1', claims.iat + 10), claims);
+  const [h, p, s] = t.split('.') as [string, string, string];
+  const forged = Buffer.from(JSON.stringify({ ...claims, sub: 'admin' })).toString('base64url');
+  rejects(() => verifyToken(`${h}.${forged}.${s}`, 'secret-1', claims.iat), /invalid token signature/);
+  rejects(() => verifyToken(`${h}.${p}.${s.slice(0, -2)}AA`, 'secret-1', claims.iat), /invalid token signature/);
+  rejects(() => verifyToken(t, 'secret-2', claims.iat), /invalid token signature/);
+  const none = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
+  rejects(() => verifyToken(`${none}.${p}.`, 'secret-1', claims.iat), /unsupported token algorithm/);
+  const hs512 = Buffer.from(JSON.stringify({ alg: 'HS512', typ: 'JWT' })).toString('base64url');
+  rejects(() => verifyToken(`${hs512}.${p}.${createHmac('sha512', 'secret-1').update(`${hs512}.${p}`).digest('base64url')}`, 'secret-1', claims.iat), /unsupported/);
+  rejects(() => verifyToken(t, 'secret-1', claims.exp), /expired/);
+  rejects(() => verifyToken(t, 'secret-1', claims.exp + 3600), /expired/);
+  rejects(() => verifyToken('a.b', 'secret-1', claims.iat), /malformed/);
+  rejects(() => verifyToken('!!.??.zz', 'secret-1', claims.iat), /malformed/);
+});
+
+J.run();
+
+let now = 1_700_000_000_000;
+const S = suite<{ h: Harness; t: Tenant }>('generate_token API');
+S.before(async (ctx) => {
+  ctx.h = await harness({}, { clock: () => now });
+  ctx.t = await ctx.h.tenant();
+});
+S.after(async (ctx) => ctx.h.close());
+
+const request = {
+  userId: 'user-1',
+  userProperties: { name: 'Ada', email: 'ada@example.com', isAdmin: true },
+  permissions: { resources: [{ type: 'organization', id: 'org-1' }, { type: 'document', id: 'doc-1', organizationId: 'org-1', accessRole: 'viewer', expiresAt: 1_800_000_000 }] },
+};
+
+S('issues a 48 h HS256 token naming key, user and resources; verifiable, tamper-evident, expiring', async ({ h, t }) => {
+  const res = await h.post('/v2/auth/generate_token', request, t.headers);
+  assert.is(res.status, 200, JSON.stringify(res.body));
+  assert.is(res.body.result.message, 'Token generated successfully.');
+  const token = res.body.result.data.token as string;
+  assert.equal(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()), { alg: 'HS256', typ: 'JWT' });
+  const c = await verifyUserToken(h.services, token, { apiKey: t.apiKey });
+  assert.is(c.sub, 'user-1');
+  assert.is(c.apiKey, t.apiKey);
+  assert.equal(c.user, { name: 'Ada', email: 'ada@example.com', isAdmin: true });
+  assert.equal(c.resources, [
+    { type: 'organization', id: 'org-1', organizationId: 'org-1' },
+    { type: 'document', id: 'doc-1', organizationId: 'org-1', accessRole: 'viewer', expiresAt: 1_800_000_000 },
+  ]);
+  assert.is(c.exp - c.iat, 48 * 3600);
+  assert.is(c.iat, Math.floor(now / 1000));
+  // tampered
+  const [hd, , sig] = token.split('.');
+  const forged = Buffer.from(JSON.stringify({ ...c, sub: 'someone-else' })).toString('base64url');
+  try {
+    await verifyUserToken(h.services, `${hd}.${forged}.${sig}`);
+    assert.unreachable('tampered token accepted');
+  } catch (err) {
+    assert.instance(err, TokenError);
+  }
+  // expired
+  try {
+    await verifyUserToken(h.services, token, { nowMs: now + 48 * 3600 * 1000 + 1000 });
+    assert.unreachable('expired token accepted');
+  } catch (err) {
+    assert.match((err as Error).message, /expired/);
+  }
+  // for another key
+  const other = await h.tenant();
+  try {
+    await verifyUserToken(h.services, token, { apiKey: other.apiKey });
+    assert.unreachable('token of another key accepted');
+  } catch (err) {
+    assert.match((err as Error).message, /another API key/);
+  }
+});
+
+S('the signing secret is per key, created once, never in a read model or response', async ({ h, t }) => {
+  const t1 = (await h.post('/v2/auth/generate_token', request, t.headers)).body.result.data.token;
+  const t2 = (await h.post('/v2/auth/generate_token', request, t.headers)).body.result.data.token;
+  assert.ok(await verifyUserToken(h.services, t1));
+  assert.ok(await verifyUserToken(h.services, t2));
+  const secrets = (await h.services.events.readAll()).filter((e) => e.type === 'ApiKeyTokenSigningSecretCreated');
+  assert.is(secrets.length, 1, 'one secret per key');
+  const secret = (secrets[0]!.data as { secret: string }).secret;
+  const key = await h.services.read.get(API_KEYS, t.apiKey);
+  assert.not.ok(JSON.stringify(key).includes(secret));
+  assert.not.ok(t1.includes(secret));
+  // Another key signs with its own secret: its tokens do not verify with this key's.
+  const other = await h.tenant();
+  const t3 = (await h.post('/v2/auth/generate_token', request, other.headers)).body.result.data.token;
+  const [hd, p] = t3.split('.');
+  const sig = t1.split('.')[2];
+  try {
+    await verifyUserToken(h.services, `${hd}.${p}.${sig}`);
+    assert.unreachable();
+  } catch (err) {
+    assert.instance(err, TokenError);
+  }
+});
+
+S('bad input gets the failure envelope', async ({ h, t }) => {
+  const bad = async (data: unknown, re: RegExp) => {
+    const res = await h.post('/v2/auth/generate_token', data, t.headers);
+    assert.is(res.status, 400, JSON.stringify(res.body));
+    assert.is(res.body.error.status, 'INVALID_ARGUMENT');
+    assert.match(res.body.error.message, re);
+  };
+  await bad({ userProperties: { name: 'a', email: 'a@b.co' } }, /data\.userId is required/);
+  await bad({ userId: 'u', userProperties: { name: 'a', email: 'nope' } }, /data\.userProperties\.email must be a valid email/);
+  await bad({ userId: 'u', userProperties: { name: 'a', email: 'a@b.co' }, permissions: { resources: [{ type: 'folder', id: 'f' }] } }, /data\.permissions\.resources\[0\]\.organizationId/);
+  await bad({ userId: 'u', userProperties: { name: 'a', email: 'a@b.co' }, permissions: { resources: [{ type: 'space', id: 'f' }] } }, /data\.permissions\.resources\[0\]\.type must be one of/);
+  const res = await h.post('/v2/auth/generate_token', request, {});
+  assert.is(res.status, 401);
+});
+
+S.run();
