@@ -15,6 +15,8 @@ import { RequestContext } from './http/context.js';
 import type { AnyRoute } from './http/route.js';
 import { parseBody } from './http/validation.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
+import { RateLimiter, RateLimitedError } from './http/rate-limit.js';
+import { IdempotencyStore, bodyHash, readIdempotencyKey } from './http/idempotency.js';
 import { domainRoutes } from './http/routes/domain-routes.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { presenceRoutes } from './http/routes/presence.js';
@@ -74,6 +76,7 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
   app.setErrorHandler((err, req, reply) => {
     const { error, internal } = toApiError(err, services.config.bodyLimit);
     if (internal) req.log.error({ err }, 'internal error');
+    if (error instanceof RateLimitedError) void reply.header('retry-after', String(error.retryAfterSeconds));
     const body = failure(
       internal ? new ApiError('INTERNAL', `Internal error (request id ${req.id}).`) : error,
     );
@@ -99,35 +102,59 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
     return { status: 'ready' };
   });
 
+  const limiter = new RateLimiter(services.config.rateLimitPerSecond, services.config.rateLimitBurst, services.clock);
+  const idempotency = new IdempotencyStore(services.read, services.config.idempotencyTtlHours * 3_600_000, services.clock);
+  const sweep = setInterval(() => {
+    idempotency.sweep().catch((err) => app.log.warn({ err }, 'idempotency sweep failed'));
+  }, 3_600_000);
+  sweep.unref();
+  app.addHook('onClose', async () => clearInterval(sweep));
+
   for (const route of allRoutes(services)) {
     app.post(route.path, async (req, reply) => {
       const caller = await authenticate(req, route.auth, services);
-      const data = parseBody(route.schema, req.body);
-      const ctx = new RequestContext(
-        services,
-        req.id,
-        services.clock(),
-        req.log,
-        caller.actor,
-        caller.tenant,
-        caller.workspaceId,
-      );
-      const out = await route.handler(data, ctx);
-      if (ctx.lastPosition) {
-        // Read-your-writes: the write is durable already; wait (bounded) until the read
-        // models show it, so the client's next query sees what it just did.
-        const caughtUp = await services.projections.waitFor(ctx.lastPosition, services.config.readYourWritesTimeoutMs);
-        if (!caughtUp) req.log.warn({ position: ctx.lastPosition }, 'read models lag behind this write');
+      const scope = caller.tenant ? `apikey:${caller.tenant.apiKey}` : caller.workspaceId ? `workspace:${caller.workspaceId}` : `ip:${req.ip}`;
+      limiter.take(scope);
+
+      const run = async () => {
+        const data = parseBody(route.schema, req.body);
+        const ctx = new RequestContext(services, req.id, services.clock(), req.log, caller.actor, caller.tenant, caller.workspaceId);
+        const out = await route.handler(data, ctx);
+        if (ctx.lastPosition) {
+          // Read-your-writes: the write is durable already; wait (bounded) until the read
+          // models show it, so the client's next query sees what it just did.
+          const caughtUp = await services.projections.waitFor(ctx.lastPosition, services.config.readYourWritesTimeoutMs);
+          if (!caughtUp) req.log.warn({ position: ctx.lastPosition }, 'read models lag behind this write');
+        }
+        return {
+          result: {
+            status: 'success',
+            message: out.message,
+            ...(out.data !== undefined ? { data: out.data } : {}),
+            ...(out.pageToken !== undefined ? { pageToken: out.pageToken } : {}),
+            ...out.extra,
+          },
+        };
+      };
+
+      const idemKey = readIdempotencyKey(req.headers['idempotency-key']);
+      if (!idemKey) return reply.status(200).send(await run());
+
+      const begun = await idempotency.begin(scope, route.path, idemKey, bodyHash(req.body));
+      if ('replay' in begun) {
+        return reply.status(begun.replay.status).header('idempotent-replayed', 'true').send(begun.replay.body);
       }
-      return reply.status(200).send({
-        result: {
-          status: 'success',
-          message: out.message,
-          ...(out.data !== undefined ? { data: out.data } : {}),
-          ...(out.pageToken !== undefined ? { pageToken: out.pageToken } : {}),
-          ...out.extra,
-        },
-      });
+      try {
+        const body = await run();
+        await idempotency.complete(begun.recordId, 200, body);
+        return reply.status(200).send(body);
+      } catch (err) {
+        const { error, internal } = toApiError(err, services.config.bodyLimit);
+        // A server fault is not the request's answer: the retry runs again.
+        if (internal || error.httpStatus >= 500) await idempotency.release(begun.recordId);
+        else await idempotency.complete(begun.recordId, error.httpStatus, failure(error));
+        throw err;
+      }
     });
   }
 };

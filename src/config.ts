@@ -20,6 +20,12 @@ export interface Config {
   readYourWritesTimeoutMs: number;
   /** Idle time after which a presence entry without an update expires. */
   presenceTtlSeconds: number;
+  /** Requests per second allowed per API key (or workspace), per process; 0 turns limiting off. */
+  rateLimitPerSecond: number;
+  /** Requests a caller may make at once before the per-second rate applies. */
+  rateLimitBurst: number;
+  /** How long an Idempotency-Key and its response are kept. */
+  idempotencyTtlHours: number;
 }
 
 export class ConfigError extends Error {
@@ -75,6 +81,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (regions.length === 0 || regions.some((r) => !/^[a-z0-9-]{1,64}$/.test(r))) {
     throw new ConfigError('REGIONS', 'must be a comma-separated list of region names (a-z, 0-9, -)');
   }
+  const rateLimitPerSecond = integer(env, 'RATE_LIMIT_PER_SECOND', 0, 0, 1_000_000);
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host,
@@ -87,5 +94,8 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimit: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 100 * 1_048_576),
     readYourWritesTimeoutMs: integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 0, 60_000),
     presenceTtlSeconds: integer(env, 'PRESENCE_TTL_SECONDS', 60, 1, 86_400),
+    rateLimitPerSecond,
+    rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', Math.max(1, rateLimitPerSecond * 2), 1, 10_000_000),
+    idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
   };
 }
