@@ -203,7 +203,7 @@ function fold(tree: Tree, items: readonly { folderId: string }[], step: (tree: T
   let t = tree;
   for (const item of items) {
     const { events, outcome: o } = step(t, item);
-    const outcome = echoId ? { success: o.success, id: item.folderId, ...o } : o;
+    const outcome = echoId ? { id: item.folderId, ...o } : o;
     for (const e of events) t = evolveTree(t, e);
     plan.events.push(...events);
     // An id listed twice is reported once: by its first occurrence.

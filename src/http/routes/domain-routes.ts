@@ -4,7 +4,17 @@ import type { AnyRoute } from '../route.js';
 import { organizationRoutes } from './organizations.js';
 import { folderRoutes } from './folders.js';
 import { documentRoutes } from './documents.js';
+import { userRoutes } from './users.js';
+import { groupRoutes } from './groups.js';
+import { permissionRoutes } from './permissions.js';
 
 export function domainRoutes(services: Services): AnyRoute[] {
-  return [...organizationRoutes(services), ...folderRoutes(services), ...documentRoutes(services)];
+  return [
+    ...organizationRoutes(services),
+    ...folderRoutes(services),
+    ...documentRoutes(services),
+    ...userRoutes(services),
+    ...groupRoutes(services),
+    ...permissionRoutes(services),
+  ];
 }

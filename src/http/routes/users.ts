@@ -1,0 +1,214 @@
+/**
+ * Users (spec: users/add, users/delete; companions users/update, users/get). A user's
+ * profile is per API key (commands/user.ts); access is a grant at the requested scope in
+ * the user's grants stream for the organization (commands/grant.ts). Each user is its own
+ * pair of streams, so items run in parallel.
+ */
+import { z } from 'zod';
+import { documentDecider } from '../../../commands/document.js';
+import { getFolder } from '../../../commands/folder-tree.js';
+import { ACCESS_ROLES, grantsDecider, isLive, resourceKey, type Resource } from '../../../commands/grant.js';
+import { groupDecider } from '../../../commands/group.js';
+import { organizationDecider } from '../../../commands/organization.js';
+import { userDecider } from '../../../commands/user.js';
+import { GROUP_MEMBERS, type MemberDoc } from '../../../projections/groups.js';
+import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
+import { requireOrganization } from '../../../queries/organizations.js';
+import { usersPage } from '../../../queries/users.js';
+import { notFound } from '../../errors.js';
+import type { Services } from '../../services.js';
+import { defineRoute, type AnyRoute } from '../route.js';
+import type { RequestContext } from '../context.js';
+import { email, id, ids, items, text } from '../validation.js';
+import { organizationTree } from './documents.js';
+import { documentStream, firstById, grantsStream, groupStream, item, keyed, organizationStream, pageSize, pageToken, unique, userStream } from './domain.js';
+
+const role = () => z.enum(ACCESS_ROLES);
+const userSchema = z.object({
+  userId: id(),
+  name: text(256).optional(),
+  email: email().optional(),
+  initial: text(8).optional(),
+  accessRole: role().optional(),
+});
+const scope = { organizationId: id(), documentId: id().optional(), folderId: id().optional() };
+
+/** The scope's resource: the document, else the folder, else the organization (spec rules 1-3). */
+function resourceOf(d: { organizationId: string; documentId?: string; folderId?: string }): Resource {
+  if (d.documentId !== undefined) return { resourceType: 'document', resourceId: d.documentId };
+  if (d.folderId !== undefined) return { resourceType: 'folder', resourceId: d.folderId };
+  return { resourceType: 'organization', resourceId: d.organizationId };
+}
+
+/** The scope's folder or document must exist (the organization is checked by organizationTree). */
+async function requireScope(ctx: RequestContext, d: { organizationId: string; documentId?: string; folderId?: string }) {
+  const tree = await organizationTree(ctx.services, ctx.apiKey, d.organizationId);
+  if (d.documentId !== undefined) {
+    const { state } = await ctx.services.commands.load(documentDecider, documentStream(ctx.apiKey, d.organizationId, d.documentId));
+    if (state.status !== 'active' || (state.folderId !== null && !getFolder(tree, state.folderId))) throw notFound('Document does not exist.');
+  } else if (d.folderId !== undefined && !getFolder(tree, d.folderId)) throw notFound('Folder does not exist.');
+}
+
+async function grantsOf(ctx: RequestContext, organizationId: string, userId: string) {
+  return (await ctx.services.commands.load(grantsDecider, grantsStream(ctx.apiKey, organizationId, userId))).state;
+}
+
+const userDoesNotExist = { success: false, message: 'User does not exist.' };
+
+export function userRoutes(services: Services): AnyRoute[] {
+  const add = defineRoute({
+    path: '/v2/users/add',
+    auth: 'apiKey',
+    schema: z.object({
+      ...scope,
+      createOrganization: z.boolean().optional(),
+      createDocument: z.boolean().optional(),
+      createFolder: z.boolean().optional(),
+      users: items(userSchema),
+    }),
+    async handler(data, ctx) {
+      const { organizationId } = data;
+      const apiKey = ctx.apiKey;
+      // Spec rule 5: a missing organization is created; createFolder / createDocument create those.
+      await ctx.execute(organizationDecider, organizationStream(apiKey, organizationId), {
+        type: 'CreateOrganization', data: { organizationId, ifMissing: true }, metadata: { now: ctx.now },
+      });
+      const tree = await organizationTree(services, apiKey, organizationId);
+      if (data.folderId !== undefined && !getFolder(tree, data.folderId) && data.createFolder) {
+        await ctx.execute(organizationDecider, organizationStream(apiKey, organizationId), {
+          type: 'AddFolders', data: { organizationId, folders: [{ folderId: data.folderId }] }, metadata: { now: ctx.now },
+        });
+      }
+      if (data.documentId !== undefined && data.createDocument) {
+        const stream = documentStream(apiKey, organizationId, data.documentId);
+        const { state } = await services.commands.load(documentDecider, stream);
+        if (state.status !== 'active') {
+          const folderId = data.folderId !== undefined && getFolder((await organizationTree(services, apiKey, organizationId)), data.folderId) ? data.folderId : null;
+          await ctx.execute(documentDecider, stream, {
+            type: 'AddDocument', data: { organizationId, documentId: data.documentId, folderId }, metadata: { now: ctx.now },
+          });
+        }
+      }
+      await requireScope(ctx, data);
+      const resource = resourceOf(data);
+      const results = await Promise.all(firstById(data.users, (u) => u.userId).map(async (u) => [
+        u.userId,
+        await item(
+          async () => {
+            await ctx.execute(userDecider, userStream(apiKey, u.userId), {
+              type: 'SaveUser', data: { userId: u.userId, name: u.name, email: u.email, initial: u.initial }, metadata: { now: ctx.now },
+            });
+            await ctx.execute(grantsDecider, grantsStream(apiKey, organizationId, u.userId), {
+              type: 'Grant',
+              data: { organizationId, userId: u.userId, grants: [{ ...resource, accessRole: u.accessRole ?? 'editor' }] },
+              metadata: { now: ctx.now },
+            });
+          },
+          () => ({ success: true, id: u.userId, message: 'User added.' }),
+          { id: u.userId },
+        ),
+      ] as const));
+      return { message: 'User(s) added successfully.', data: keyed(results) };
+    },
+  });
+
+  const update = defineRoute({
+    path: '/v2/users/update',
+    auth: 'apiKey',
+    schema: z.object({ ...scope, users: items(userSchema) }),
+    async handler(data, ctx) {
+      const { organizationId } = data;
+      await requireScope(ctx, data);
+      const resource = resourceOf(data);
+      const results = await Promise.all(firstById(data.users, (u) => u.userId).map(async (u) => {
+        const grant = (await grantsOf(ctx, organizationId, u.userId)).grants[resourceKey(resource)];
+        if (!grant || !isLive(grant, ctx.now)) return [u.userId, { ...userDoesNotExist, id: u.userId }] as const;
+        return [u.userId, await item(
+          async () => {
+            await ctx.execute(userDecider, userStream(ctx.apiKey, u.userId), {
+              type: 'UpdateUser', data: { userId: u.userId, name: u.name, email: u.email, initial: u.initial }, metadata: { now: ctx.now },
+            });
+            if (u.accessRole !== undefined && u.accessRole !== grant.accessRole) {
+              await ctx.execute(grantsDecider, grantsStream(ctx.apiKey, organizationId, u.userId), {
+                type: 'Grant',
+                data: { organizationId, userId: u.userId, grants: [{ ...resource, accessRole: u.accessRole, expiresAt: grant.expiresAt }] },
+                metadata: { now: ctx.now },
+              });
+            }
+          },
+          () => ({ success: true, id: u.userId, message: 'User updated.' }),
+          { id: u.userId },
+        )] as const;
+      }));
+      return { message: 'User(s) updated successfully.', data: keyed(results) };
+    },
+  });
+
+  const remove = defineRoute({
+    path: '/v2/users/delete',
+    auth: 'apiKey',
+    schema: z.object({ ...scope, userIds: ids() }),
+    async handler(data, ctx) {
+      const { organizationId } = data;
+      await requireScope(ctx, data);
+      const resource = resourceOf(data);
+      const wholeOrganization = resource.resourceType === 'organization';
+      const results = await Promise.all(unique(data.userIds).map(async (userId) => {
+        const grants = (await grantsOf(ctx, organizationId, userId)).grants;
+        const has = wholeOrganization ? Object.keys(grants).length > 0 : resourceKey(resource) in grants;
+        if (!has) return [userId, userDoesNotExist] as const;
+        return [userId, await item(
+          async () => {
+            const stream = grantsStream(ctx.apiKey, organizationId, userId);
+            if (!wholeOrganization) {
+              await ctx.execute(grantsDecider, stream, { type: 'Revoke', data: { organizationId, userId, resources: [resource] }, metadata: { now: ctx.now } });
+              return;
+            }
+            // semantics §5: membership, every grant inside the organization, and its groups.
+            await ctx.execute(grantsDecider, stream, { type: 'RevokeAll', data: { organizationId, userId }, metadata: { now: ctx.now } });
+            const groups = await services.read.find<MemberDoc>(GROUP_MEMBERS, { apiKey: ctx.apiKey, organizationId, userId });
+            await Promise.all(groups.map((g) =>
+              ctx.execute(groupDecider, groupStream(ctx.apiKey, organizationId, g.groupId), {
+                type: 'RemoveMembers', data: { organizationId, groupId: g.groupId, userIds: [userId] }, metadata: { now: ctx.now },
+              }),
+            ));
+          },
+          () => ({ success: true, message: 'User removed.' }),
+        )] as const;
+      }));
+      return { message: 'User(s) deleted successfully.', data: keyed(results) };
+    },
+  });
+
+  const get = defineRoute({
+    path: '/v2/users/get',
+    auth: 'apiKey',
+    schema: z.object({
+      ...scope,
+      userIds: ids(30).optional(),
+      organizationUserGroupIds: ids(30).optional(),
+      pageSize: pageSize(),
+      pageToken: pageToken(),
+    }),
+    async handler(data, ctx) {
+      await requireOrganization(services.read, ctx.apiKey, data.organizationId);
+      await requireScope(ctx, data);
+      const page = await usersPage(services.read, ctx.apiKey, ctx.now, {
+        organizationId: data.organizationId,
+        ...resourceOf(data),
+        userIds: data.userIds,
+        groupIds: data.organizationUserGroupIds,
+        pageSize: data.pageSize ?? DEFAULT_PAGE_SIZE,
+        pageToken: data.pageToken,
+      });
+      return {
+        message: 'User(s) retrieved successfully.',
+        data: page.rows,
+        pageToken: page.pageToken,
+        ...(page.pageToken ? { extra: { nextPageToken: page.pageToken } } : {}),
+      };
+    },
+  });
+
+  return [add, update, remove, get];
+}
