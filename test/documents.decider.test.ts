@@ -1,0 +1,61 @@
+import { test } from 'uvu';
+import { spec } from './support/decider.js';
+import { documentDecider, type DocumentEvent } from '../commands/document.js';
+
+const now = 1_700_000_000_000;
+const meta = { now };
+const ref = { organizationId: 'o', documentId: 'd' };
+const added: DocumentEvent = { type: 'DocumentAdded', data: { ...ref, documentName: 'D', folderId: 'f', accessType: null, disabled: false, createdAt: now } };
+const given = (events: DocumentEvent[]) => spec(documentDecider).given(events);
+
+test('AddDocument: adds with defaults; existing is ALREADY_EXISTS; re-add after delete', () => {
+  given([]).when({ type: 'AddDocument', data: { ...ref, folderId: null }, metadata: meta }).then([
+    { type: 'DocumentAdded', data: { ...ref, documentName: 'd', folderId: null, accessType: null, disabled: false, createdAt: now } },
+  ]);
+  given([added]).when({ type: 'AddDocument', data: { ...ref, folderId: null }, metadata: meta }).thenFails('ALREADY_EXISTS', 'Document already exists.');
+  const deleted: DocumentEvent = { type: 'DocumentDeleted', data: { ...ref, reason: 'request', deletedAt: now } };
+  given([added, deleted]).when({ type: 'AddDocument', data: { ...ref, documentName: 'D', folderId: 'f' }, metadata: meta }).then([added]);
+});
+
+test('UpdateDocument: only what changes; missing is NOT_FOUND', () => {
+  given([added]).when({ type: 'UpdateDocument', data: { ...ref, documentName: 'E', accessType: 'restricted', disabled: true }, metadata: meta }).then([
+    { type: 'DocumentRenamed', data: { ...ref, documentName: 'E' } },
+    { type: 'DocumentAccessChanged', data: { ...ref, accessType: 'restricted' } },
+    { type: 'DocumentDisabledStateChanged', data: { ...ref, disabled: true } },
+  ]);
+  given([added]).when({ type: 'UpdateDocument', data: { ...ref, documentName: 'D' }, metadata: meta }).thenNothing();
+  given([]).when({ type: 'UpdateDocument', data: { ...ref, documentName: 'E' }, metadata: meta }).thenFails('NOT_FOUND', 'Document does not exist.');
+});
+
+test('MoveDocument: moves; same folder is a no-op; missing is INVALID_ARGUMENT naming it', () => {
+  given([added]).when({ type: 'MoveDocument', data: { ...ref, folderId: null }, metadata: meta }).then([
+    { type: 'DocumentMoved', data: { ...ref, folderId: null, previousFolderId: 'f' } },
+  ]);
+  given([added]).when({ type: 'MoveDocument', data: { ...ref, folderId: 'f' }, metadata: meta }).thenNothing();
+  given([]).when({ type: 'MoveDocument', data: { ...ref, folderId: 'f' }, metadata: meta }).thenFails('INVALID_ARGUMENT', 'Document "d" does not exist.');
+});
+
+test('SetDocumentAccess: set, inherit, no-op, missing', () => {
+  given([added]).when({ type: 'SetDocumentAccess', data: { ...ref, accessType: 'public' }, metadata: meta }).then([
+    { type: 'DocumentAccessChanged', data: { ...ref, accessType: 'public' } },
+  ]);
+  given([added]).when({ type: 'SetDocumentAccess', data: { ...ref, accessType: null }, metadata: meta }).thenNothing();
+  given([]).when({ type: 'SetDocumentAccess', data: { ...ref, accessType: 'public' }, metadata: meta }).thenFails('NOT_FOUND');
+});
+
+test('SetDocumentDisabled: set, no-op, missing', () => {
+  given([added]).when({ type: 'SetDocumentDisabled', data: { ...ref, disabled: true }, metadata: meta }).then([
+    { type: 'DocumentDisabledStateChanged', data: { ...ref, disabled: true } },
+  ]);
+  given([added]).when({ type: 'SetDocumentDisabled', data: { ...ref, disabled: false }, metadata: meta }).thenNothing();
+  given([]).when({ type: 'SetDocumentDisabled', data: { ...ref, disabled: true }, metadata: meta }).thenFails('NOT_FOUND');
+});
+
+test('DeleteDocument: deletes; missing is nothing (reported as does-not-exist by the route)', () => {
+  given([added]).when({ type: 'DeleteDocument', data: { ...ref, reason: 'folderDeleted' }, metadata: meta }).then([
+    { type: 'DocumentDeleted', data: { ...ref, reason: 'folderDeleted', deletedAt: now } },
+  ]);
+  given([]).when({ type: 'DeleteDocument', data: { ...ref, reason: 'request' }, metadata: meta }).thenNothing();
+});
+
+test.run();
