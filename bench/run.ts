@@ -1,0 +1,398 @@
+/**
+ * `npm run bench [-- --quick | --full]`: starts the service on a fresh embedded store, seeds
+ * data through the API, and measures each scenario against a raw node:http server that parses
+ * the same body and answers the same envelope (the ceiling of this machine), in one run.
+ * Prints a table and writes it as JSON under bench/results/.
+ *
+ * The service and the ceiling run as child processes; the load generator (autocannon) runs
+ * here. Each gets the same connections, duration and request bodies, so the ratio compares
+ * like with like on whatever machine runs it.
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import net from 'node:net';
+import autocannon from 'autocannon';
+import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
+import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
+import { ProjectionRunner } from '../src/runtime/projection-runner.js';
+import { allProjections } from '../projections/index.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+// ---- scale ----
+
+const args = new Set(process.argv.slice(2));
+const scale = args.has('--full') ? 'full' : args.has('--quick') ? 'quick' : 'standard';
+const S = {
+  quick: { bigDocs: 20_000, smallDocs: 1_000, subtree: 1_000, seconds: 3 },
+  standard: { bigDocs: 100_000, smallDocs: 1_000, subtree: 10_000, seconds: 8 },
+  full: { bigDocs: 1_000_000, smallDocs: 1_000, subtree: 10_000, seconds: 10 },
+}[scale];
+const CONNECTIONS = 50;
+
+// ---- processes ----
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function startRaw(): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = fork(path.join(ROOT, 'bench', 'raw-server.mjs'), [], { env: { ...process.env, PORT: String(port) }, stdio: 'inherit' });
+  await new Promise<void>((resolve) => child.once('message', () => resolve()));
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+async function startService(dataDir: string): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'server.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', RATE_LIMIT_PER_SECOND: '0' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 400; i++) {
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return { url, child };
+    } catch {
+      /* starting */
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('service did not start');
+}
+
+const stop = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+
+function rssMiB(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return Math.round((kb / 1024) * 10) / 10;
+}
+
+// ---- HTTP helpers ----
+
+let headers: Record<string, string> = {};
+
+async function call(url: string, route: string, data: unknown): Promise<any> {
+  const r = await fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ data }) });
+  const body = (await r.json()) as any;
+  if (r.status !== 200) throw new Error(`${route} -> ${r.status} ${JSON.stringify(body).slice(0, 500)}`);
+  return body;
+}
+
+async function inBatches<T>(items: T[], size: number, parallel: number, fn: (batch: T[]) => Promise<unknown>) {
+  const batches: T[][] = [];
+  for (let i = 0; i < items.length; i += size) batches.push(items.slice(i, i + size));
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < batches.length) await fn(batches[next++]!);
+    }),
+  );
+}
+
+// ---- load ----
+
+interface Load {
+  reqPerSec: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+async function load(url: string, route: string, opts: { body?: string; setupBody?: () => string; connections?: number; seconds?: number }): Promise<Load> {
+  const result = await autocannon({
+    url: `${url}${route}`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    connections: opts.connections ?? CONNECTIONS,
+    duration: opts.seconds ?? S.seconds,
+    ...(opts.setupBody
+      ? { requests: [{ setupRequest: (req: any) => ({ ...req, body: opts.setupBody!() }) }] }
+      : { body: opts.body }),
+  });
+  return { reqPerSec: result.requests.average, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+}
+
+/** Measures the service and the raw ceiling with the same request. */
+async function versus(svc: string, raw: string, route: string, data: unknown, connections = CONNECTIONS) {
+  const body = JSON.stringify({ data });
+  const sample = await call(svc, route, data);
+  await fetch(`${raw}/__canned`, { method: 'POST', body: JSON.stringify({ path: route, body: sample }) });
+  const measured = await load(svc, route, { body, connections });
+  const ceiling = await load(raw, route, { body, connections });
+  return { measured, ceiling, sample };
+}
+
+// ---- results ----
+
+interface Row {
+  scenario: string;
+  measured: string;
+  ceiling: string;
+  ratio: string;
+  target: string;
+  met: boolean | null;
+  raw: Record<string, unknown>;
+}
+const rows: Row[] = [];
+const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2));
+
+function printTable() {
+  const cols: Array<keyof Row> = ['scenario', 'measured', 'ceiling', 'ratio', 'target', 'met'];
+  const cell = (r: Row, c: keyof Row) => (c === 'met' ? (r.met === null ? 'report' : r.met ? 'yes' : 'NO') : String(r[c]));
+  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r, c).length)));
+  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join(' | ');
+  console.log('\n' + line(cols as string[]));
+  console.log(widths.map((w) => '-'.repeat(w)).join('-|-'));
+  for (const r of rows) console.log(line(cols.map((c) => cell(r, c))));
+}
+
+// ---- seeding ----
+
+const ids = (prefix: string, n: number, from = 0) => Array.from({ length: n }, (_, i) => `${prefix}${from + i}`);
+
+async function seedOrg(url: string, org: string, docs: number) {
+  await call(url, '/v2/organizations/add', { organizations: [{ organizationId: org, organizationName: org }] });
+  // A chain of folders 10 deep: f1 > f2 > ... > f10.
+  for (let d = 1; d <= 10; d++) {
+    await call(url, '/v2/organizations/folders/add', {
+      organizationId: org,
+      folders: [{ folderId: `f${d}`, folderName: `Level ${d}`, ...(d > 1 ? { parentFolderId: `f${d - 1}` } : {}), ...(d === 4 ? { accessType: 'organizationPrivate' } : {}) }],
+    });
+  }
+  // Documents spread over the ten levels; the ones the queries ask for sit at the deepest.
+  await inBatches(ids('d', docs), 1000, 4, (batch) =>
+    call(url, '/v2/organizations/documents/add', {
+      organizationId: org,
+      // Large orgs: batch b goes to level (b mod 10) + 1; small ones all sit at the deepest.
+      folderId: docs < 10_000 ? 'f10' : `f${((Number(batch[0]!.slice(1)) / 1000) % 10) + 1}`,
+      documents: batch.map((documentId) => ({ documentId, documentName: `Doc ${documentId}` })),
+    }),
+  );
+  // Users: u0 is an organization member, u1..u9 have grants on folders of the chain.
+  await call(url, '/v2/users/add', { organizationId: org, users: [{ userId: 'u0', name: 'User Zero', email: 'u0@example.com', accessRole: 'editor' }] });
+  for (let u = 1; u < 10; u++) {
+    await call(url, '/v2/users/add', { organizationId: org, folderId: `f${u}`, users: [{ userId: `u${u}`, name: `User ${u}`, email: `u${u}@example.com`, accessRole: u % 2 ? 'viewer' : 'editor' }] });
+  }
+}
+
+/** The ids of documents in f10 (the deepest folder) of an org seeded by seedOrg. */
+function deepDocs(docs: number, n: number): string[] {
+  if (docs < 10_000) return ids('d', n);
+  const out: string[] = [];
+  for (let b = 9000; b < docs && out.length < n; b += 10_000) for (let i = 0; i < 1000 && out.length < n; i++) out.push(`d${b + i}`);
+  return out;
+}
+
+// ---- main ----
+
+async function main() {
+  console.log(`bench: ${scale} scale (${JSON.stringify(S)}), ${os.cpus().length} cores, node ${process.version}`);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-'));
+  const raw = await startRaw();
+  let svc = await startService(dataDir);
+  try {
+    const ws = await call(svc.url, '/v2/workspace/create', { ownerEmail: 'bench@example.com' });
+    const [apiKey, key] = Object.entries(ws.result.data.apiKeyList)[0] as [string, { authToken: string }];
+    headers = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
+
+    let t0 = Date.now();
+    await seedOrg(svc.url, 'big', S.bigDocs);
+    await seedOrg(svc.url, 'small', S.smallDocs);
+    const seedSeconds = (Date.now() - t0) / 1000;
+    console.log(`seeded ${S.bigDocs + S.smallDocs} documents in ${seedSeconds.toFixed(1)} s`);
+    const rssAfterSeed = rssMiB(svc.child.pid!);
+
+    // permissions/get, 1 user x 10 documents in the deepest folder.
+    const perm1 = { organizationId: 'big', userIds: ['u3'], documentIds: deepDocs(S.bigDocs, 10) };
+    const p1 = await versus(svc.url, raw.url, '/v2/auth/permissions/get', perm1);
+    const ratio1 = p1.measured.reqPerSec / p1.ceiling.reqPerSec;
+    rows.push({
+      scenario: `permissions/get 1 user x 10 docs (org ${S.bigDocs} docs, 10 deep)`,
+      measured: `${fmt(p1.measured.reqPerSec)} req/s, p99 ${p1.measured.p99} ms`,
+      ceiling: `${fmt(p1.ceiling.reqPerSec)} req/s`,
+      ratio: ratio1.toFixed(2),
+      target: '>= 0.5, p99 < 10 ms',
+      met: ratio1 >= 0.5 && p1.measured.p99 < 10 && p1.measured.non2xx === 0,
+      raw: p1,
+    });
+
+    // permissions/get, 10 users x 30 documents.
+    const perm10 = { organizationId: 'big', userIds: ids('u', 10), documentIds: deepDocs(S.bigDocs, 30) };
+    const p10 = await versus(svc.url, raw.url, '/v2/auth/permissions/get', perm10);
+    rows.push({
+      scenario: 'permissions/get 10 users x 30 docs',
+      measured: `${fmt(p10.measured.reqPerSec)} req/s, ${fmt(p10.measured.reqPerSec * 300)} entries/s`,
+      ceiling: `${fmt(p10.ceiling.reqPerSec)} req/s`,
+      ratio: (p10.measured.reqPerSec / p10.ceiling.reqPerSec).toFixed(2),
+      target: 'report',
+      met: p10.measured.non2xx === 0 ? null : false,
+      raw: p10,
+    });
+
+    // documents/get, a page of 100 rows.
+    const page = { organizationId: 'big', folderId: 'f10', pageSize: 100 };
+    const dg = await versus(svc.url, raw.url, '/v2/organizations/documents/get', page);
+    const ratioDg = dg.measured.reqPerSec / dg.ceiling.reqPerSec;
+    rows.push({
+      scenario: 'documents/get page of 100',
+      measured: `${fmt(dg.measured.reqPerSec)} req/s, p99 ${dg.measured.p99} ms`,
+      ceiling: `${fmt(dg.ceiling.reqPerSec)} req/s`,
+      ratio: ratioDg.toFixed(2),
+      target: '>= 0.4',
+      met: ratioDg >= 0.4 && dg.measured.non2xx === 0,
+      raw: dg,
+    });
+
+    // Cost vs size: the same two queries on the small organization.
+    const permSmall = await load(svc.url, '/v2/auth/permissions/get', { body: JSON.stringify({ data: { ...perm1, organizationId: 'small', documentIds: deepDocs(S.smallDocs, 10) } }) });
+    const pageSmall = await load(svc.url, '/v2/organizations/documents/get', { body: JSON.stringify({ data: { ...page, organizationId: 'small' } }) });
+    const sizeRatioP = permSmall.reqPerSec / p1.measured.reqPerSec;
+    const sizeRatioD = pageSmall.reqPerSec / dg.measured.reqPerSec;
+    rows.push({
+      scenario: `cost vs size: ${S.smallDocs} vs ${S.bigDocs} docs (permissions / documents)`,
+      measured: `${sizeRatioP.toFixed(2)}x / ${sizeRatioD.toFixed(2)}x slower`,
+      ceiling: '-',
+      ratio: `${sizeRatioP.toFixed(2)} / ${sizeRatioD.toFixed(2)}`,
+      target: 'within 1.2x',
+      met: sizeRatioP <= 1.2 && sizeRatioD <= 1.2,
+      raw: { permSmall, pageSmall },
+    });
+
+    // documents/add in batches of 100, read-your-writes on (every response waits for projections).
+    let n = 0;
+    const addBody = () =>
+      JSON.stringify({
+        data: { organizationId: 'adds', createOrganization: true, documents: Array.from({ length: 100 }, () => ({ documentId: `a${n++}`, documentName: 'Added' })) },
+      });
+    await call(svc.url, '/v2/organizations/add', { organizations: [{ organizationId: 'adds' }] });
+    const adds = await load(svc.url, '/v2/organizations/documents/add', { setupBody: addBody, connections: 10 });
+    const addSample = await call(svc.url, '/v2/organizations/documents/add', JSON.parse(addBody()).data);
+    await fetch(`${raw.url}/__canned`, { method: 'POST', body: JSON.stringify({ path: '/v2/organizations/documents/add', body: addSample }) });
+    const addCeiling = await load(raw.url, '/v2/organizations/documents/add', { setupBody: addBody, connections: 10 });
+    const docsPerSec = adds.reqPerSec * 100;
+    rows.push({
+      scenario: 'documents/add batches of 100 (read-your-writes)',
+      measured: `${fmt(docsPerSec)} docs/s, p99 ${adds.p99} ms`,
+      ceiling: `${fmt(addCeiling.reqPerSec * 100)} docs/s`,
+      ratio: (adds.reqPerSec / addCeiling.reqPerSec).toFixed(2),
+      target: '>= 20,000 docs/s',
+      met: docsPerSec >= 20_000 && adds.non2xx === 0,
+      raw: { adds, addCeiling },
+    });
+
+    // Folder move of a subtree with S.subtree folders: A (inheriting) moves under B (restricted).
+    await call(svc.url, '/v2/organizations/add', { organizations: [{ organizationId: 'moves' }] });
+    await call(svc.url, '/v2/organizations/folders/add', { organizationId: 'moves', folders: [{ folderId: 'A' }, { folderId: 'B', accessType: 'restricted' }] });
+    const subtree: Array<{ folderId: string; parentFolderId: string }> = [];
+    let frontier = ['A'];
+    while (subtree.length < S.subtree) {
+      const next: string[] = [];
+      for (const parent of frontier) {
+        for (let c = 0; c < 10 && subtree.length < S.subtree; c++) {
+          const folderId = `${parent}.${c}`;
+          subtree.push({ folderId, parentFolderId: parent });
+          next.push(folderId);
+        }
+      }
+      frontier = next;
+    }
+    for (let i = 0; i < subtree.length; i += 1000) {
+      await call(svc.url, '/v2/organizations/folders/add', { organizationId: 'moves', folders: subtree.slice(i, i + 1000) });
+    }
+    const deepest = subtree[subtree.length - 1]!.folderId;
+    await call(svc.url, '/v2/organizations/documents/add', { organizationId: 'moves', folderId: deepest, documents: [{ documentId: 'deep-doc' }] });
+    const accessOfDeepDoc = async () => {
+      const r = await call(svc.url, '/v2/auth/permissions/get', { organizationId: 'moves', userIds: ['nobody'], documentIds: ['deep-doc'] });
+      return r.result.data.nobody?.documents?.['deep-doc']?.accessType as string | undefined;
+    };
+    const before = await accessOfDeepDoc();
+    t0 = Date.now();
+    await call(svc.url, '/v2/organizations/folders/update', { organizationId: 'moves', folders: [{ folderId: 'A', parentFolderId: 'B' }] });
+    let after = await accessOfDeepDoc();
+    while (after !== 'restricted' && Date.now() - t0 < 60_000) {
+      await new Promise((r) => setTimeout(r, 10));
+      after = await accessOfDeepDoc();
+    }
+    const moveMs = Date.now() - t0;
+    rows.push({
+      scenario: `folder move of a ${S.subtree}-folder subtree until permissions reflect it`,
+      measured: `${moveMs} ms (${before} -> ${after})`,
+      ceiling: '-',
+      ratio: '-',
+      target: '< 2000 ms',
+      met: moveMs < 2000 && before === 'public' && after === 'restricted',
+      raw: { moveMs, before, after },
+    });
+
+    // Memory: resident set after seeding, and growth across a repeated run of the same load.
+    const rssBefore = rssMiB(svc.child.pid!);
+    await load(svc.url, '/v2/auth/permissions/get', { body: JSON.stringify({ data: perm1 }) });
+    await load(svc.url, '/v2/organizations/documents/get', { body: JSON.stringify({ data: page }) });
+    const rssAfter = rssMiB(svc.child.pid!);
+    rows.push({
+      scenario: 'memory: resident set (after seeding; growth over a repeated run)',
+      measured: `${rssAfterSeed} MiB; ${rssBefore} -> ${rssAfter} MiB`,
+      ceiling: '-',
+      ratio: '-',
+      target: 'report; no growth',
+      met: rssAfter <= rssBefore * 1.1 + 16 ? null : false,
+      raw: { rssAfterSeed, rssBefore, rssAfter },
+    });
+  } finally {
+    await stop(svc.child);
+    await stop(raw.child);
+  }
+
+  // Projection rebuild: replay the whole log written above into a fresh read store.
+  const events = new SqliteEventStore(path.join(dataDir, 'events.db'));
+  const rebuildFile = path.join(dataDir, 'rebuild.db');
+  const read = new SqliteReadStore(rebuildFile);
+  const runner = new ProjectionRunner(events, read, allProjections, { batchSize: 2000 });
+  await runner.init();
+  const t0 = Date.now();
+  const replayed = await runner.catchUp();
+  const seconds = (Date.now() - t0) / 1000;
+  await events.close();
+  await read.close();
+  const eps = replayed / seconds;
+  rows.push({
+    scenario: `projection rebuild of ${replayed.toLocaleString('en-US')} events (embedded)`,
+    measured: `${fmt(eps)} events/s`,
+    ceiling: '-',
+    ratio: '-',
+    target: '>= 50,000 events/s',
+    met: eps >= 50_000,
+    raw: { replayed, seconds },
+  });
+  fs.rmSync(dataDir, { recursive: true, force: true });
+
+  printTable();
+  const outDir = path.join(ROOT, 'bench', 'results');
+  fs.mkdirSync(outDir, { recursive: true });
+  const file = path.join(outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${scale}.json`);
+  fs.writeFileSync(file, JSON.stringify({ scale, machine: { cores: os.cpus().length, node: process.version }, rows }, null, 2));
+  console.log(`\nwritten: ${path.relative(ROOT, file)}`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
