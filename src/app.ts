@@ -22,9 +22,10 @@ import { agentRoutes } from './http/routes/agents.js';
 import { presenceRoutes } from './http/routes/presence.js';
 import { serviceConfigRoutes } from './http/routes/service-config.js';
 import { tokenRoutes } from './http/routes/tokens.js';
+import { webhookRoutes } from './http/routes/webhooks.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services)];
+  return [...workspaceRoutes(services), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services)];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -12,6 +12,7 @@ import { SqliteReadStore } from './adapters/sqlite-read-store.js';
 import { CommandHandler } from './runtime/command-handler.js';
 import { ProjectionRunner, type RunnerLogger } from './runtime/projection-runner.js';
 import { allProjections } from '../projections/index.js';
+import { WebhookDeliverer, type WebhookOptions } from './webhooks/deliverer.js';
 
 export interface Services {
   config: Config;
@@ -19,6 +20,8 @@ export interface Services {
   read: ReadStore;
   commands: CommandHandler;
   projections: ProjectionRunner;
+  /** Sends webhooks (src/webhooks/); runs only when the services follow the log. */
+  webhooks: WebhookDeliverer;
   clock: () => number;
   close(): Promise<void>;
 }
@@ -28,6 +31,8 @@ export interface OpenOptions {
   logger?: RunnerLogger;
   /** Start following the log (the server does; a one-shot CLI command catches up instead). */
   follow?: boolean;
+  /** Webhook delivery: false keeps it from sending even when following; options tune it (tests). */
+  webhooks?: boolean | WebhookOptions;
 }
 
 /** Opens the stores named by the configuration. Embedded SQLite unless URLs are set. */
@@ -55,6 +60,13 @@ export async function assemble(
   const projections = new ProjectionRunner(events, read, allProjections, { logger: options.logger });
   await projections.init();
   if (options.follow !== false) projections.start();
+  const clock = options.clock ?? Date.now;
+  const webhookOptions = typeof options.webhooks === 'object' ? options.webhooks : {};
+  const webhooks = new WebhookDeliverer(events, read, commands, clock, { logger: options.logger, ...webhookOptions });
+  if (options.follow !== false && options.webhooks !== false) {
+    await webhooks.init();
+    webhooks.start();
+  }
   let closed = false;
   return {
     config,
@@ -62,10 +74,12 @@ export async function assemble(
     read,
     commands,
     projections,
-    clock: options.clock ?? Date.now,
+    webhooks,
+    clock,
     async close() {
       if (closed) return;
       closed = true;
+      await webhooks.stop();
       await projections.stop();
       await events.close();
       await read.close();

@@ -1,0 +1,279 @@
+/**
+ * Webhook delivery against a real HTTP receiver on loopback: per-stream order, retry after a
+ * 500 with the same id, Standard Webhooks signatures and Basic auth, 410 disabling the
+ * endpoint, the deliveries listing, no duplicate ids across a restart, follow:false sends
+ * nothing.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import http from 'node:http';
+import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { loadConfig } from '../src/config.js';
+import { openServices, type OpenOptions, type Services } from '../src/services.js';
+import { buildApp } from '../src/app.js';
+import { tempDir } from './support/app.js';
+import { verifySignature } from '../src/webhooks/signature.js';
+import { agentDecider } from '../commands/agent.js';
+import { agentStream } from '../src/http/routes/agents.js';
+
+
+interface Received {
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  answered: number;
+}
+
+class Receiver {
+  server!: http.Server;
+  received: Received[] = [];
+  /** Decides the status of each request; default 200. */
+  answer: (r: Omit<Received, 'answered'>) => number = () => 200;
+  async start() {
+    this.server = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const r = { path: req.url ?? '', headers: req.headers, body };
+        const answered = this.answer(r);
+        this.received.push({ ...r, answered });
+        res.writeHead(answered, { 'content-type': 'text/plain' }).end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+  }
+  get url() {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+  ok(path: string) {
+    return this.received.filter((r) => r.path === path && r.answered >= 200 && r.answered < 300);
+  }
+  async close() {
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+interface Node {
+  services: Services;
+  app: FastifyInstance;
+  post(url: string, data: unknown, headers?: Record<string, string>): Promise<any>;
+  close(): Promise<void>;
+}
+
+const fast = { retrySchedule: [100, 200, 300], jitter: 0, pollMs: 50 };
+
+async function node(dataDir: string, options: OpenOptions = { webhooks: fast }): Promise<Node> {
+  const services = await openServices(loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir }), options);
+  const app = await buildApp(services, { logger: false });
+  await app.ready();
+  return {
+    services,
+    app,
+    async post(url, data, headers = {}) {
+      const res = await app.inject({ method: 'POST', url, payload: { data }, headers });
+      return JSON.parse(res.body);
+    },
+    async close() {
+      await app.close();
+      await services.close();
+    },
+  };
+}
+
+async function until(what: string, check: () => boolean, ms = 8000) {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const AUTH_TOKEN = 'whsec_' + Buffer.from('a shared webhook secret of 32 b').toString('base64');
+
+async function tenantWithWebhooks(n: Node, receiver: Receiver) {
+  const ws = (await n.post('/v2/workspace/create', { ownerEmail: 'hooks@example.com' })).result.data;
+  const [apiKey, k] = Object.entries(ws.apiKeyList)[0] as [string, { authToken: string }];
+  const headers = { 'x-service-api-key': apiKey, 'x-service-auth-token': k.authToken };
+  const cfg = await n.post('/v2/workspace/webhookconfig/update', {
+    useWebhookService: true,
+    webhookServiceConfig: { authToken: AUTH_TOKEN, rawNotificationUrl: `${receiver.url}/raw`, processedNotificationUrl: `${receiver.url}/processed` },
+  }, headers);
+  assert.is(cfg.result.data.useWebhookService, true, JSON.stringify(cfg));
+  return { apiKey, headers };
+}
+
+const W = suite<{ receiver: Receiver; dir: string }>('webhook delivery');
+W.before.each(async (ctx) => {
+  ctx.receiver = new Receiver();
+  await ctx.receiver.start();
+  ctx.dir = tempDir('collab-hooks-');
+});
+W.after.each(async (ctx) => {
+  await ctx.receiver.close();
+  fs.rmSync(ctx.dir, { recursive: true, force: true });
+});
+
+W('every event reaches both endpoints, in stream order, signed; a 500 is retried with the same id and holds back the stream', async ({ receiver, dir }) => {
+  const n = await node(dir);
+  try {
+    const { apiKey, headers } = await tenantWithWebhooks(n, receiver);
+    let failedOnce = false;
+    receiver.answer = (r) => {
+      if (r.path === '/raw' && !failedOnce) {
+        failedOnce = true;
+        return 500;
+      }
+      return 200;
+    };
+    await n.post('/v2/agents/create', { agentId: 'a1', name: 'v1', execution: { mcpServers: [{ name: 's', url: 'https://mcp.example', auth: { token: 'mcp-secret' } }] } }, headers);
+    for (const name of ['v2', 'v3', 'v4']) await n.post('/v2/agents/update', { agentId: 'a1', name }, headers);
+    await until('4 raw and 4 processed deliveries', () => receiver.ok('/raw').length === 4 && receiver.ok('/processed').length === 4);
+
+    const raw = receiver.ok('/raw').map((r) => JSON.parse(r.body));
+    assert.equal(raw.map((b) => [b.type, b.data.version]), [['AgentCreated', 1], ['AgentUpdated', 2], ['AgentUpdated', 3], ['AgentUpdated', 4]]);
+    assert.is(raw[0].apiKey, apiKey);
+    assert.equal(raw[0].stream, { category: 'agent', ids: ['a1'] });
+    assert.not.ok(receiver.received.some((r) => r.body.includes('mcp-secret')), 'agent secrets never delivered');
+
+    // The 500 came first and was retried with the same id, before anything later in the stream.
+    const rawAll = receiver.received.filter((r) => r.path === '/raw');
+    assert.is(rawAll[0]!.answered, 500);
+    assert.is(rawAll[1]!.headers['webhook-id'], rawAll[0]!.headers['webhook-id']);
+    assert.is(rawAll[1]!.body, rawAll[0]!.body, 'every attempt sends the same bytes');
+
+    for (const r of receiver.received) {
+      assert.is(r.headers.authorization, `Basic ${AUTH_TOKEN}`);
+      assert.is(r.headers['content-type'], 'application/json');
+      const ok = verifySignature(AUTH_TOKEN, { id: String(r.headers['webhook-id']), timestamp: String(r.headers['webhook-timestamp']), signature: String(r.headers['webhook-signature']) }, r.body);
+      assert.ok(ok, 'signature verifies');
+      assert.not.ok(verifySignature(AUTH_TOKEN, { id: String(r.headers['webhook-id']), timestamp: String(r.headers['webhook-timestamp']), signature: String(r.headers['webhook-signature']) }, r.body + ' '), 'a changed body does not');
+    }
+    const processed = receiver.ok('/processed').map((r) => JSON.parse(r.body));
+    assert.equal(processed[0].resource, { agentId: 'a1' });
+    assert.is(processed[0].message, 'Agent created: "v1" (a1).');
+    assert.is(processed[0].area, 'agent');
+
+    // The listing shows the attempts.
+    const list = await n.post('/v2/workspace/webhooks/deliveries/get', { status: 'succeeded', pageSize: 5 }, headers);
+    assert.is(list.result.data.length, 5);
+    assert.ok(list.result.pageToken);
+    const first = list.result.data.find((d: any) => d.endpoint === 'raw');
+    assert.is(first.attemptCount, 2);
+    assert.is(first.attempts[0].httpStatus, 500);
+    assert.is(first.attempts[1].httpStatus, 200);
+    const next = await n.post('/v2/workspace/webhooks/deliveries/get', { status: 'succeeded', pageSize: 5, pageToken: list.result.pageToken }, headers);
+    assert.is(next.result.data.length, 3);
+    assert.is(next.result.pageToken, undefined);
+    const bad = await n.post('/v2/workspace/webhooks/deliveries/get', { pageToken: list.result.pageToken }, headers);
+    assert.is(bad.error.status, 'INVALID_ARGUMENT', 'a token of another query');
+    const badSize = await n.post('/v2/workspace/webhooks/deliveries/get', { pageSize: 0 }, headers);
+    assert.is(badSize.error.status, 'INVALID_ARGUMENT');
+  } finally {
+    await n.close();
+  }
+});
+
+W('a restart loses nothing and sends nothing twice', async ({ receiver, dir }) => {
+  let n = await node(dir);
+  const { headers } = await tenantWithWebhooks(n, receiver);
+  await n.post('/v2/agents/create', { agentId: 'r1', name: 'one' }, headers);
+  await until('first deliveries', () => receiver.ok('/raw').length === 1 && receiver.ok('/processed').length === 1);
+  // Events appended while the deliverer is off are delivered after the restart.
+  await n.close();
+  n = await node(dir, { webhooks: false });
+  await n.post('/v2/agents/update', { agentId: 'r1', name: 'two' }, headers);
+  await n.post('/v2/agents/create', { agentId: 'r2', name: 'other' }, headers);
+  await new Promise((r) => setTimeout(r, 200));
+  assert.is(receiver.received.length, 2, 'nothing sent while webhooks are off');
+  await n.close();
+  n = await node(dir);
+  try {
+    await n.post('/v2/agents/update', { agentId: 'r1', name: 'three' }, headers);
+    await until('all deliveries', () => receiver.ok('/raw').length === 4 && receiver.ok('/processed').length === 4);
+    await new Promise((r) => setTimeout(r, 300));
+    const ids = receiver.received.map((r) => r.headers['webhook-id']);
+    assert.is(new Set(ids).size, ids.length, `no duplicate ids: ${ids.join(', ')}`);
+    assert.is(ids.length, 8);
+    const r1 = receiver.ok('/raw').map((r) => JSON.parse(r.body)).filter((b) => b.data.agentId === 'r1').map((b) => b.data.version);
+    assert.equal(r1, [1, 2, 3]);
+  } finally {
+    await n.close();
+  }
+});
+
+W('410 Gone disables the endpoint until its URL is set again; follow:false never sends', async ({ receiver, dir }) => {
+  const n = await node(dir);
+  let apiKey = '';
+  try {
+    const t = await tenantWithWebhooks(n, receiver);
+    apiKey = t.apiKey;
+    const headers = t.headers;
+    receiver.answer = (r) => (r.path === '/processed' ? 410 : 200);
+    await n.post('/v2/agents/create', { agentId: 'g1', name: 'one' }, headers);
+    await until('the 410', () => receiver.received.some((r) => r.answered === 410) && receiver.ok('/raw').length === 1);
+    let cfg: any;
+    for (let i = 0; i < 50; i++) {
+      cfg = await n.post('/v2/workspace/webhookconfig/update', {}, headers);
+      if (cfg.result.data.disabledEndpoints.includes('processed')) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(cfg.result.data.disabledEndpoints, ['processed']);
+    const failed = await n.post('/v2/workspace/webhooks/deliveries/get', { status: 'failed' }, headers);
+    assert.is(failed.result.data.length, 1);
+    assert.match(failed.result.data[0].lastError, /410/);
+    await n.post('/v2/agents/update', { agentId: 'g1', name: 'two' }, headers);
+    await until('raw 2', () => receiver.ok('/raw').length === 2);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.is(receiver.received.filter((r) => r.path === '/processed').length, 1, 'no more sends to a disabled endpoint');
+    // Setting the URL again enables it.
+    receiver.answer = () => 200;
+    const again = await n.post('/v2/workspace/webhookconfig/update', { processedNotificationUrl: `${receiver.url}/processed` }, headers);
+    assert.equal(again.result.data.disabledEndpoints, []);
+    await n.post('/v2/agents/update', { agentId: 'g1', name: 'three' }, headers);
+    await until('processed again', () => receiver.ok('/processed').length === 1);
+  } finally {
+    await n.close();
+  }
+  // Services built with follow:false (one-shot CLI commands) never send, even with work queued.
+  const quiet = await node(dir, { follow: false });
+  try {
+    const before = receiver.received.length;
+    const stream = agentStream(apiKey, 'g1');
+    const r = await quiet.services.commands.handle(agentDecider, stream, { type: 'UpdateAgent', data: { agentId: 'g1', changes: { name: 'four' } }, metadata: { now: Date.now() } }, { requestId: 'cli', actor: 'cli', time: Date.now(), apiKey });
+    assert.ok(r.position, 'an event was appended');
+    await new Promise((r) => setTimeout(r, 300));
+    assert.is(receiver.received.length, before);
+  } finally {
+    await quiet.close();
+  }
+});
+
+W('a receiver that does not answer in time is retried', async ({ receiver, dir }) => {
+  const n = await node(dir, { webhooks: { ...fast, timeoutMs: 150 } });
+  try {
+    const { headers } = await tenantWithWebhooks(n, receiver);
+    let slow = true;
+    const original = receiver.server.listeners('request')[0] as (req: http.IncomingMessage, res: http.ServerResponse) => void;
+    receiver.server.removeAllListeners('request');
+    receiver.server.on('request', (req, res) => {
+      if (req.url === '/raw' && slow) {
+        slow = false;
+        return; // never answers
+      }
+      original(req, res);
+    });
+    await n.post('/v2/agents/create', { agentId: 't1', name: 'one' }, headers);
+    await until('raw after a timeout', () => receiver.ok('/raw').length === 1);
+    const list = await n.post('/v2/workspace/webhooks/deliveries/get', {}, headers);
+    const raw = list.result.data.find((d: any) => d.endpoint === 'raw');
+    assert.match(raw.attempts[0].error, /timed out/);
+    assert.is(raw.status, 'succeeded');
+  } finally {
+    await n.close();
+  }
+});
+
+W.run();
