@@ -55,7 +55,9 @@ async function startRaw(): Promise<{ url: string; child: ChildProcess }> {
 
 async function startService(dataDir: string): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'server.ts')], {
+  // BENCH_PROFILE_DIR=dir: the service writes a V8 CPU profile there when it exits.
+  const prof = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx', path.join(ROOT, 'src', 'server.ts')], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', RATE_LIMIT_PER_SECOND: '0' },
     stdio: ['ignore', 'inherit', 'inherit'],
