@@ -101,7 +101,7 @@ test('UpdateFolders: rename, move, root, cycle, missing parent, missing folder',
 
 test('UpdateFolders: opposite moves decided in sequence never both succeed', () => {
   const tree = [created, folder('a'), folder('b')];
-  const first = { type: 'UpdateFolders', data: { organizationId: org, folders: [{ folderId: 'a', parentFolderId: 'b' }] }, metadata: meta } as const;
+  const first: OrganizationCommand = { type: 'UpdateFolders', data: { organizationId: org, folders: [{ folderId: 'a', parentFolderId: 'b' }] }, metadata: meta };
   const moved: OrganizationEvent = { type: 'FolderMoved', data: { organizationId: org, folderId: 'a', parentFolderId: 'b', previousParentFolderId: null } };
   given(tree).when(first).then([moved]);
   given([...tree, moved]).when({ type: 'UpdateFolders', data: { organizationId: org, folders: [{ folderId: 'b', parentFolderId: 'a' }] }, metadata: meta }).thenNothing();

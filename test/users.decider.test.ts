@@ -1,19 +1,19 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spec } from './support/decider.js';
-import { grantsDecider, plan as grantPlan, type GrantEvent, type GrantsCommand } from '../commands/grant.js';
+import { grantsDecider, plan as grantPlan, type GrantEvent, type GrantsCommand, type Resource } from '../commands/grant.js';
 import { userDecider, initialOf, type UserEvent } from '../commands/user.js';
 import { groupDecider, plan as groupPlan, type GroupEvent, type GroupCommand } from '../commands/group.js';
 
 const now = 1_700_000_000_000;
 const meta = { now };
 const u = { organizationId: 'o', userId: 'u' };
-const orgRes = { resourceType: 'organization' as const, resourceId: 'o' };
-const docRes = { resourceType: 'document' as const, resourceId: 'd' };
-const granted = (r = orgRes, accessRole: 'editor' | 'viewer' = 'editor', expiresAt: number | null = null): GrantEvent => ({
+const orgRes: Resource = { resourceType: 'organization', resourceId: 'o' };
+const docRes: Resource = { resourceType: 'document', resourceId: 'd' };
+const granted = (r: Resource = orgRes, accessRole: 'editor' | 'viewer' = 'editor', expiresAt: number | null = null): GrantEvent => ({
   type: 'GrantAdded', data: { ...u, ...r, accessRole, expiresAt, grantedAt: now },
 });
-const revoked = (r = orgRes): GrantEvent => ({ type: 'GrantRevoked', data: { ...u, ...r, revokedAt: now } });
+const revoked = (r: Resource = orgRes): GrantEvent => ({ type: 'GrantRevoked', data: { ...u, ...r, revokedAt: now } });
 const grantOutcomes = (events: GrantEvent[], c: GrantsCommand) =>
   [...grantPlan(c, events.reduce(grantsDecider.evolve, grantsDecider.initialState())).outcomes.values()];
 
