@@ -106,6 +106,14 @@ export const DEFAULT_MAX_PRODUCTION_KEYS = 3;
 
 export const initialState = (): WorkspaceState => ({ status: 'none' });
 
+/**
+ * A key's state, by own property only: API keys come from clients, and `keys["__proto__"]`
+ * on a plain object would find Object.prototype instead of "no such key".
+ */
+function keyOf(state: { keys: Record<string, KeyState> }, apiKey: string): KeyState | undefined {
+  return Object.hasOwn(state.keys, apiKey) ? state.keys[apiKey] : undefined;
+}
+
 // ---- evolve ----
 
 export function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceState {
@@ -138,13 +146,13 @@ export function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceS
     case 'ApiKeyServiceConfigUpdated':
     case 'WebhookEndpointDisabled':
     case 'ApiKeyTokenSigningSecretCreated': {
-      const key = state.keys[event.data.apiKey];
+      const key = keyOf(state, event.data.apiKey);
       if (!key) return state;
       return { ...state, keys: { ...state.keys, [event.data.apiKey]: evolveKey(key, event) } };
     }
     case 'ApiKeyAuthTokenCreated':
     case 'ApiKeyAuthTokenRevoked': {
-      const key = state.keys[event.data.apiKey];
+      const key = keyOf(state, event.data.apiKey);
       if (!key) return state;
       const tokenIds =
         event.type === 'ApiKeyAuthTokenCreated'
@@ -268,14 +276,14 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
     }
     case 'CreateApiKey': {
       if (state.status !== 'active') throw workspaceNotFound();
-      if (state.keys[command.data.apiKey]) throw new ApiError('ALREADY_EXISTS', 'API key already exists.');
+      if (keyOf(state, command.data.apiKey)) throw new ApiError('ALREADY_EXISTS', 'API key already exists.');
       if (command.data.type === 'production') guardProductionKey(state);
       return keyEvents(state.workspaceId, command.data, now);
     }
     case 'ResetAuthToken': {
       if (state.status !== 'active') throw workspaceNotFound();
       const { apiKey, revokeTokenId, tokenId, tokenHash } = command.data;
-      const key = state.keys[apiKey];
+      const key = keyOf(state, apiKey);
       if (!key) throw notFound('API key not found in this workspace.');
       if (revokeTokenId !== undefined && !key.tokenIds.includes(revokeTokenId)) {
         throw notFound('Auth token not found for this API key.');
@@ -289,7 +297,7 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
     case 'UpdateServiceConfig': {
       if (state.status !== 'active') throw workspaceNotFound();
       const { apiKey, ...update } = command.data;
-      const key = state.keys[apiKey];
+      const key = keyOf(state, apiKey);
       if (!key) throw notFound('API key not found in this workspace.');
       const next = mergeServiceConfig(key.services[update.service], update);
       if (sameService(next, key.services[update.service])) return [];
@@ -299,7 +307,7 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
     case 'DisableWebhookEndpoint': {
       if (state.status !== 'active') throw workspaceNotFound();
       const { apiKey, endpoint, reason } = command.data;
-      const key = state.keys[apiKey];
+      const key = keyOf(state, apiKey);
       if (!key) throw notFound('API key not found in this workspace.');
       if (key.services.webhook.disabledEndpoints.includes(endpoint)) return [];
       return [{ type: 'WebhookEndpointDisabled', data: { workspaceId: state.workspaceId, apiKey, endpoint, reason, disabledAt: now } }];
@@ -307,7 +315,7 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
     case 'EnsureTokenSigningSecret': {
       if (state.status !== 'active') throw workspaceNotFound();
       const { apiKey, secret } = command.data;
-      const key = state.keys[apiKey];
+      const key = keyOf(state, apiKey);
       if (!key) throw notFound('API key not found in this workspace.');
       if (key.tokenSigningSecret) return [];
       return [{ type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: state.workspaceId, apiKey, secret, createdAt: now } }];
