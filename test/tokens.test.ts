@@ -48,6 +48,8 @@ const S = suite<{ h: Harness; t: Tenant }>('generate_token API');
 S.before(async (ctx) => {
   ctx.h = await harness({}, { clock: () => now });
   ctx.t = await ctx.h.tenant();
+  await ctx.h.post('/v2/organizations/add', { organizations: [{ organizationId: 'org-1' }] }, ctx.t.headers);
+  await ctx.h.post('/v2/organizations/documents/add', { organizationId: 'org-1', documents: [{ documentId: 'doc-1', accessType: 'restricted' }] }, ctx.t.headers);
 });
 S.after(async (ctx) => ctx.h.close());
 
@@ -112,7 +114,8 @@ S('the signing secret is per key, created once, never in a read model or respons
   assert.not.ok(t1.includes(secret));
   // Another key signs with its own secret: its tokens do not verify with this key's.
   const other = await h.tenant();
-  const t3 = (await h.post('/v2/auth/generate_token', request, other.headers)).body.result.data.token;
+  const { permissions: _none, ...withoutResources } = request;
+  const t3 = (await h.post('/v2/auth/generate_token', withoutResources, other.headers)).body.result.data.token;
   const [hd, p] = t3.split('.');
   const sig = t1.split('.')[2];
   try {
@@ -121,6 +124,29 @@ S('the signing secret is per key, created once, never in a read model or respons
   } catch (err) {
     assert.instance(err, TokenError);
   }
+});
+
+S('the resources become grants, as with permissions/add', async ({ h, t }) => {
+  const before = await h.post('/v2/auth/permissions/get', { organizationId: 'org-1', userIds: ['grantee'], documentIds: ['doc-1'] }, t.headers);
+  assert.is(before.body.result.data.grantee.documents['doc-1'].errorCode, 'permission_denied');
+  const res = await h.post('/v2/auth/generate_token', { ...request, userId: 'grantee' }, t.headers);
+  assert.is(res.status, 200, JSON.stringify(res.body));
+  const after = await h.post('/v2/auth/permissions/get', { organizationId: 'org-1', userIds: ['grantee'], documentIds: ['doc-1'] }, t.headers);
+  assert.equal(after.body.result.data.grantee.documents['doc-1'], { accessRole: 'viewer', accessType: 'restricted', expiresAt: 1_800_000_000 });
+  assert.equal(after.body.result.data.grantee.organization['org-1'], { accessRole: 'editor' });
+});
+
+S('a missing resource: NOT_FOUND naming it; no token, no grant', async ({ h, t }) => {
+  const events = (await h.services.events.readAll()).length;
+  const res = await h.post(
+    '/v2/auth/generate_token',
+    { ...request, userId: 'nobody-yet', permissions: { resources: [{ type: 'organization', id: 'org-1' }, { type: 'document', id: 'ghost', organizationId: 'org-1' }] } },
+    t.headers,
+  );
+  assert.is(res.status, 404, JSON.stringify(res.body));
+  assert.is(res.body.error.status, 'NOT_FOUND');
+  assert.equal(res.body.error.details, { resources: { ghost: 'Document does not exist.' } });
+  assert.is((await h.services.events.readAll()).length, events, 'nothing written');
 });
 
 S('bad input gets the failure envelope', async ({ h, t }) => {

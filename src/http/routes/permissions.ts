@@ -16,7 +16,7 @@ import type { RequestContext } from '../context.js';
 import { id, ids, items } from '../validation.js';
 import { documentStream, grantsStream, keyed, organizationStream, type Outcome } from './domain.js';
 
-const resourceSchema = z
+export const resourceSchema = z
   .object({
     type: z.enum(['organization', 'folder', 'document']),
     id: id(),
@@ -28,7 +28,7 @@ const resourceSchema = z
     message: 'organizationId is required for folder and document resources',
     path: ['organizationId'],
   });
-type ResourceInput = z.output<typeof resourceSchema>;
+export type ResourceInput = z.output<typeof resourceSchema>;
 
 const userSchema = {
   userId: id().optional(),
@@ -82,6 +82,25 @@ async function perOrganization(
   return keyed(out.sort((a, b) => order.get(a[0])! - order.get(b[0])!));
 }
 
+/** Grants `resources` to `userId` as /v2/auth/permissions/add does; outcomes keyed by resource id. */
+export function addGrants(ctx: RequestContext, userId: string, resources: ResourceInput[]) {
+  return perOrganization(ctx, userId, resources, true, (organizationId, rs) => ({
+    type: 'Grant',
+    data: {
+      organizationId,
+      userId,
+      grants: rs.map((r): GrantRequest => ({ ...toResource(r), accessRole: r.accessRole ?? 'editor', expiresAt: r.expiresAt ?? null })),
+    },
+    metadata: { now: ctx.now },
+  }));
+}
+
+/** The resources among `resources` that cannot carry a grant, with the reason for each. */
+export async function missingResources(ctx: RequestContext, resources: ResourceInput[]): Promise<Record<string, string>> {
+  const reasons = await Promise.all(resources.map(async (r) => [r.id, await missing(ctx, r)] as const));
+  return Object.fromEntries(reasons.filter((x): x is readonly [string, string] => x[1] !== null));
+}
+
 export function permissionRoutes(services: Services): AnyRoute[] {
   const get = defineRoute({
     path: '/v2/auth/permissions/get',
@@ -99,15 +118,7 @@ export function permissionRoutes(services: Services): AnyRoute[] {
     schema: withUser(z.object(userSchema)),
     async handler(data, ctx) {
       const userId = (data.userId ?? data.user?.userId)!;
-      const results = await perOrganization(ctx, userId, data.permissions.resources, true, (organizationId, rs) => ({
-        type: 'Grant',
-        data: {
-          organizationId,
-          userId,
-          grants: rs.map((r): GrantRequest => ({ ...toResource(r), accessRole: r.accessRole ?? 'editor', expiresAt: r.expiresAt ?? null })),
-        },
-        metadata: { now: ctx.now },
-      }));
+      const results = await addGrants(ctx, userId, data.permissions.resources);
       return { message: 'Permissions added successfully.', data: results };
     },
   });

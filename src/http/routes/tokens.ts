@@ -1,26 +1,15 @@
 /**
  * `/v2/auth/generate_token` (semantics §4a), API-key mode: a signed JWT (HS256, the key's
- * own secret, 48 h) naming the API key, the user and the resources (src/tokens/).
+ * own secret, 48 h) naming the API key, the user and the resources (src/tokens/); the
+ * resources become grants like /v2/auth/permissions/add.
  */
 import { z } from 'zod';
 import { issueUserToken } from '../../tokens/user-tokens.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { email, id, items, text } from '../validation.js';
-
-const resource = z
-  .object({
-    type: z.enum(['organization', 'folder', 'document']),
-    id: id(),
-    organizationId: id().optional(),
-    accessRole: z.enum(['editor', 'viewer']).optional(),
-    /** Unix seconds (semantics §1). */
-    expiresAt: z.number().int().positive().optional(),
-  })
-  .refine((r) => r.type === 'organization' || r.organizationId !== undefined, {
-    message: 'organizationId is required for folder and document resources',
-    path: ['organizationId'],
-  });
+import { notFound } from '../../errors.js';
+import { addGrants, missingResources, resourceSchema as resource } from './permissions.js';
 
 export function tokenRoutes(_services: Services): AnyRoute[] {
   const generate = defineRoute({
@@ -32,7 +21,16 @@ export function tokenRoutes(_services: Services): AnyRoute[] {
       permissions: z.object({ resources: items(resource) }).optional(),
     }),
     async handler(data, ctx) {
-      const resources = (data.permissions?.resources ?? []).map((r) => ({
+      // The resources become grants exactly as with /v2/auth/permissions/add. All or
+      // nothing: a token must never name a resource it does not grant, so a missing one
+      // fails the call before any grant is written or any token signed.
+      const requested = data.permissions?.resources ?? [];
+      const missing = await missingResources(ctx, requested);
+      if (Object.keys(missing).length > 0) {
+        throw notFound('One or more resources do not exist.', { resources: missing });
+      }
+      if (requested.length > 0) await addGrants(ctx, data.userId, requested);
+      const resources = requested.map((r) => ({
         ...r,
         organizationId: r.type === 'organization' ? r.id : r.organizationId,
       }));
