@@ -16,6 +16,7 @@ import type { AccessType } from '../commands/folder-tree.js';
 import type { DocumentEvent } from '../commands/document.js';
 import type { OrganizationEvent } from '../commands/organization.js';
 import { apiKeyOf } from './organizations.js';
+import { cascadeWorkIndexes, queueCascade } from './cascade-work.js';
 
 export const DOCUMENTS = 'documents';
 
@@ -44,6 +45,7 @@ const idOf = (e: RecordedEvent) => {
 export const documentsProjection = defineProjection({
   name: 'documents',
   indexes: [
+    ...cascadeWorkIndexes,
     { collection: DOCUMENTS, fields: ['apiKey', 'organizationId', 'seq'] },
     { collection: DOCUMENTS, fields: ['apiKey', 'organizationId', 'folderId', 'seq'] },
   ],
@@ -82,11 +84,16 @@ export const documentsProjection = defineProjection({
     async FolderDeleted(e, tx) {
       const d = data<'FolderDeleted'>(e);
       for (const folderId of d.folderIds) {
-        await tx.deleteMany(DOCUMENTS, { apiKey: apiKeyOf(e), organizationId: d.organizationId, folderId });
+        const filter = { apiKey: apiKeyOf(e), organizationId: d.organizationId, folderId };
+        await queueCascade(tx, e, { collection: DOCUMENTS, filter, sort: 'seq', field: 'documentId' }, 'document', d.organizationId, 'folderDeleted');
+        await tx.deleteMany(DOCUMENTS, filter);
       }
     },
     async OrganizationDeleted(e, tx) {
-      await tx.deleteMany(DOCUMENTS, { apiKey: apiKeyOf(e), organizationId: data<'OrganizationDeleted'>(e).organizationId });
+      const organizationId = data<'OrganizationDeleted'>(e).organizationId;
+      const filter = { apiKey: apiKeyOf(e), organizationId };
+      await queueCascade(tx, e, { collection: DOCUMENTS, filter, sort: 'seq', field: 'documentId' }, 'document', organizationId, 'organizationDeleted');
+      await tx.deleteMany(DOCUMENTS, filter);
     },
   },
 });

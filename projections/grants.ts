@@ -12,6 +12,7 @@ import type { AccessRole, GrantEvent, ResourceType } from '../commands/grant.js'
 import type { OrganizationEvent } from '../commands/organization.js';
 import type { DocumentEvent } from '../commands/document.js';
 import { apiKeyOf } from './organizations.js';
+import { queueCascade } from './cascade-work.js';
 
 export const GRANTS = 'grants';
 
@@ -69,7 +70,10 @@ export const grantsProjection = defineProjection({
       await tx.deleteMany(GRANTS, { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'document', resourceId: d.documentId });
     },
     async OrganizationDeleted(e, tx) {
-      await tx.deleteMany(GRANTS, { apiKey: apiKeyOf(e), organizationId: data<'OrganizationDeleted'>(e).organizationId });
+      const organizationId = data<'OrganizationDeleted'>(e).organizationId;
+      const filter = { apiKey: apiKeyOf(e), organizationId };
+      await queueCascade(tx, e, { collection: GRANTS, filter, sort: 'userId', field: 'userId' }, 'grants', organizationId, 'organizationDeleted');
+      await tx.deleteMany(GRANTS, filter);
     },
   },
 });

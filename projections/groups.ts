@@ -10,6 +10,7 @@ import { defineProjection } from '../src/runtime/projection.js';
 import type { GroupEvent } from '../commands/group.js';
 import type { OrganizationEvent } from '../commands/organization.js';
 import { apiKeyOf } from './organizations.js';
+import { queueCascade } from './cascade-work.js';
 
 export const USER_GROUPS = 'user_groups';
 export const GROUP_MEMBERS = 'user_group_members';
@@ -79,6 +80,8 @@ export const groupsProjection = defineProjection({
     },
     async OrganizationDeleted(e, tx) {
       const organizationId = data<'OrganizationDeleted'>(e).organizationId;
+      const filter = { apiKey: apiKeyOf(e), organizationId };
+      await queueCascade(tx, e, { collection: USER_GROUPS, filter, sort: 'seq', field: 'groupId' }, 'group', organizationId, 'organizationDeleted');
       await tx.deleteMany(USER_GROUPS, { apiKey: apiKeyOf(e), organizationId });
       await tx.deleteMany(GROUP_MEMBERS, { apiKey: apiKeyOf(e), organizationId });
     },

@@ -13,6 +13,9 @@ import { CommandHandler } from './runtime/command-handler.js';
 import { ProjectionRunner, type RunnerLogger } from './runtime/projection-runner.js';
 import { allProjections } from '../projections/index.js';
 import { WebhookDeliverer, type WebhookOptions } from './webhooks/deliverer.js';
+import { CascadeWorker } from './cascade.js';
+
+const silentLogger = { error() {}, warn() {}, info() {} };
 
 export interface Services {
   config: Config;
@@ -22,6 +25,8 @@ export interface Services {
   projections: ProjectionRunner;
   /** Sends webhooks (src/webhooks/); runs only when the services follow the log. */
   webhooks: WebhookDeliverer;
+  /** Appends the per-item events of folder and organization deletions (src/cascade.ts). */
+  cascade: CascadeWorker;
   clock: () => number;
   close(): Promise<void>;
 }
@@ -67,6 +72,8 @@ export async function assemble(
     await webhooks.init();
     webhooks.start();
   }
+  const cascade = new CascadeWorker(events, read, commands, projections, clock, options.logger ?? silentLogger);
+  if (options.follow !== false) cascade.start();
   let closed = false;
   return {
     config,
@@ -75,10 +82,12 @@ export async function assemble(
     commands,
     projections,
     webhooks,
+    cascade,
     clock,
     async close() {
       if (closed) return;
       closed = true;
+      await cascade.stop();
       await webhooks.stop();
       await projections.stop();
       await events.close();

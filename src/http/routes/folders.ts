@@ -6,7 +6,6 @@
  */
 import { z } from 'zod';
 import { organizationDecider, plan, organizationNotFound } from '../../../commands/organization.js';
-import { subtreeOf } from '../../../commands/folder-tree.js';
 import { capturing } from '../../../commands/outcomes.js';
 import { folderSubtree, foldersPage } from '../../../queries/folders.js';
 import { requireOrganization } from '../../../queries/organizations.js';
@@ -15,8 +14,6 @@ import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id, ids, items, text } from '../validation.js';
-import { startCascade } from './cascade.js';
-import { deleteDocuments, documentsInFolders } from './cascade-domain.js';
 import { accessType, keyed, organizationStream, pageSize, pageToken, type Outcome } from './domain.js';
 import type { OrganizationCommand } from '../../../commands/organization.js';
 
@@ -95,14 +92,12 @@ export function folderRoutes(services: Services): AnyRoute[] {
     schema: z.object({ organizationId: id(), folderId: id() }),
     async handler(data, ctx) {
       const { organizationId, folderId } = data;
-      const apiKey = ctx.apiKey;
-      const stream = organizationStream(apiKey, organizationId);
+      const stream = organizationStream(ctx.apiKey, organizationId);
       const { state } = await services.commands.load(organizationDecider, stream);
       if (state.status !== 'active') throw organizationNotFound();
-      // Read before the deletion is appended: afterwards the projections have dropped them.
-      const documentIds = await documentsInFolders(services.read, apiKey, organizationId, subtreeOf(state.tree, folderId));
+      // One event; the projections hide the subtree at once and queue the per-document
+      // deletions for the cascade worker (projections/cascade-work.ts).
       await ctx.execute(organizationDecider, stream, { type: 'DeleteFolder', data: { organizationId, folderId }, metadata: { now: ctx.now } });
-      startCascade(ctx, (svc, metadata) => deleteDocuments(svc, metadata, apiKey, organizationId, documentIds, 'folderDeleted'));
       return { message: 'Folder deletion initiated successfully.', data: null };
     },
   });

@@ -9,9 +9,7 @@ import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id, ids, items, text } from '../validation.js';
-import { startCascade } from './cascade.js';
 import { firstById, item, keyed, organizationStream, pageSize, pageToken, unique } from './domain.js';
-import { contentsOfOrganization, runOrganizationCascade } from './cascade-domain.js';
 
 const orgSchema = z.object({ organizationId: id(), organizationName: text(256).optional() });
 
@@ -77,7 +75,6 @@ export function organizationRoutes(services: Services): AnyRoute[] {
         if (state.status !== 'active') {
           return [organizationId, { success: true, id: organizationId, message: 'Organization does not exist.' }] as const;
         }
-        const contents = await contentsOfOrganization(services.read, ctx.apiKey, organizationId);
         const outcome = await item(
           () => ctx.execute(organizationDecider, stream, {
             type: 'DeleteOrganization',
@@ -87,10 +84,6 @@ export function organizationRoutes(services: Services): AnyRoute[] {
           () => ({ success: true, id: organizationId, message: 'Organization deleted.' }),
           { id: organizationId },
         );
-        if (outcome.success) {
-          const apiKey = ctx.apiKey;
-          startCascade(ctx, (svc, metadata) => runOrganizationCascade(svc, metadata, apiKey, organizationId, contents));
-        }
         return [organizationId, outcome] as const;
       }));
       return { message: 'Organization(s) deleted successfully.', data: keyed(results) };

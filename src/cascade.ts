@@ -1,0 +1,133 @@
+/**
+ * The cascade worker: drains the work items the projections queue when a folder or an
+ * organization is deleted (projections/cascade-work.ts), one idempotent command per item,
+ * then removes the item. Reads never wait for it: the deletion is already invisible.
+ */
+import { documentDecider } from '../commands/document.js';
+import { grantsDecider } from '../commands/grant.js';
+import { groupDecider } from '../commands/group.js';
+import { CASCADE_WORK, type WorkItem } from '../projections/cascade-work.js';
+import type { EventMetadata, EventStore } from './ports/event-store.js';
+import type { ReadStore } from './ports/read-store.js';
+import type { CommandHandler } from './runtime/command-handler.js';
+import type { ProjectionRunner, RunnerLogger } from './runtime/projection-runner.js';
+import { documentStream, grantsStream, groupStream } from './http/routes/domain.js';
+
+const BATCH = 500;
+const PARALLEL = 100;
+
+export class CascadeWorker {
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private unsubscribe: (() => void) | null = null;
+
+  constructor(
+    private readonly events: EventStore,
+    private readonly read: ReadStore,
+    private readonly commands: CommandHandler,
+    private readonly projections: ProjectionRunner,
+    private readonly clock: () => number,
+    private readonly log: RunnerLogger,
+    private readonly pollMs = 250,
+  ) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.unsubscribe = this.events.onAppended(() => this.wake?.());
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.unsubscribe?.();
+    this.wake?.();
+    await this.loop;
+  }
+
+  /** Until the read models are caught up and no work is left (tests, shutdown, CLI). */
+  async settle(): Promise<void> {
+    for (;;) {
+      await this.projections.waitFor(await this.events.headPosition(), 10_000);
+      if ((await this.drain()) === 0 && (await this.read.count(CASCADE_WORK, {})) === 0) return;
+    }
+  }
+
+  /** Works one batch of items in queue order; returns how many were done. */
+  async drain(): Promise<number> {
+    const items = await this.read.find<WorkItem>(CASCADE_WORK, {}, { sort: 'seq', limit: BATCH });
+    for (let i = 0; i < items.length; i += PARALLEL) {
+      await Promise.all(items.slice(i, i + PARALLEL).map((item) => this.work(item)));
+    }
+    if (items.length > 0) {
+      await this.read.transaction((tx) => tx.bulk(items.map((item) => ({ op: 'delete' as const, collection: CASCADE_WORK, id: item._id }))));
+    }
+    return items.length;
+  }
+
+  private async work(item: WorkItem): Promise<void> {
+    const now = this.clock();
+    const metadata: EventMetadata = {
+      requestId: item.requestId,
+      actor: 'system:cascade',
+      time: now,
+      apiKey: item.apiKey,
+      causationId: item.causationId,
+    };
+    const { apiKey, organizationId, targetId } = item;
+    switch (item.kind) {
+      case 'document':
+        await this.commands.handle(documentDecider, documentStream(apiKey, organizationId, targetId), {
+          type: 'DeleteDocument',
+          data: { organizationId, documentId: targetId, reason: item.reason },
+          metadata: { now },
+        }, metadata);
+        return;
+      case 'grants':
+        await this.commands.handle(grantsDecider, grantsStream(apiKey, organizationId, targetId), {
+          type: 'RevokeAll',
+          data: { organizationId, userId: targetId },
+          metadata: { now },
+        }, metadata);
+        return;
+      case 'group':
+        await this.commands.handle(groupDecider, groupStream(apiKey, organizationId, targetId), {
+          type: 'DeleteGroup',
+          data: { organizationId, groupId: targetId },
+          metadata: { now },
+        }, metadata);
+        return;
+    }
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (this.running) {
+      let done = 0;
+      try {
+        done = await this.drain();
+        failures = 0;
+      } catch (err) {
+        // Items stay queued: log, back off, try again.
+        failures++;
+        this.log.error({ err }, 'cascade batch failed; retrying');
+      }
+      if (done === 0 && this.running) await this.sleep(failures ? Math.min(5000, 100 * 2 ** failures) : this.pollMs);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = null;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+    });
+  }
+}
