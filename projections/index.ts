@@ -4,5 +4,6 @@ import { workspacesProjection } from './workspaces.js';
 import { serviceConfigProjection } from './service-config.js';
 import { agentsProjection } from './agents.js';
 import { domainProjections } from './domain.js';
+import { auditProjection } from './audit.js';
 
-export const allProjections: Projection[] = [workspacesProjection, serviceConfigProjection, agentsProjection, ...domainProjections];
+export const allProjections: Projection[] = [workspacesProjection, serviceConfigProjection, agentsProjection, ...domainProjections, auditProjection];

@@ -23,9 +23,10 @@ import { presenceRoutes } from './http/routes/presence.js';
 import { serviceConfigRoutes } from './http/routes/service-config.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
+import { auditRoutes } from './http/routes/audit.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services)];
+  return [...workspaceRoutes(services), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services)];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

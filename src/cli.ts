@@ -6,6 +6,9 @@
  *                                             create a workspace; prints its credentials as JSON
  *   workspace set <id> [--plan free|paid] [--production-keys on|off] [--max-production-keys N]
  *                                             operator settings that gate production keys
+ *   audit --api-key K [--organization O [--folder F | --document D] | --agent A]
+ *         [--since T] [--until T] [--type T]... [--json]
+ *                                             a history in log order (src/ops/audit.ts)
  *
  * Commands other than `serve` work directly on the stores named by the environment
  * (DATA_DIR, or EVENTSTORE_URL/MONGODB_URL) and bring the read models up to date before
@@ -21,11 +24,14 @@ import { RequestContext, type Logger } from './http/context.js';
 import { createWorkspace, workspaceStream } from './http/routes/workspace.js';
 import { workspaceDecider } from '../commands/workspace.js';
 import { main as serveMain } from './server.js';
+import { AuditUsageError, parseAuditArgs, printAudit } from './ops/audit.js';
 
 const USAGE = `usage:
   collab serve
   collab workspace create --email <email> [--name <owner name>] [--workspace-name <name>]
-  collab workspace set <workspaceId> [--plan free|paid] [--production-keys on|off] [--max-production-keys <n>]`;
+  collab workspace set <workspaceId> [--plan free|paid] [--production-keys on|off] [--max-production-keys <n>]
+  collab audit --api-key <key> [--organization <id> [--folder <id> | --document <id>] | --agent <id>]
+               [--since <time>] [--until <time>] [--type <EventType>]... [--json]`;
 
 class UsageError extends Error {}
 
@@ -102,6 +108,18 @@ async function workspaceSet(args: string[]) {
   process.stdout.write(JSON.stringify({ workspaceId: id, plan, productionKeysEnabled, maxProductionKeys }, null, 2) + '\n');
 }
 
+async function audit(args: string[]) {
+  const a = parseAuditArgs(args);
+  const services = await openServices(loadConfig(), { follow: false, webhooks: false });
+  try {
+    // The audit index is a read model: bring it up to the log's head first.
+    await services.projections.catchUp();
+    await printAudit(services.read, a, (line) => process.stdout.write(line + '\n'));
+  } finally {
+    await services.close();
+  }
+}
+
 export async function run(argv: string[]): Promise<number> {
   const [cmd, sub, ...rest] = argv;
   try {
@@ -111,12 +129,13 @@ export async function run(argv: string[]): Promise<number> {
     }
     if (cmd === 'workspace' && sub === 'create') await workspaceCreate(rest);
     else if (cmd === 'workspace' && sub === 'set') await workspaceSet(rest);
+    else if (cmd === 'audit') await audit(argv.slice(1));
     else if (cmd === undefined || cmd === 'help' || cmd === '--help') {
       process.stdout.write(USAGE + '\n');
     } else throw new UsageError(`unknown command: ${[cmd, sub].filter(Boolean).join(' ')}`);
     return 0;
   } catch (err) {
-    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (err instanceof UsageError || err instanceof AuditUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
       return 2;
     }

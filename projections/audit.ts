@@ -1,0 +1,179 @@
+/**
+ * The audit index: every tenant event once (secrets redacted), plus one small subject row per
+ * thing it is about, so the history of a key, an organization, a folder, a document or an
+ * agent is an indexed, ordered, paged read (queries/audit.ts) instead of a scan of the log.
+ *
+ * - `audit_events`: `_id` = log position; the event as recorded (data through
+ *   `redactEventData`, the same redaction webhooks use), its metadata, its stream split into
+ *   category and ids (the API key left out).
+ * - `audit_subjects`: `{ subject, position }`, `subject` = `key(kind, apiKey, ...ids)`.
+ *
+ * Subjects of an event (all under the API key that owns its stream):
+ * - `key`: every event of the key's streams, and the workspace events that name the key
+ *   (`data.apiKey`: created, tokens, service configs);
+ * - `organization`: every event whose data names an `organizationId`;
+ * - `folder`: the folder events of the organization stream (`folderId`, and every id of a
+ *   `FolderDeleted` subtree), and grants on the folder;
+ * - `document`: the document's stream, and grants on the document;
+ * - `agent`: the agent's stream, and agent-group events that list the agent.
+ *
+ * Replay-safe: both collections are keyed by position, so applying an event twice rewrites
+ * the same documents.
+ */
+import type { RecordedEvent } from '../src/ports/event-store.js';
+import type { Doc, ReadTx } from '../src/ports/read-store.js';
+import type { Projection } from '../src/runtime/projection.js';
+import { key } from '../src/ids.js';
+import { redactEventData } from '../src/webhooks/payloads.js';
+import { redactConfig } from './workspaces.js';
+
+export const AUDIT_EVENTS = 'audit_events';
+export const AUDIT_SUBJECTS = 'audit_subjects';
+
+export type SubjectKind = 'key' | 'organization' | 'folder' | 'document' | 'agent';
+
+export const subjectKey = (kind: SubjectKind, apiKey: string, ...ids: string[]): string => key(kind, apiKey, ...ids);
+
+export interface AuditEventDoc extends Doc {
+  position: string;
+  eventId: string;
+  stream: string;
+  category: string;
+  /** The stream's ids after the API key. */
+  streamIds: string[];
+  revision: number;
+  type: string;
+  /** Milliseconds since the epoch (metadata.time). */
+  time: number;
+  actor: string;
+  requestId: string;
+  apiKey: string;
+  workspaceId?: string;
+  causationId?: string;
+  data: Record<string, unknown>;
+}
+
+export interface AuditSubjectDoc extends Doc {
+  subject: string;
+  position: string;
+}
+
+/** `<category>-<json ids>` (src/ids.ts streamName) split; null for anything else. */
+export function parseStream(stream: string): { category: string; ids: string[] } | null {
+  const i = stream.indexOf('-');
+  if (i < 0) return null;
+  try {
+    const ids = JSON.parse(stream.slice(i + 1)) as unknown;
+    if (!Array.isArray(ids) || !ids.every((x) => typeof x === 'string')) return null;
+    return { category: stream.slice(0, i), ids };
+  } catch {
+    return null;
+  }
+}
+
+const str = (v: unknown): v is string => typeof v === 'string';
+const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter(str) : []);
+
+/** The owning API key and the subjects of one event; null when it is no tenant's data. */
+export function auditSubjectsOf(e: RecordedEvent): { apiKey: string; category: string; streamIds: string[]; subjects: string[] } | null {
+  const s = parseStream(e.stream);
+  if (!s) return null;
+  const d = e.data as Record<string, unknown>;
+  let apiKey: string | undefined;
+  let streamIds: string[];
+  if (s.category === 'workspace') {
+    // Workspace events are the operator's and the workspace's; those naming a key are its history.
+    if (!str(d.apiKey)) return null;
+    apiKey = d.apiKey;
+    streamIds = s.ids;
+  } else {
+    apiKey = s.ids[0];
+    streamIds = s.ids.slice(1);
+  }
+  if (!apiKey) return null;
+  const subjects = new Set<string>([subjectKey('key', apiKey)]);
+  const org = str(d.organizationId) ? d.organizationId : undefined;
+  if (org !== undefined) subjects.add(subjectKey('organization', apiKey, org));
+  if (org !== undefined && s.category === 'organization' && e.type.startsWith('Folder')) {
+    if (str(d.folderId)) subjects.add(subjectKey('folder', apiKey, org, d.folderId));
+    for (const f of strings(d.folderIds)) subjects.add(subjectKey('folder', apiKey, org, f));
+  }
+  if (org !== undefined && s.category === 'document' && str(d.documentId)) {
+    subjects.add(subjectKey('document', apiKey, org, d.documentId));
+  }
+  if (org !== undefined && s.category === 'grants' && str(d.resourceId)) {
+    if (d.resourceType === 'folder') subjects.add(subjectKey('folder', apiKey, org, d.resourceId));
+    if (d.resourceType === 'document') subjects.add(subjectKey('document', apiKey, org, d.resourceId));
+  }
+  if (s.category === 'agent') {
+    const agentId = str(d.agentId) ? d.agentId : streamIds[0];
+    if (agentId !== undefined) subjects.add(subjectKey('agent', apiKey, agentId));
+  }
+  if (s.category === 'agentGroup') for (const a of strings(d.agentIds)) subjects.add(subjectKey('agent', apiKey, a));
+  return { apiKey, category: s.category, streamIds, subjects: [...subjects] };
+}
+
+/**
+ * Event data without secrets: the webhook redaction (agent configs, token and secret fields)
+ * plus, for the workspace events of a key, its service configs (`apiKey`, `authToken`, ...),
+ * redacted the way the api_keys read model stores them.
+ */
+export function redactForAudit(type: string, data: Record<string, unknown>): Record<string, unknown> {
+  const d = { ...data };
+  if (d.config && typeof d.config === 'object' && type === 'ApiKeyServiceConfigUpdated') {
+    d.config = redactConfig(d.config as Record<string, string>);
+  }
+  const settings = d.settings as Record<string, unknown> | undefined;
+  if (settings && typeof settings === 'object' && type === 'ApiKeyCreated') {
+    d.settings = {
+      ...settings,
+      ...(settings.emailServiceConfig ? { emailServiceConfig: redactConfig(settings.emailServiceConfig as Record<string, string>) } : {}),
+      ...(settings.webhookServiceConfig ? { webhookServiceConfig: redactConfig(settings.webhookServiceConfig as Record<string, string>) } : {}),
+    };
+  }
+  return redactEventData(type, d);
+}
+
+/** Every event type: the audit index keeps the whole tenant history. */
+class EveryType extends Set<string> {
+  override has(_type: string): boolean {
+    return true;
+  }
+}
+
+async function apply(e: RecordedEvent, tx: ReadTx): Promise<void> {
+  const of = auditSubjectsOf(e);
+  if (!of) return;
+  const doc: AuditEventDoc = {
+    _id: e.position,
+    position: e.position,
+    eventId: e.id,
+    stream: e.stream,
+    category: of.category,
+    streamIds: of.streamIds,
+    revision: e.revision,
+    type: e.type,
+    time: e.metadata.time,
+    actor: e.metadata.actor,
+    requestId: e.metadata.requestId,
+    apiKey: of.apiKey,
+    ...(e.metadata.workspaceId !== undefined ? { workspaceId: e.metadata.workspaceId } : {}),
+    ...(e.metadata.causationId !== undefined ? { causationId: e.metadata.causationId } : {}),
+    data: redactForAudit(e.type, e.data),
+  };
+  await tx.bulk([
+    { op: 'upsert', collection: AUDIT_EVENTS, doc },
+    ...of.subjects.map((subject) => ({
+      op: 'upsert' as const,
+      collection: AUDIT_SUBJECTS,
+      doc: { _id: key(subject, e.position), subject, position: e.position } satisfies AuditSubjectDoc,
+    })),
+  ]);
+}
+
+export const auditProjection: Projection = {
+  name: 'audit',
+  indexes: [{ collection: AUDIT_SUBJECTS, fields: ['subject', 'position'] }],
+  handles: new EveryType(),
+  apply,
+};
