@@ -5,7 +5,8 @@
  *
  * Ephemeral collections that are not built from the log are left out: presence,
  * idempotency keys, the webhook outbox, and the deletion cascade's work queue (items the
- * cascade worker consumes: a rebuild queues them again, the live store has worked them off).
+ * cascade worker consumes: a rebuild queues them again, the live store has worked them off),
+ * and the runners' leases (which process runs the projections and the webhook sender).
  * Checkpoints live in their own table and are compared
  * separately (every projection at the log's head on both sides).
  *
@@ -23,7 +24,7 @@ import { IDEMPOTENCY_KEYS } from '../../src/http/idempotency.js';
 import { DELIVERIES } from '../../src/webhooks/outbox.js';
 import { tempDir } from './app.js';
 
-export const EPHEMERAL = new Set([PRESENCE, IDEMPOTENCY_KEYS, DELIVERIES, 'cascade_work']);
+export const EPHEMERAL = new Set([PRESENCE, IDEMPOTENCY_KEYS, DELIVERIES, 'cascade_work', 'leases']);
 
 export interface RebuildComparison {
   /** Collections compared, with their document counts. */
