@@ -9,6 +9,9 @@
  *   audit --api-key K [--organization O [--folder F | --document D] | --agent A]
  *         [--since T] [--until T] [--type T]... [--json]
  *                                             a history in log order (src/ops/audit.ts)
+ *   projections status [--json]               each projection's checkpoint and lag, generation, leases
+ *   projections rebuild [<name>|--all]        replay the log into a fresh read-model generation and
+ *                                             switch to it when caught up (src/ops/rebuild.ts)
  *
  * Commands other than `serve` work directly on the stores named by the environment
  * (DATA_DIR, or EVENTSTORE_URL/MONGODB_URL) and bring the read models up to date before
@@ -25,13 +28,18 @@ import { createWorkspace, workspaceStream } from './http/routes/workspace.js';
 import { workspaceDecider } from '../commands/workspace.js';
 import { main as serveMain } from './server.js';
 import { AuditUsageError, parseAuditArgs, printAudit } from './ops/audit.js';
+import { formatProgress, formatStatus, projectionsStatus, rebuildReadModels, RebuildError } from './ops/rebuild.js';
+import { allProjections } from '../projections/index.js';
+import { WEBHOOK_CHECKPOINT } from './webhooks/outbox.js';
 
 const USAGE = `usage:
   collab serve
   collab workspace create --email <email> [--name <owner name>] [--workspace-name <name>]
   collab workspace set <workspaceId> [--plan free|paid] [--production-keys on|off] [--max-production-keys <n>]
   collab audit --api-key <key> [--organization <id> [--folder <id> | --document <id>] | --agent <id>]
-               [--since <time>] [--until <time>] [--type <EventType>]... [--json]`;
+               [--since <time>] [--until <time>] [--type <EventType>]... [--json]
+  collab projections status [--json]
+  collab projections rebuild [<projection>|--all]`;
 
 class UsageError extends Error {}
 
@@ -120,6 +128,45 @@ async function audit(args: string[]) {
   }
 }
 
+async function projectionsCommand(sub: string | undefined, args: string[]) {
+  if (sub === 'status') {
+    const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } }, strict: true });
+    const services = await openServices(loadConfig(), { follow: false, webhooks: false });
+    try {
+      const st = await projectionsStatus({ events: services.events, generations: services.generations, projections: allProjections, webhookCheckpoint: WEBHOOK_CHECKPOINT });
+      process.stdout.write((values.json ? JSON.stringify(st, null, 2) : formatStatus(st)) + '\n');
+    } finally {
+      await services.close();
+    }
+    return;
+  }
+  if (sub === 'rebuild') {
+    const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { all: { type: 'boolean', default: false } }, strict: true });
+    const names = allProjections.map((p) => p.name);
+    if (values.all === (positionals.length > 0) || positionals.length > 1) throw new UsageError('projections rebuild takes one projection name or --all');
+    const named = positionals[0];
+    if (named !== undefined && !names.includes(named)) throw new UsageError(`unknown projection ${JSON.stringify(named)}; known: ${names.join(', ')}`);
+    if (named !== undefined) {
+      process.stderr.write(`${named} shares collections with other projections: rebuilding the whole read-model generation\n`);
+    }
+    const services = await openServices(loadConfig(), { follow: false, webhooks: false });
+    try {
+      const r = await rebuildReadModels(
+        { events: services.events, generations: services.generations, projections: allProjections },
+        { onProgress: (p) => process.stderr.write(formatProgress(p) + '\n') },
+      );
+      if (r.dropped.length) process.stderr.write(`dropped old read-model collections: ${r.dropped.join(', ')}\n`);
+      process.stdout.write(
+        `switched read models from generation ${r.from} to ${r.to} at position ${r.position || '(start)'}: ${r.events} events in ${r.seconds.toFixed(1)} s\n`,
+      );
+    } finally {
+      await services.close();
+    }
+    return;
+  }
+  throw new UsageError(`unknown command: projections ${sub ?? ''}`.trim());
+}
+
 export async function run(argv: string[]): Promise<number> {
   const [cmd, sub, ...rest] = argv;
   try {
@@ -130,6 +177,7 @@ export async function run(argv: string[]): Promise<number> {
     if (cmd === 'workspace' && sub === 'create') await workspaceCreate(rest);
     else if (cmd === 'workspace' && sub === 'set') await workspaceSet(rest);
     else if (cmd === 'audit') await audit(argv.slice(1));
+    else if (cmd === 'projections') await projectionsCommand(sub, rest);
     else if (cmd === undefined || cmd === 'help' || cmd === '--help') {
       process.stdout.write(USAGE + '\n');
     } else throw new UsageError(`unknown command: ${[cmd, sub].filter(Boolean).join(' ')}`);
@@ -142,6 +190,10 @@ export async function run(argv: string[]): Promise<number> {
     if (err instanceof ConfigError) {
       process.stderr.write(`configuration error: ${err.message}\n`);
       return 2;
+    }
+    if (err instanceof RebuildError) {
+      process.stderr.write(`rebuild failed: ${err.message}\n`);
+      return 1;
     }
     if (err instanceof ApiError) {
       process.stderr.write(`${err.status}: ${err.message}\n`);

@@ -26,6 +26,8 @@ export interface Config {
   rateLimitBurst: number;
   /** How long an Idempotency-Key and its response are kept. */
   idempotencyTtlHours: number;
+  /** Lease time of the projection runner and webhook deliverer: another process takes over after it. */
+  leaseTtlMs: number;
 }
 
 export class ConfigError extends Error {
@@ -97,5 +99,6 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerSecond,
     rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', Math.max(1, rateLimitPerSecond * 2), 1, 10_000_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
+    leaseTtlMs: integer(env, 'LEASE_TTL_MS', 10_000, 300, 600_000),
   };
 }

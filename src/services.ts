@@ -14,6 +14,9 @@ import { ProjectionRunner, type RunnerLogger } from './runtime/projection-runner
 import { allProjections } from '../projections/index.js';
 import { WebhookDeliverer, type WebhookOptions } from './webhooks/deliverer.js';
 import { CascadeWorker } from './cascade.js';
+import { openReadModels } from './ops/read-models.js';
+import type { GenerationalReadStore } from './runtime/generations.js';
+import { Lease } from './runtime/lease.js';
 
 const silentLogger = { error() {}, warn() {}, info() {} };
 
@@ -21,6 +24,8 @@ export interface Services {
   config: Config;
   events: EventStore;
   read: ReadStore;
+  /** The same read store, with its read-model generation controls (src/runtime/generations.ts). */
+  generations: GenerationalReadStore;
   commands: CommandHandler;
   projections: ProjectionRunner;
   /** Sends webhooks (src/webhooks/); runs only when the services follow the log. */
@@ -38,6 +43,12 @@ export interface OpenOptions {
   follow?: boolean;
   /** Webhook delivery: false keeps it from sending even when following; options tune it (tests). */
   webhooks?: boolean | WebhookOptions;
+  /**
+   * `all` (default): serve and work; `api`: serve only (projections are applied by another
+   * process: writes wait for the checkpoints it stores); `worker`: work only. Workers compete
+   * for the `projections` and `webhooks` leases: one process applies, another takes over.
+   */
+  role?: 'all' | 'api' | 'worker';
 }
 
 /** Opens the stores named by the configuration. Embedded SQLite unless URLs are set. */
@@ -61,24 +72,36 @@ export async function assemble(
   read: ReadStore,
   options: OpenOptions = {},
 ): Promise<Services> {
+  const generations = await openReadModels(read, allProjections);
+  read = generations;
+  const api = options.role === 'api';
   const commands = new CommandHandler(events);
-  const projections = new ProjectionRunner(events, read, allProjections, { logger: options.logger });
+  const projections = new ProjectionRunner(events, read, allProjections, {
+    logger: options.logger,
+    observe: api,
+    lease: api ? undefined : new Lease(read, 'projections', { ttlMs: config.leaseTtlMs, logger: options.logger }),
+  });
   await projections.init();
   if (options.follow !== false) projections.start();
   const clock = options.clock ?? Date.now;
   const webhookOptions = typeof options.webhooks === 'object' ? options.webhooks : {};
-  const webhooks = new WebhookDeliverer(events, read, commands, clock, { logger: options.logger, ...webhookOptions });
-  if (options.follow !== false && options.webhooks !== false) {
+  const webhooks = new WebhookDeliverer(events, read, commands, clock, {
+    logger: options.logger,
+    lease: new Lease(read, 'webhooks', { ttlMs: config.leaseTtlMs, logger: options.logger }),
+    ...webhookOptions,
+  });
+  if (options.follow !== false && options.webhooks !== false && !api) {
     await webhooks.init();
     webhooks.start();
   }
   const cascade = new CascadeWorker(events, read, commands, projections, clock, options.logger ?? silentLogger);
-  if (options.follow !== false) cascade.start();
+  if (options.follow !== false && !api) cascade.start();
   let closed = false;
   return {
     config,
     events,
     read,
+    generations,
     commands,
     projections,
     webhooks,

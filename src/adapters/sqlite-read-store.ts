@@ -326,6 +326,13 @@ export class SqliteReadStore extends SqliteView implements ReadStore {
     this.tx.forgetTables();
   }
 
+  async listCollections(): Promise<string[]> {
+    const rows = this.writer
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rm\\_%' ESCAPE '\\' ORDER BY name")
+      .all() as Array<{ name: string }>;
+    return rows.map((r) => r.name.slice(3));
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     await this.chain;

@@ -83,5 +83,7 @@ export interface ReadStore extends ReadView {
   getCheckpoint(name: string): Promise<LogPosition | null>;
   /** Drops every document of a collection (tests, rebuilds). */
   dropCollection(collection: string): Promise<void>;
+  /** Names of the collections that exist (written or indexed at least once), sorted. Rebuilds use it to drop old generations. */
+  listCollections(): Promise<string[]>;
   close(): Promise<void>;
 }

@@ -9,10 +9,16 @@
  *
  * Read-your-writes: `waitFor(position)` resolves once every projection has passed the
  * position of a request's last event; the HTTP layer awaits it before answering.
+ *
+ * Several processes: with a `lease` (src/runtime/lease.ts) the runner applies batches only
+ * while it holds the lease, and otherwise follows the checkpoints another process stores (so
+ * `waitFor` still works: it polls them every 20 ms while requests wait). With `observe` it
+ * never applies (`serve --role api`).
  */
 import { LOG_START, type EventStore, type LogPosition } from '../ports/event-store.js';
 import { CheckpointConflictError, type ReadStore } from '../ports/read-store.js';
 import type { Projection } from './projection.js';
+import type { Lease } from './lease.js';
 
 export interface RunnerLogger {
   error(obj: unknown, msg?: string): void;
@@ -25,6 +31,10 @@ export interface ProjectionRunnerOptions {
   /** How often to look for events appended by other processes. */
   pollMs?: number;
   logger?: RunnerLogger;
+  /** Apply only while holding this lease; follow the stored checkpoints otherwise. */
+  lease?: Lease;
+  /** Never apply: follow the checkpoints other processes store (API-only processes). */
+  observe?: boolean;
 }
 
 interface Waiter {
@@ -47,6 +57,8 @@ export class ProjectionRunner {
   private pending = false;
   private unsubscribe: (() => void) | null = null;
   private failures = 0;
+  private readonly lease: Lease | undefined;
+  private readonly observe: boolean;
 
   constructor(
     private readonly events: EventStore,
@@ -57,6 +69,13 @@ export class ProjectionRunner {
     this.batchSize = options.batchSize ?? 1000;
     this.pollMs = options.pollMs ?? 500;
     this.log = options.logger ?? silent;
+    this.lease = options.lease;
+    this.observe = options.observe ?? false;
+  }
+
+  /** Whether this runner applies batches now (not an observer, and holding its lease if it has one). */
+  get applying(): boolean {
+    return !this.observe && (!this.lease || this.lease.held);
   }
 
   async init(): Promise<void> {
@@ -78,6 +97,7 @@ export class ProjectionRunner {
     if (this.running) return;
     this.running = true;
     this.unsubscribe = this.events.onAppended(() => this.poke());
+    if (!this.observe) this.lease?.start(() => this.poke());
     this.loop = this.run();
   }
 
@@ -86,6 +106,7 @@ export class ProjectionRunner {
     this.unsubscribe?.();
     this.poke();
     await this.loop;
+    await this.lease?.stop();
     for (const w of this.waiters) {
       clearTimeout(w.timer);
       w.resolve(this.position >= w.position);
@@ -110,13 +131,14 @@ export class ProjectionRunner {
     });
   }
 
-  /** Applies everything up to the log's head; returns the number of events read. */
-  async catchUp(): Promise<number> {
+  /** Applies everything up to the log's head; returns the number of events read. `onBatch` sees each batch (rebuild progress). */
+  async catchUp(onBatch?: (read: number, position: LogPosition) => void): Promise<number> {
     let total = 0;
     for (;;) {
       const n = await this.step();
       total += n;
       if (n === 0) return total;
+      onBatch?.(n, this.position);
     }
   }
 
@@ -136,7 +158,8 @@ export class ProjectionRunner {
       this.pending = false;
       let read = 0;
       try {
-        read = await this.step();
+        if (this.applying) read = await this.step();
+        else await this.follow();
         this.failures = 0;
       } catch (error) {
         // A failing projection must not skip events: log, back off, try the batch again.
@@ -145,8 +168,16 @@ export class ProjectionRunner {
         await this.sleep(Math.min(5000, 50 * 2 ** Math.min(this.failures, 7)));
         continue;
       }
-      if (read === 0 && !this.pending && this.running) await this.sleep(this.pollMs);
+      // A follower polls fast while requests wait for another process to apply their events.
+      const idle = !this.applying && this.waiters.length > 0 ? Math.min(this.pollMs, 20) : this.pollMs;
+      if (read === 0 && !this.pending && this.running) await this.sleep(idle);
     }
+  }
+
+  /** Not applying: take the checkpoints the applying process stored. */
+  private async follow() {
+    await this.reloadCheckpoints();
+    this.release();
   }
 
   private sleep(ms: number): Promise<void> {

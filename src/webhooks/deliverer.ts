@@ -25,6 +25,7 @@ import { LOG_START, type EventStore, type LogPosition, type RecordedEvent } from
 import { CheckpointConflictError, type ReadStore } from '../ports/read-store.js';
 import type { CommandHandler } from '../runtime/command-handler.js';
 import type { RunnerLogger } from '../runtime/projection-runner.js';
+import type { Lease } from '../runtime/lease.js';
 import { workspaceDecider } from '../../commands/workspace.js';
 import { ENDPOINT_URL_FIELD, type ServiceState, type WebhookEndpoint } from '../../commands/service-config.js';
 import { API_KEYS, type ApiKeyDoc } from '../../projections/workspaces.js';
@@ -56,6 +57,8 @@ export interface WebhookOptions {
   pollMs?: number;
   batchSize?: number;
   logger?: RunnerLogger;
+  /** With several processes: follow and send only while holding this lease (src/runtime/lease.ts). */
+  lease?: Lease;
 }
 
 const ENDPOINTS: WebhookEndpoint[] = ['raw', 'processed'];
@@ -114,6 +117,8 @@ export class WebhookDeliverer {
   private readonly pollMs: number;
   private readonly batchSize: number;
   private readonly log: RunnerLogger;
+  private readonly lease: Lease | undefined;
+  private stale = false;
 
   constructor(
     private readonly events: EventStore,
@@ -129,6 +134,12 @@ export class WebhookDeliverer {
     this.pollMs = options.pollMs ?? 1000;
     this.batchSize = options.batchSize ?? 500;
     this.log = options.logger ?? silent;
+    this.lease = options.lease;
+  }
+
+  /** Whether this process delivers now (it holds the lease, or runs alone). */
+  private get active(): boolean {
+    return !this.lease || this.lease.held;
   }
 
   async init(): Promise<void> {
@@ -151,6 +162,12 @@ export class WebhookDeliverer {
     this.running = true;
     this.stopping = new AbortController();
     this.unsubscribe = this.events.onAppended(() => this.follow.poke());
+    this.lease?.start((held) => {
+      // Another process may have moved the checkpoint while this one was idle.
+      if (held) this.stale = true;
+      this.follow.poke();
+      this.send.poke();
+    });
     this.loops = [this.runFollow(), this.runSend()];
   }
 
@@ -170,6 +187,7 @@ export class WebhookDeliverer {
         .then(() => (this.persisted = at))
         .catch((error) => this.log.warn({ err: error }, 'could not store the webhook checkpoint on stop'));
     }
+    await this.lease?.stop();
   }
 
   // ---- follow ----
@@ -178,8 +196,16 @@ export class WebhookDeliverer {
     let failures = 0;
     while (this.running) {
       this.follow.take();
+      if (!this.active) {
+        await this.follow.sleep(this.pollMs);
+        continue;
+      }
       let read = 0;
       try {
+        if (this.stale) {
+          this.stale = false;
+          this.checkpoint = this.persisted = await this.read.getCheckpoint(WEBHOOK_CHECKPOINT);
+        }
         read = await this.followStep();
         failures = 0;
       } catch (error) {
@@ -277,6 +303,10 @@ export class WebhookDeliverer {
     while (this.running) {
       this.send.take();
       let wait = this.pollMs;
+      if (!this.active) {
+        await this.send.sleep(wait);
+        continue;
+      }
       try {
         const nextDue = await this.sendStep();
         if (nextDue !== null) wait = Math.min(wait, nextDue - this.clock());

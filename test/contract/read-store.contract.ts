@@ -174,6 +174,15 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>) 
     assert.is(await store.get('things', 'lost'), null);
   });
 
+  s('listCollections names the collections that exist; a dropped one is gone', async ({ store }) => {
+    await store.transaction((tx) => tx.upsert('listed_things', { _id: 'x' }));
+    const names = await store.listCollections();
+    assert.ok(names.includes('listed_things') && names.includes('things'), JSON.stringify(names));
+    assert.equal(names, [...names].sort());
+    await store.dropCollection('listed_things');
+    assert.not.ok((await store.listCollections()).includes('listed_things'));
+  });
+
   s('ids with any characters are stored and found as given', async ({ store }) => {
     const ids = ['["a","b"]', "'; DROP TABLE rm_things; --", 'ünïcödé \u0000 nul', '$gt'];
     await store.transaction(async (tx) => {
