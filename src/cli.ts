@@ -1,7 +1,8 @@
 /**
  * Command-line interface: `collab <command>` (bin/collab.mjs) or `npm run cli -- <command>`.
  *
- *   serve                                     run the HTTP service (same as npm start)
+ *   serve [--role api|worker|all]             run the service (same as npm start); api: HTTP only,
+ *                                             worker: projections and webhooks only, all: both
  *   workspace create --email E [--name N] [--workspace-name W]
  *                                             create a workspace; prints its credentials as JSON
  *   workspace set <id> [--plan free|paid] [--production-keys on|off] [--max-production-keys N]
@@ -33,7 +34,7 @@ import { allProjections } from '../projections/index.js';
 import { WEBHOOK_CHECKPOINT } from './webhooks/outbox.js';
 
 const USAGE = `usage:
-  collab serve
+  collab serve [--role api|worker|all]
   collab workspace create --email <email> [--name <owner name>] [--workspace-name <name>]
   collab workspace set <workspaceId> [--plan free|paid] [--production-keys on|off] [--max-production-keys <n>]
   collab audit --api-key <key> [--organization <id> [--folder <id> | --document <id>] | --agent <id>]
@@ -171,7 +172,7 @@ export async function run(argv: string[]): Promise<number> {
   const [cmd, sub, ...rest] = argv;
   try {
     if (cmd === 'serve') {
-      await serveMain();
+      await serveMain(argv.slice(1));
       return -1; // keeps running
     }
     if (cmd === 'workspace' && sub === 'create') await workspaceCreate(rest);

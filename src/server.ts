@@ -3,17 +3,55 @@
  * name), opens the stores, serves, and shuts down gracefully on SIGTERM/SIGINT: stop
  * accepting, finish in-flight requests, stop the projections, close the stores.
  */
+import Fastify from 'fastify';
+import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { openServices } from './services.js';
+import { openServices, type Services } from './services.js';
 import { buildApp } from './app.js';
 
-export async function serve(config: Config) {
-  const services = await openServices(config);
-  const app = await buildApp(services);
+export type Role = 'all' | 'api' | 'worker';
+export const ROLES: readonly Role[] = ['all', 'api', 'worker'];
+
+/** `serve [--role api|worker|all]`: throws a ConfigError naming the flag on anything else. */
+export function parseServeArgs(args: string[]): { role: Role } {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { role: { type: 'string' } }, strict: true, allowPositionals: false });
+  } catch (e) {
+    throw new ConfigError('serve', (e as Error).message);
+  }
+  const role = (parsed.values.role ?? 'all') as Role;
+  if (!ROLES.includes(role)) throw new ConfigError('--role', `must be api, worker or all, got ${JSON.stringify(parsed.values.role)}`);
+  return { role };
+}
+
+/**
+ * A worker applies projections and delivers webhooks (under their leases) and serves only
+ * GET /healthz and /readyz, for orchestrators.
+ */
+async function workerApp(services: Services, config: Config) {
+  const app = Fastify({ logger: { level: config.logLevel }, return503OnClosing: true });
+  app.get('/healthz', async () => ({ status: 'ok', role: 'worker' }));
+  app.get('/readyz', async (_req, reply) => {
+    if (!(await services.projections.isCaughtUp())) {
+      return reply.status(503).send({ error: { status: 'UNAVAILABLE', message: 'Projections are catching up with the event log.' } });
+    }
+    return { status: 'ready', role: 'worker' };
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply.status(404).send({ error: { status: 'NOT_FOUND', message: `No route ${req.method} ${req.url.split('?')[0]} (this process runs --role worker).` } });
+  });
+  return app;
+}
+
+export async function serve(config: Config, role: Role = 'all') {
+  const services = await openServices(config, { role });
+  const app = role === 'worker' ? await workerApp(services, config) : await buildApp(services);
   app.addHook('onClose', async () => {
     await services.close();
   });
   await app.listen({ port: config.port, host: config.host });
+  app.log.info({ role }, `serving as ${role}`);
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
@@ -37,10 +75,12 @@ export async function serve(config: Config) {
   return app;
 }
 
-export async function main() {
+export async function main(args: string[] = process.argv.slice(2)) {
   let config: Config;
+  let role: Role;
   try {
     config = loadConfig();
+    role = parseServeArgs(args).role;
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`configuration error: ${err.message}\n`);
@@ -49,7 +89,7 @@ export async function main() {
     throw err;
   }
   try {
-    await serve(config);
+    await serve(config, role);
   } catch (err) {
     process.stderr.write(`failed to start: ${(err as Error).message}\n`);
     process.exit(1);
