@@ -120,6 +120,13 @@ S('after all of it, the read models equal a fresh rebuild from the log', async (
   await ctx.h.services.projections.catchUp();
   const cmp = await compareWithRebuild(ctx.h.dataDir);
   assert.equal(cmp.diffs, []);
+  assert.ok(cmp.collections.documents! > 0 && cmp.collections.grants! > 0, JSON.stringify(cmp.collections));
+  // The comparison is not blind: a document changed behind the projections' back shows.
+  const [doc] = await ctx.h.services.read.find('documents', {}, { limit: 1 });
+  await ctx.h.services.read.transaction((tx) => tx.upsert('documents', { ...doc!, documentName: 'tampered' }));
+  const tampered = await compareWithRebuild(ctx.h.dataDir);
+  assert.is(tampered.diffs.length, 1, tampered.diffs.join('\n'));
+  assert.match(tampered.diffs[0]!, /^documents\/.*tampered/);
 });
 
 S.run();

@@ -10,6 +10,7 @@
  * Checkpoints live in their own table and are compared
  * separately (every projection at the log's head on both sides).
  *
+ * Of the live file, only the live read-model generation is compared (src/runtime/generations.ts).
  * The live file is opened read-only (the service may still be running on it, idle).
  */
 import fs from 'node:fs';
@@ -19,12 +20,11 @@ import { SqliteEventStore } from '../../src/adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../../src/adapters/sqlite-read-store.js';
 import { ProjectionRunner } from '../../src/runtime/projection-runner.js';
 import { allProjections } from '../../projections/index.js';
-import { PRESENCE } from '../../src/presence/store.js';
-import { IDEMPOTENCY_KEYS } from '../../src/http/idempotency.js';
-import { DELIVERIES } from '../../src/webhooks/outbox.js';
+import { SHARED_COLLECTIONS } from '../../src/ops/read-models.js';
+import { ACTIVE_ID, READ_MODEL_META, parsePhysical, physicalCheckpoint } from '../../src/runtime/generations.js';
 import { tempDir } from './app.js';
 
-export const EPHEMERAL = new Set([PRESENCE, IDEMPOTENCY_KEYS, DELIVERIES, 'cascade_work', 'leases']);
+export const EPHEMERAL = new Set([...SHARED_COLLECTIONS, READ_MODEL_META, 'cascade_work']);
 
 export interface RebuildComparison {
   /** Collections compared, with their document counts. */
@@ -36,19 +36,23 @@ export interface RebuildComparison {
 
 type Dump = Map<string, Map<string, unknown>>;
 
-function dump(file: string): { docs: Dump; checkpoints: Map<string, string> } {
+function dump(file: string): { docs: Dump; checkpoints: Map<string, string>; generation: number } {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
     const docs: Dump = new Map();
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rm\\_%' ESCAPE '\\'").all() as Array<{ name: string }>;
+    const meta = tables.some((t) => t.name === `rm_${READ_MODEL_META}`)
+      ? (db.prepare(`SELECT doc FROM rm_${READ_MODEL_META} WHERE id = ?`).get(ACTIVE_ID) as { doc: string } | undefined)
+      : undefined;
+    const generation = meta ? (JSON.parse(meta.doc).generation as number) : 0;
     for (const { name } of tables) {
-      const collection = name.slice(3);
-      if (EPHEMERAL.has(collection)) continue;
+      const { generation: g, collection } = parsePhysical(name.slice(3));
+      if (g !== generation || EPHEMERAL.has(collection)) continue;
       const rows = db.prepare(`SELECT id, doc FROM ${name} ORDER BY id`).all() as Array<{ id: string; doc: string }>;
       docs.set(collection, new Map(rows.map((r) => [r.id, JSON.parse(r.doc)])));
     }
     const cps = db.prepare('SELECT name, position FROM checkpoints').all() as Array<{ name: string; position: string }>;
-    return { docs, checkpoints: new Map(cps.map((c) => [c.name, c.position])) };
+    return { docs, checkpoints: new Map(cps.map((c) => [c.name, c.position])), generation };
   } finally {
     db.close();
   }
@@ -87,7 +91,8 @@ export async function compareWithRebuild(dataDir: string): Promise<RebuildCompar
       for (const [id, doc] of b) if (!a.has(id)) diffs.push(`${name}/${id}: missing from the live read model: ${canon(doc).slice(0, 400)}`);
     }
     for (const p of allProjections) {
-      if (live.checkpoints.get(p.name) !== head) diffs.push(`checkpoint ${p.name}: live ${live.checkpoints.get(p.name)} != head ${head}`);
+      const liveCheckpoint = live.checkpoints.get(physicalCheckpoint(p.name, live.generation));
+      if (liveCheckpoint !== head) diffs.push(`checkpoint ${p.name}: live ${liveCheckpoint} != head ${head}`);
       if (rebuilt.checkpoints.get(p.name) !== head) diffs.push(`checkpoint ${p.name}: rebuilt ${rebuilt.checkpoints.get(p.name)} != head ${head}`);
     }
     return { collections, events: n, diffs };
