@@ -14,6 +14,7 @@ import { authenticate } from './http/auth.js';
 import { RequestContext } from './http/context.js';
 import type { AnyRoute } from './http/route.js';
 import { parseBody } from './http/validation.js';
+import { newReadContext } from './runtime/freshness.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
 import { RateLimiter, RateLimitedError } from './http/rate-limit.js';
 import { IdempotencyStore, bodyHash, readIdempotencyKey } from './http/idempotency.js';
@@ -114,6 +115,8 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
 
   for (const route of allRoutes(services)) {
     app.post(route.path, async (req, reply) => {
+      // Read caches re-validate against other processes' commits before serving this request.
+      newReadContext();
       const caller = await authenticate(req, route.auth, services);
       const scope = caller.tenant ? `apikey:${caller.tenant.apiKey}` : caller.workspaceId ? `workspace:${caller.workspaceId}` : `ip:${req.ip}`;
       limiter.take(scope);

@@ -24,6 +24,7 @@ import {
   type WriteOp,
 } from '../ports/read-store.js';
 import { BugError } from '../errors.js';
+import { readContext } from '../runtime/freshness.js';
 
 const NAME = /^[a-z][a-z0-9_]{0,62}$/;
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
@@ -68,11 +69,15 @@ class SqliteView implements ReadView {
     private readonly creates: boolean,
   ) {}
 
-  protected stmt(sql: string): Database.Statement {
-    let s = this.stmtCache.get(sql);
+  /** A prepared statement, cached by SQL and result mode (rows as objects, arrays, or the first column). */
+  protected stmt(sql: string, mode: 'object' | 'raw' | 'pluck' = 'object'): Database.Statement {
+    const cacheKey = mode === 'object' ? sql : `${mode}:${sql}`;
+    let s = this.stmtCache.get(cacheKey);
     if (!s) {
       s = this.db.prepare(sql);
-      this.stmtCache.set(sql, s);
+      if (mode === 'raw') s.raw();
+      else if (mode === 'pluck') s.pluck();
+      this.stmtCache.set(cacheKey, s);
     }
     return s;
   }
@@ -106,30 +111,35 @@ class SqliteView implements ReadView {
     return row ? (JSON.parse(row.doc) as T) : null;
   }
 
+  /** The stored text of the documents among `ids` that exist, by id (one statement). */
+  protected docsText(t: string, ids: readonly string[]): Map<string, string> {
+    const byId = new Map<string, string>();
+    // json_each binds the whole id list as one parameter: one statement for any count.
+    const rows = this.stmt(`SELECT id, doc FROM ${t} WHERE id IN (SELECT value FROM json_each(?))`, 'raw').all(
+      JSON.stringify(ids),
+    ) as Array<[string, string]>;
+    for (const r of rows) byId.set(r[0], r[1]);
+    return byId;
+  }
+
   async getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
     const t = this.ensureTable(collection);
     if (ids.length === 0 || !t) return [];
-    const byId = new Map<string, T>();
-    // json_each binds the whole id list as one parameter: one statement for any count.
-    const rows = this.stmt(`SELECT id, doc FROM ${t} WHERE id IN (SELECT value FROM json_each(?))`).all(
-      JSON.stringify(ids),
-    ) as Array<{ id: string; doc: string }>;
-    for (const r of rows) byId.set(r.id, JSON.parse(r.doc) as T);
+    const byId = this.docsText(t, ids);
     const out: T[] = [];
     for (const id of ids) {
       const d = byId.get(id);
-      if (d) out.push(d);
+      if (d !== undefined) out.push(JSON.parse(d) as T);
     }
     return out;
   }
 
-  async find<T extends Doc = Doc>(collection: string, filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    const t = this.ensureTable(collection);
-    if (!t) return [];
+  /** The SQL and parameters of a find, selecting `columns`. */
+  protected findQuery(t: string, filter: Filter, options: FindOptions, columns: string): { sql: string; params: Array<string | number | null> } {
     const where = whereOf(filter);
     const sortExpr = options.sort ? extract(options.sort) : 'id';
     const params = [...where.params];
-    let sql = `SELECT doc FROM ${t} WHERE ${where.sql}`;
+    let sql = `SELECT ${columns} FROM ${t} WHERE ${where.sql}`;
     if (options.after) {
       if (options.sort) {
         // The `>=` lets SQLite seek the index to the cursor; the row-value test then skips
@@ -145,8 +155,15 @@ class SqliteView implements ReadView {
     sql += options.sort ? ` ORDER BY ${sortExpr}, id` : ' ORDER BY id';
     sql += ' LIMIT ?';
     params.push(options.limit ?? -1);
-    const rows = this.stmt(sql).all(...params) as Array<{ doc: string }>;
-    return rows.map((r) => JSON.parse(r.doc) as T);
+    return { sql, params };
+  }
+
+  async find<T extends Doc = Doc>(collection: string, filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    const t = this.ensureTable(collection);
+    if (!t) return [];
+    const { sql, params } = this.findQuery(t, filter, options, 'doc');
+    const rows = this.stmt(sql, 'pluck').all(...params) as string[];
+    return rows.map((r) => JSON.parse(r) as T);
   }
 
   async count(collection: string, filter: Filter): Promise<number> {
@@ -255,13 +272,113 @@ function unsetPath(doc: Record<string, unknown>, path: string) {
   if (cur !== null && typeof cur === 'object') delete (cur as Record<string, unknown>)[parts[parts.length - 1]!];
 }
 
+/** Freezes a parsed document and everything in it: cached documents are shared by every reader. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value as Record<string, unknown>)) deepFreeze(v);
+  }
+  return value;
+}
+
+export interface SqliteReadStoreOptions {
+  /** Parsed documents kept for queries (0: none). Default 100,000. */
+  cacheSize?: number;
+}
+
+/**
+ * Queries (the reader connection) keep the documents they parsed, frozen, by collection and
+ * id, absent ones included (permission resolution mostly asks for grants that do not
+ * exist). The cache never shows less than the last commit a reader may know of:
+ * - this store's own commits move a local generation, checked on every read: a write
+ *   acknowledged to a client (read-your-writes waits for the projections' commit) is never
+ *   hidden, and a revoked token stops working at once;
+ * - commits by other connections (another process, a rebuild, the CLI) move SQLite's
+ *   `data_version` of the reader connection. That check costs a read transaction (a few
+ *   microseconds of locking, a fifth of a permissions query under load), so it is made once
+ *   per turn of the event loop and once per request (src/runtime/freshness.ts): whatever
+ *   another process acknowledged before a request arrived is seen by that request.
+ * Either change empties the cache. Every check and fill runs in one synchronous stretch, so
+ * no commit of this process can fall between them.
+ */
+class DocCache {
+  private readonly byCollection = new Map<string, Map<string, Doc | null>>();
+  private size = 0;
+  private version = -1;
+  private generation = 0;
+  private seenGeneration = -1;
+  /** Checked in this turn of the event loop, and in read context `context` (src/runtime/freshness.ts). */
+  private fresh = false;
+  private context = -1;
+  private readonly stale = () => {
+    this.fresh = false;
+  };
+  private readonly dataVersion: Database.Statement;
+
+  constructor(
+    db: Database.Database,
+    private readonly max: number,
+  ) {
+    this.dataVersion = db.prepare('PRAGMA data_version').pluck();
+  }
+
+  /** This store committed (or may have changed what reads return): forget everything. */
+  invalidate() {
+    this.generation++;
+  }
+
+  /** The documents of `collection` as of the last commit; empties the cache first when anything changed. */
+  collection(collection: string): Map<string, Doc | null> | null {
+    if (this.max <= 0) return null;
+    let version = this.version;
+    const context = readContext();
+    if (!this.fresh || context !== this.context) {
+      version = this.dataVersion.get() as number;
+      this.context = context;
+      if (!this.fresh) {
+        this.fresh = true;
+        setImmediate(this.stale);
+      }
+    }
+    if (version !== this.version || this.generation !== this.seenGeneration) {
+      this.byCollection.clear();
+      this.size = 0;
+      this.version = version;
+      this.seenGeneration = this.generation;
+    }
+    let docs = this.byCollection.get(collection);
+    if (!docs) {
+      docs = new Map();
+      this.byCollection.set(collection, docs);
+    }
+    return docs;
+  }
+
+  put(docs: Map<string, Doc | null>, id: string, doc: Doc | null) {
+    if (this.size >= this.max && !docs.has(id)) {
+      // Oldest first within the collection being read; the others go when it holds none.
+      const oldest = docs.keys().next();
+      if (oldest.done) {
+        for (const other of this.byCollection.values()) other.clear();
+        this.size = 0;
+      } else {
+        docs.delete(oldest.value);
+        this.size--;
+      }
+    }
+    if (!docs.has(id)) this.size++;
+    docs.set(id, doc);
+  }
+}
+
 export class SqliteReadStore extends SqliteView implements ReadStore {
   private readonly writer: Database.Database;
   private readonly tx: SqliteTx;
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
+  private readonly cache: DocCache;
 
-  constructor(file: string) {
+  constructor(file: string, options: SqliteReadStoreOptions = {}) {
     const writer = new Database(file);
     writer.pragma('journal_mode = WAL');
     writer.pragma('synchronous = NORMAL');
@@ -276,6 +393,73 @@ export class SqliteReadStore extends SqliteView implements ReadStore {
     super(reader, false);
     this.writer = writer;
     this.tx = new SqliteTx(writer, true);
+    // One connection for both (in memory): reads inside a transaction would see uncommitted
+    // documents, so nothing is cached there.
+    this.cache = new DocCache(reader, reader === writer ? 0 : (options.cacheSize ?? 100_000));
+  }
+
+  override async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    const docs = this.cache.collection(collection);
+    if (!docs) return super.get<T>(collection, id);
+    const hit = docs.get(id);
+    if (hit !== undefined) return hit as T | null;
+    const t = this.ensureTable(collection);
+    if (!t) return null;
+    const text = this.stmt(`SELECT doc FROM ${t} WHERE id = ?`, 'pluck').get(id) as string | undefined;
+    const doc = text === undefined ? null : (deepFreeze(JSON.parse(text)) as T);
+    this.cache.put(docs, id, doc);
+    return doc;
+  }
+
+  override async getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
+    const docs = this.cache.collection(collection);
+    if (!docs) return super.getMany<T>(collection, ids);
+    const t = this.ensureTable(collection);
+    if (ids.length === 0 || !t) return [];
+    return this.cached<T>(t, docs, ids);
+  }
+
+  override async find<T extends Doc = Doc>(collection: string, filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    const docs = this.cache.collection(collection);
+    if (!docs) return super.find<T>(collection, filter, options);
+    const t = this.ensureTable(collection);
+    if (!t) return [];
+    // Ids only: the (filter..., sort, id) index covers them, no table row is read.
+    const { sql, params } = this.findQuery(t, filter, options, 'id');
+    const ids = this.stmt(sql, 'pluck').all(...params) as string[];
+    return this.cached<T>(t, docs, ids);
+  }
+
+  /** The documents among `ids` that exist, in order: from the cache, the others read into it. */
+  private cached<T extends Doc>(t: string, docs: Map<string, Doc | null>, ids: readonly string[]): T[] {
+    // Hits are taken before the misses are read: reading may evict them (a full cache).
+    const hits: Array<Doc | null | undefined> = new Array(ids.length);
+    let missing: string[] | null = null;
+    for (let i = 0; i < ids.length; i++) {
+      const d = docs.get(ids[i]!);
+      if (d === undefined) (missing ??= []).push(ids[i]!);
+      else hits[i] = d;
+    }
+    const read = missing ? this.fill(t, docs, missing) : null;
+    const out: T[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const d = hits[i] ?? read?.get(ids[i]!);
+      if (d) out.push(d as T);
+    }
+    return out;
+  }
+
+  /** Reads `ids` into the cache, absent ones as null; returns what it read. */
+  private fill(t: string, docs: Map<string, Doc | null>, ids: string[]): Map<string, Doc | null> {
+    const texts = this.docsText(t, ids);
+    const read = new Map<string, Doc | null>();
+    for (const id of ids) {
+      const text = texts.get(id);
+      const doc = text === undefined ? null : deepFreeze(JSON.parse(text) as Doc);
+      read.set(id, doc);
+      this.cache.put(docs, id, doc);
+    }
+    return read;
   }
 
   async ensureIndexes(specs: readonly IndexSpec[]): Promise<void> {
@@ -298,8 +482,10 @@ export class SqliteReadStore extends SqliteView implements ReadStore {
       try {
         const result = await fn(this.tx);
         this.writer.exec('COMMIT');
+        this.cache.invalidate();
         return result;
       } catch (error) {
+        this.cache.invalidate();
         if (this.writer.inTransaction) this.writer.exec('ROLLBACK');
         // Tables created by the rolled-back transaction are gone again.
         this.tx.forgetTables();
