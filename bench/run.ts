@@ -26,6 +26,10 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 const args = new Set(process.argv.slice(2));
 const scale = args.has('--full') ? 'full' : args.has('--quick') ? 'quick' : 'standard';
+// --scenario=perm1,docs: measure only these (perm1, perm10, docs, size, add, move, memory,
+// rebuild); the seeding is the same. Without it, every scenario runs.
+const only = process.argv.find((a) => a.startsWith('--scenario='))?.slice('--scenario='.length).split(',');
+const want = (name: string) => !only || only.includes(name);
 const S = {
   quick: { bigDocs: 20_000, smallDocs: 1_000, subtree: 1_000, seconds: 3 },
   standard: { bigDocs: 100_000, smallDocs: 1_000, subtree: 10_000, seconds: 8 },
@@ -118,7 +122,10 @@ interface Load {
   non2xx: number;
 }
 
-async function load(url: string, route: string, opts: { body?: string; setupBody?: () => string; connections?: number; seconds?: number }): Promise<Load> {
+async function load(url: string, route: string, opts: { body?: string; setupBody?: () => string; connections?: number; seconds?: number; warmup?: boolean }): Promise<Load> {
+  // A short warm-up first (JIT, caches, connection set-up), not counted: every measurement
+  // then starts from the same warm state, whichever scenario ran before it.
+  if (opts.warmup !== false) await load(url, route, { ...opts, seconds: 1, warmup: false });
   const result = await autocannon({
     url: `${url}${route}`,
     method: 'POST',
@@ -224,97 +231,112 @@ async function main() {
 
     // permissions/get, 1 user x 10 documents in the deepest folder.
     const perm1 = { organizationId: 'big', userIds: ['u3'], documentIds: deepDocs(S.bigDocs, 10) };
-    const p1 = await versus(svc.url, raw.url, '/v2/auth/permissions/get', perm1);
-    const ratio1 = p1.measured.reqPerSec / p1.ceiling.reqPerSec;
-    rows.push({
-      scenario: `permissions/get 1 user x 10 docs (org ${S.bigDocs} docs, 10 deep)`,
-      measured: `${fmt(p1.measured.reqPerSec)} req/s, p99 ${p1.measured.p99} ms`,
-      ceiling: `${fmt(p1.ceiling.reqPerSec)} req/s`,
-      ratio: ratio1.toFixed(2),
-      target: '>= 0.5, p99 < 10 ms',
-      met: ratio1 >= 0.5 && p1.measured.p99 < 10 && p1.measured.non2xx === 0,
-      raw: p1,
-    });
+    const page = { organizationId: 'big', folderId: 'f10', pageSize: 100 };
+    let p1: Awaited<ReturnType<typeof versus>> | undefined;
+    let dg: Awaited<ReturnType<typeof versus>> | undefined;
+    if (want('perm1')) {
+      p1 = await versus(svc.url, raw.url, '/v2/auth/permissions/get', perm1);
+      const ratio1 = p1.measured.reqPerSec / p1.ceiling.reqPerSec;
+      rows.push({
+        scenario: `permissions/get 1 user x 10 docs (org ${S.bigDocs} docs, 10 deep)`,
+        measured: `${fmt(p1.measured.reqPerSec)} req/s, p99 ${p1.measured.p99} ms`,
+        ceiling: `${fmt(p1.ceiling.reqPerSec)} req/s`,
+        ratio: ratio1.toFixed(2),
+        target: '>= 0.5, p99 < 10 ms',
+        met: ratio1 >= 0.5 && p1.measured.p99 < 10 && p1.measured.non2xx === 0,
+        raw: p1,
+      });
+    }
 
     // permissions/get, 10 users x 30 documents.
-    const perm10 = { organizationId: 'big', userIds: ids('u', 10), documentIds: deepDocs(S.bigDocs, 30) };
-    const p10 = await versus(svc.url, raw.url, '/v2/auth/permissions/get', perm10);
-    rows.push({
-      scenario: 'permissions/get 10 users x 30 docs',
-      measured: `${fmt(p10.measured.reqPerSec)} req/s, ${fmt(p10.measured.reqPerSec * 300)} entries/s`,
-      ceiling: `${fmt(p10.ceiling.reqPerSec)} req/s`,
-      ratio: (p10.measured.reqPerSec / p10.ceiling.reqPerSec).toFixed(2),
-      target: 'report',
-      met: p10.measured.non2xx === 0 ? null : false,
-      raw: p10,
-    });
+    if (want('perm10')) {
+      const perm10 = { organizationId: 'big', userIds: ids('u', 10), documentIds: deepDocs(S.bigDocs, 30) };
+      const p10 = await versus(svc.url, raw.url, '/v2/auth/permissions/get', perm10);
+      rows.push({
+        scenario: 'permissions/get 10 users x 30 docs',
+        measured: `${fmt(p10.measured.reqPerSec)} req/s, ${fmt(p10.measured.reqPerSec * 300)} entries/s`,
+        ceiling: `${fmt(p10.ceiling.reqPerSec)} req/s`,
+        ratio: (p10.measured.reqPerSec / p10.ceiling.reqPerSec).toFixed(2),
+        target: 'report',
+        met: p10.measured.non2xx === 0 ? null : false,
+        raw: p10,
+      });
+    }
 
     // documents/get, a page of 100 rows.
-    const page = { organizationId: 'big', folderId: 'f10', pageSize: 100 };
-    const dg = await versus(svc.url, raw.url, '/v2/organizations/documents/get', page);
-    const ratioDg = dg.measured.reqPerSec / dg.ceiling.reqPerSec;
-    rows.push({
-      scenario: 'documents/get page of 100',
-      measured: `${fmt(dg.measured.reqPerSec)} req/s, p99 ${dg.measured.p99} ms`,
-      ceiling: `${fmt(dg.ceiling.reqPerSec)} req/s`,
-      ratio: ratioDg.toFixed(2),
-      target: '>= 0.4',
-      met: ratioDg >= 0.4 && dg.measured.non2xx === 0,
-      raw: dg,
-    });
+    if (want('docs')) {
+      dg = await versus(svc.url, raw.url, '/v2/organizations/documents/get', page);
+      const ratioDg = dg.measured.reqPerSec / dg.ceiling.reqPerSec;
+      rows.push({
+        scenario: 'documents/get page of 100',
+        measured: `${fmt(dg.measured.reqPerSec)} req/s, p99 ${dg.measured.p99} ms`,
+        ceiling: `${fmt(dg.ceiling.reqPerSec)} req/s`,
+        ratio: ratioDg.toFixed(2),
+        target: '>= 0.4',
+        met: ratioDg >= 0.4 && dg.measured.non2xx === 0,
+        raw: dg,
+      });
+    }
 
-    // Cost vs size: the same two queries on the small organization.
-    const permSmall = await load(svc.url, '/v2/auth/permissions/get', { body: JSON.stringify({ data: { ...perm1, organizationId: 'small', documentIds: deepDocs(S.smallDocs, 10) } }) });
-    const pageSmall = await load(svc.url, '/v2/organizations/documents/get', { body: JSON.stringify({ data: { ...page, organizationId: 'small' } }) });
-    const sizeRatioP = permSmall.reqPerSec / p1.measured.reqPerSec;
-    const sizeRatioD = pageSmall.reqPerSec / dg.measured.reqPerSec;
-    rows.push({
-      scenario: `cost vs size: ${S.smallDocs} vs ${S.bigDocs} docs (permissions / documents)`,
-      measured: `${sizeRatioP.toFixed(2)}x / ${sizeRatioD.toFixed(2)}x slower`,
-      ceiling: '-',
-      ratio: `${sizeRatioP.toFixed(2)} / ${sizeRatioD.toFixed(2)}`,
-      target: 'within 1.2x',
-      met: sizeRatioP <= 1.2 && sizeRatioD <= 1.2,
-      raw: { permSmall, pageSmall },
-    });
+    // Cost vs size: the same two queries on the small organization (each after a warm-up).
+    if (want('size')) {
+      const permBig = p1?.measured ?? (await load(svc.url, '/v2/auth/permissions/get', { body: JSON.stringify({ data: perm1 }) }));
+      const pageBig = dg?.measured ?? (await load(svc.url, '/v2/organizations/documents/get', { body: JSON.stringify({ data: page }) }));
+      const permSmall = await load(svc.url, '/v2/auth/permissions/get', { body: JSON.stringify({ data: { ...perm1, organizationId: 'small', documentIds: deepDocs(S.smallDocs, 10) } }) });
+      const pageSmall = await load(svc.url, '/v2/organizations/documents/get', { body: JSON.stringify({ data: { ...page, organizationId: 'small' } }) });
+      const sizeRatioP = permSmall.reqPerSec / permBig.reqPerSec;
+      const sizeRatioD = pageSmall.reqPerSec / pageBig.reqPerSec;
+      rows.push({
+        scenario: `cost vs size: ${S.smallDocs} vs ${S.bigDocs} docs (permissions / documents)`,
+        measured: `${sizeRatioP.toFixed(2)}x / ${sizeRatioD.toFixed(2)}x slower`,
+        ceiling: '-',
+        ratio: `${sizeRatioP.toFixed(2)} / ${sizeRatioD.toFixed(2)}`,
+        target: 'within 1.2x',
+        met: sizeRatioP <= 1.2 && sizeRatioD <= 1.2,
+        raw: { permSmall, pageSmall },
+      });
+    }
 
     // documents/add in batches of 100, read-your-writes on (every response waits for projections).
-    let n = 0;
-    const addBody = () =>
-      JSON.stringify({
-        data: { organizationId: 'adds', createOrganization: true, documents: Array.from({ length: 100 }, () => ({ documentId: `a${n++}`, documentName: 'Added' })) },
+    if (want('add')) {
+      let n = 0;
+      const addBody = () =>
+        JSON.stringify({
+          data: { organizationId: 'adds', createOrganization: true, documents: Array.from({ length: 100 }, () => ({ documentId: `a${n++}`, documentName: 'Added' })) },
+        });
+      await call(svc.url, '/v2/organizations/add', { organizations: [{ organizationId: 'adds' }] });
+      const adds = await load(svc.url, '/v2/organizations/documents/add', { setupBody: addBody, connections: 10 });
+      const addSample = await call(svc.url, '/v2/organizations/documents/add', JSON.parse(addBody()).data);
+      await fetch(`${raw.url}/__canned`, { method: 'POST', body: JSON.stringify({ path: '/v2/organizations/documents/add', body: addSample }) });
+      const addCeiling = await load(raw.url, '/v2/organizations/documents/add', { setupBody: addBody, connections: 10 });
+      const docsPerSec = adds.reqPerSec * 100;
+      rows.push({
+        scenario: 'documents/add batches of 100 (read-your-writes)',
+        measured: `${fmt(docsPerSec)} docs/s, p99 ${adds.p99} ms`,
+        ceiling: `${fmt(addCeiling.reqPerSec * 100)} docs/s`,
+        ratio: (adds.reqPerSec / addCeiling.reqPerSec).toFixed(2),
+        target: '>= 20,000 docs/s',
+        met: docsPerSec >= 20_000 && adds.non2xx === 0,
+        raw: { adds, addCeiling },
       });
-    await call(svc.url, '/v2/organizations/add', { organizations: [{ organizationId: 'adds' }] });
-    const adds = await load(svc.url, '/v2/organizations/documents/add', { setupBody: addBody, connections: 10 });
-    const addSample = await call(svc.url, '/v2/organizations/documents/add', JSON.parse(addBody()).data);
-    await fetch(`${raw.url}/__canned`, { method: 'POST', body: JSON.stringify({ path: '/v2/organizations/documents/add', body: addSample }) });
-    const addCeiling = await load(raw.url, '/v2/organizations/documents/add', { setupBody: addBody, connections: 10 });
-    const docsPerSec = adds.reqPerSec * 100;
-    rows.push({
-      scenario: 'documents/add batches of 100 (read-your-writes)',
-      measured: `${fmt(docsPerSec)} docs/s, p99 ${adds.p99} ms`,
-      ceiling: `${fmt(addCeiling.reqPerSec * 100)} docs/s`,
-      ratio: (adds.reqPerSec / addCeiling.reqPerSec).toFixed(2),
-      target: '>= 20,000 docs/s',
-      met: docsPerSec >= 20_000 && adds.non2xx === 0,
-      raw: { adds, addCeiling },
-    });
+    }
 
     // Folder move of a subtree with S.subtree folders: A (inheriting) moves under B (restricted).
-    await call(svc.url, '/v2/organizations/add', { organizations: [{ organizationId: 'moves' }] });
-    await call(svc.url, '/v2/organizations/folders/add', { organizationId: 'moves', folders: [{ folderId: 'A' }, { folderId: 'B', accessType: 'restricted' }] });
-    const subtree: Array<{ folderId: string; parentFolderId: string }> = [];
-    let frontier = ['A'];
-    while (subtree.length < S.subtree) {
-      const next: string[] = [];
-      for (const parent of frontier) {
-        for (let c = 0; c < 10 && subtree.length < S.subtree; c++) {
-          const folderId = `${parent}.${c}`;
-          subtree.push({ folderId, parentFolderId: parent });
-          next.push(folderId);
+    if (want('move')) {
+      await call(svc.url, '/v2/organizations/add', { organizations: [{ organizationId: 'moves' }] });
+      await call(svc.url, '/v2/organizations/folders/add', { organizationId: 'moves', folders: [{ folderId: 'A' }, { folderId: 'B', accessType: 'restricted' }] });
+      const subtree: Array<{ folderId: string; parentFolderId: string }> = [];
+      let frontier = ['A'];
+      while (subtree.length < S.subtree) {
+        const next: string[] = [];
+        for (const parent of frontier) {
+          for (let c = 0; c < 10 && subtree.length < S.subtree; c++) {
+            const folderId = `${parent}.${c}`;
+            subtree.push({ folderId, parentFolderId: parent });
+            next.push(folderId);
+          }
         }
-      }
-      frontier = next;
+        frontier = next;
     }
     for (let i = 0; i < subtree.length; i += 1000) {
       await call(svc.url, '/v2/organizations/folders/add', { organizationId: 'moves', folders: subtree.slice(i, i + 1000) });
@@ -343,47 +365,52 @@ async function main() {
       met: moveMs < 2000 && before === 'public' && after === 'restricted',
       raw: { moveMs, before, after },
     });
+    }
 
     // Memory: resident set after seeding, and growth across a repeated run of the same load.
-    const rssBefore = rssMiB(svc.child.pid!);
-    await load(svc.url, '/v2/auth/permissions/get', { body: JSON.stringify({ data: perm1 }) });
-    await load(svc.url, '/v2/organizations/documents/get', { body: JSON.stringify({ data: page }) });
-    const rssAfter = rssMiB(svc.child.pid!);
-    rows.push({
-      scenario: 'memory: resident set (after seeding; growth over a repeated run)',
-      measured: `${rssAfterSeed} MiB; ${rssBefore} -> ${rssAfter} MiB`,
-      ceiling: '-',
-      ratio: '-',
-      target: 'report; no growth',
-      met: rssAfter <= rssBefore * 1.1 + 16 ? null : false,
-      raw: { rssAfterSeed, rssBefore, rssAfter },
-    });
+    if (want('memory')) {
+      const rssBefore = rssMiB(svc.child.pid!);
+      await load(svc.url, '/v2/auth/permissions/get', { body: JSON.stringify({ data: perm1 }) });
+      await load(svc.url, '/v2/organizations/documents/get', { body: JSON.stringify({ data: page }) });
+      const rssAfter = rssMiB(svc.child.pid!);
+      rows.push({
+        scenario: 'memory: resident set (after seeding; growth over a repeated run)',
+        measured: `${rssAfterSeed} MiB; ${rssBefore} -> ${rssAfter} MiB`,
+        ceiling: '-',
+        ratio: '-',
+        target: 'report; no growth',
+        met: rssAfter <= rssBefore * 1.1 + 16 ? null : false,
+        raw: { rssAfterSeed, rssBefore, rssAfter },
+      });
+    }
   } finally {
     await stop(svc.child);
     await stop(raw.child);
   }
 
   // Projection rebuild: replay the whole log written above into a fresh read store.
-  const events = new SqliteEventStore(path.join(dataDir, 'events.db'));
-  const rebuildFile = path.join(dataDir, 'rebuild.db');
-  const read = new SqliteReadStore(rebuildFile);
-  const runner = new ProjectionRunner(events, read, allProjections, { batchSize: 2000 });
-  await runner.init();
-  const t0 = Date.now();
-  const replayed = await runner.catchUp();
-  const seconds = (Date.now() - t0) / 1000;
-  await events.close();
-  await read.close();
-  const eps = replayed / seconds;
-  rows.push({
-    scenario: `projection rebuild of ${replayed.toLocaleString('en-US')} events (embedded)`,
-    measured: `${fmt(eps)} events/s`,
-    ceiling: '-',
-    ratio: '-',
-    target: '>= 50,000 events/s',
-    met: eps >= 50_000,
-    raw: { replayed, seconds },
-  });
+  if (want('rebuild')) {
+    const events = new SqliteEventStore(path.join(dataDir, 'events.db'));
+    const rebuildFile = path.join(dataDir, 'rebuild.db');
+    const read = new SqliteReadStore(rebuildFile);
+    const runner = new ProjectionRunner(events, read, allProjections, { batchSize: 2000 });
+    await runner.init();
+    const t0 = Date.now();
+    const replayed = await runner.catchUp();
+    const seconds = (Date.now() - t0) / 1000;
+    await events.close();
+    await read.close();
+    const eps = replayed / seconds;
+    rows.push({
+      scenario: `projection rebuild of ${replayed.toLocaleString('en-US')} events (embedded)`,
+      measured: `${fmt(eps)} events/s`,
+      ceiling: '-',
+      ratio: '-',
+      target: '>= 50,000 events/s',
+      met: eps >= 50_000,
+      raw: { replayed, seconds },
+    });
+  }
   fs.rmSync(dataDir, { recursive: true, force: true });
 
   printTable();
