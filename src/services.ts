@@ -9,6 +9,10 @@ import type { EventStore } from './ports/event-store.js';
 import type { ReadStore } from './ports/read-store.js';
 import { SqliteEventStore } from './adapters/sqlite-event-store.js';
 import { SqliteReadStore } from './adapters/sqlite-read-store.js';
+import { EsdbEventStore } from './adapters/esdb-event-store.js';
+import { MongoReadStore } from './adapters/mongo-read-store.js';
+import { PRESENCE } from './presence/store.js';
+import { IDEMPOTENCY_KEYS } from './http/idempotency.js';
 import { CommandHandler } from './runtime/command-handler.js';
 import { ProjectionRunner, type RunnerLogger } from './runtime/projection-runner.js';
 import { allProjections } from '../projections/index.js';
@@ -51,19 +55,26 @@ export interface OpenOptions {
   role?: 'all' | 'api' | 'worker';
 }
 
-/** Opens the stores named by the configuration. Embedded SQLite unless URLs are set. */
+/**
+ * Opens the stores named by the configuration, each on its own: EVENTSTORE_URL selects
+ * EventStoreDB for the log, MONGODB_URL MongoDB for the read models; whichever is unset is the
+ * embedded SQLite file in DATA_DIR.
+ */
 export async function openServices(config: Config, options: OpenOptions = {}): Promise<Services> {
-  if (config.eventStoreUrl || config.mongodbUrl) {
-    // The production adapters are their own piece of work (issue: production stores);
-    // refusing clearly beats silently running on files the operator did not ask for.
-    throw new Error(
-      'EVENTSTORE_URL / MONGODB_URL: the EventStoreDB and MongoDB adapters are not part of this build yet; unset them to use the embedded store',
-    );
+  if (!config.eventStoreUrl || !config.mongodbUrl) fs.mkdirSync(config.dataDir, { recursive: true });
+  const events: EventStore = config.eventStoreUrl
+    ? new EsdbEventStore(config.eventStoreUrl, { logger: options.logger })
+    : new SqliteEventStore(path.join(config.dataDir, 'events.db'));
+  const read: ReadStore = config.mongodbUrl
+    ? new MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
+    : new SqliteReadStore(path.join(config.dataDir, 'readmodels.db'));
+  try {
+    return await assemble(config, events, read, options);
+  } catch (error) {
+    await events.close().catch(() => undefined);
+    await read.close().catch(() => undefined);
+    throw error;
   }
-  fs.mkdirSync(config.dataDir, { recursive: true });
-  const events = new SqliteEventStore(path.join(config.dataDir, 'events.db'));
-  const read = new SqliteReadStore(path.join(config.dataDir, 'readmodels.db'));
-  return assemble(config, events, read, options);
 }
 
 export async function assemble(
