@@ -73,12 +73,25 @@ export const isBlocked = (target: Target, organization: OrganizationDoc) =>
 // then on the organization. An expired grant counts as absent.
 export function candidates(target: Target, organizationId: string, grantOf: (t: ResourceType, id: string) => GrantDoc | undefined, nowMs: number): Candidate[] {
   const out: Candidate[] = [];
-  const push = (level: Candidate['level'], g: GrantDoc | undefined) => {
-    if (g && isLive(g, nowMs)) out.push({ level, grant: g });
-  };
-  push('resource', grantOf(target.kind, target.id));
-  for (const a of target.ancestors) push('ancestor', grantOf('folder', a));
-  push('organization', grantOf('organization', organizationId));
+  let g = grantOf(target.kind, target.id);
+  if (g && isLive(g, nowMs)) out.push({ level: 'resource', grant: g });
+  for (const a of target.ancestors) {
+    g = grantOf('folder', a);
+    if (g && isLive(g, nowMs)) out.push({ level: 'ancestor', grant: g });
+  }
+  g = grantOf('organization', organizationId);
+  if (g && isLive(g, nowMs)) out.push({ level: 'organization', grant: g });
+  return out;
+}
+
+/** `candidates` over one user's grants aligned with the query's resource slots (see resolvePermissions). */
+function candidatesAt(slots: readonly number[], grants: ReadonlyArray<GrantDoc | undefined>, nowMs: number): Candidate[] {
+  const out: Candidate[] = [];
+  const last = slots.length - 1;
+  for (let i = 0; i <= last; i++) {
+    const g = grants[slots[i]!];
+    if (g && isLive(g, nowMs)) out.push({ level: i === 0 ? 'resource' : i === last ? 'organization' : 'ancestor', grant: g });
+  }
   return out;
 }
 
@@ -130,53 +143,90 @@ export interface PermissionsQuery {
 
 type UserEntries = { organization: Record<string, Entry>; folders?: Record<string, Entry>; documents?: Record<string, Entry> };
 
+/** `key(...parts)` without its closing bracket: grant keys of one user share it (src/ids.ts). */
+const openKey = (...parts: string[]) => JSON.stringify(parts).slice(0, -1);
+
+/** The grant for candidate `i` of one user: grants come back in key order, missing ones skipped. */
+function alignGrants(keys: readonly string[], grants: readonly GrantDoc[]): Array<GrantDoc | undefined> {
+  const out = new Array<GrantDoc | undefined>(keys.length);
+  let j = 0;
+  for (let i = 0; i < keys.length && j < grants.length; i++) {
+    if (grants[j]!._id === keys[i]) out[i] = grants[j++];
+  }
+  return out;
+}
+
 export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: number, q: PermissionsQuery) {
   const { organizationId } = q;
   const organization = await read.get<OrganizationDoc>(ORGANIZATIONS, organizationKey(apiKey, organizationId));
   if (!organization) throw notFound('Organization does not exist.');
   const folderIds = [...new Set(q.folderIds ?? [])];
   const documentIds = [...new Set(q.documentIds ?? [])];
-  const docs = new Map(
-    (await read.getMany<DocumentDoc>(DOCUMENTS, documentIds.map((d) => documentKey(apiKey, organizationId, d)))).map((d) => [d.documentId, d]),
-  );
-  const wantedFolders = new Set([...folderIds, ...[...docs.values()].flatMap((d) => (d.folderId === null ? [] : [d.folderId]))]);
-  const folders = new Map(
-    (await read.getMany<FolderDoc>(FOLDERS, [...wantedFolders].map((f) => folderKey(apiKey, organizationId, f)))).map((f) => [f.folderId, f]),
-  );
+  const docs = new Map<string, DocumentDoc>();
+  for (const d of await read.getMany<DocumentDoc>(DOCUMENTS, documentIds.map((d) => documentKey(apiKey, organizationId, d)))) {
+    docs.set(d.documentId, d);
+  }
+  const wantedFolders = new Set(folderIds);
+  for (const d of docs.values()) if (d.folderId !== null) wantedFolders.add(d.folderId);
+  const folders = new Map<string, FolderDoc>();
+  for (const f of await read.getMany<FolderDoc>(FOLDERS, [...wantedFolders].map((f) => folderKey(apiKey, organizationId, f)))) {
+    folders.set(f.folderId, f);
+  }
   // A document whose folder is gone was deleted with it (rule 1 applies).
-  const targets = new Map<string, Target | null>();
-  for (const id of folderIds) targets.set(`folder:${id}`, folders.has(id) ? folderTarget(folders.get(id)!) : null);
-  for (const id of documentIds) {
+  const folderTargets = folderIds.map((id) => (folders.has(id) ? folderTarget(folders.get(id)!) : null));
+  const documentTargets = documentIds.map((id) => {
     const d = docs.get(id);
     const live = d && (d.folderId === null || folders.has(d.folderId));
-    targets.set(`document:${id}`, live ? documentTarget(d, d.folderId === null ? null : folders.get(d.folderId)!) : null);
-  }
-  const keysOf = new Set<string>();
-  for (const t of targets.values()) {
-    if (!t) continue;
-    keysOf.add(`${t.kind}\u0000${t.id}`);
-    for (const a of t.ancestors) keysOf.add(`folder\u0000${a}`);
-  }
-  keysOf.add(`organization\u0000${organizationId}`);
-  const resourceKeys = [...keysOf].map((k) => k.split('\u0000') as [ResourceType, string]);
+    return live ? documentTarget(d, d.folderId === null ? null : folders.get(d.folderId)!) : null;
+  });
+
+  // Every resource a grant may sit on, once: the key of (U, resource) is the same for every
+  // target that names it. `slot` maps `type\0id` to its position in `suffixes`.
+  const slot = new Map<string, number>();
+  const suffixes: string[] = [];
+  const slotOf = (t: ResourceType, id: string) => {
+    const k = `${t}\u0000${id}`;
+    let i = slot.get(k);
+    if (i === undefined) {
+      i = suffixes.length;
+      slot.set(k, i);
+      suffixes.push(`,${JSON.stringify(t)},${JSON.stringify(id)}]`);
+    }
+    return i;
+  };
+  // Per target, its candidates' slots: itself, its ancestors nearest first, the organization.
+  const slotsOf = (t: Target | null) => (t ? [slotOf(t.kind, t.id), ...t.ancestors.map((a) => slotOf('folder', a)), slotOf('organization', organizationId)] : null);
+  const folderSlots = folderTargets.map(slotsOf);
+  const documentSlots = documentTargets.map(slotsOf);
+  const organizationSlot = slotOf('organization', organizationId);
 
   let missing = false;
   const rows: Array<[string, UserEntries]> = [];
   for (const userId of new Set(q.userIds)) {
-    const grants = await read.getMany<GrantDoc>(GRANTS, resourceKeys.map(([t, id]) => grantKey(apiKey, organizationId, userId, t, id)));
-    const byResource = new Map(grants.map((g) => [`${g.resourceType}\u0000${g.resourceId}`, g]));
-    const grantOf = (t: ResourceType, id: string) => byResource.get(`${t}\u0000${id}`);
-    const entries: UserEntries = { organization: { [organizationId]: organizationEntry(grantOf('organization', organizationId), nowMs) } };
-    const entryFor = (kind: 'folder' | 'document', id: string): Entry => {
-      const t = targets.get(`${kind}:${id}`);
-      if (!t) {
-        missing = true;
-        return missingEntry(kind);
+    const prefix = openKey(apiKey, organizationId, userId);
+    const keys = suffixes.map((sfx) => prefix + sfx);
+    const grants = alignGrants(keys, await read.getMany<GrantDoc>(GRANTS, keys));
+    const entries: UserEntries = { organization: { [organizationId]: organizationEntry(grants[organizationSlot], nowMs) } };
+    if (folderIds.length) {
+      const out: Array<[string, Entry]> = [];
+      for (let i = 0; i < folderIds.length; i++) {
+        const t = folderTargets[i];
+        if (!t) missing = true;
+        out.push([folderIds[i]!, t ? decideAccess(t, organization, candidatesAt(folderSlots[i]!, grants, nowMs)) : missingEntry('folder')]);
       }
-      return decideAccess(t, organization, candidates(t, organizationId, grantOf, nowMs));
-    };
-    if (folderIds.length) entries.folders = Object.fromEntries(folderIds.map((id) => [id, entryFor('folder', id)]));
-    if (documentIds.length) entries.documents = Object.fromEntries(documentIds.map((id) => [id, entryFor('document', id)]));
+      // fromEntries: an id such as "__proto__" stays an own property.
+      entries.folders = Object.fromEntries(out);
+    }
+    if (documentIds.length) {
+      const out: Array<[string, Entry]> = [];
+      for (let i = 0; i < documentIds.length; i++) {
+        const t = documentTargets[i];
+        if (!t) missing = true;
+        out.push([documentIds[i]!, t ? decideAccess(t, organization, candidatesAt(documentSlots[i]!, grants, nowMs)) : missingEntry('document')]);
+      }
+      // fromEntries: an id such as "__proto__" stays an own property.
+      entries.documents = Object.fromEntries(out);
+    }
     rows.push([userId, entries]);
   }
   const data: Record<string, UserEntries> = Object.fromEntries(rows);
