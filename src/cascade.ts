@@ -14,6 +14,7 @@ import type { ProjectionRunner, RunnerLogger } from './runtime/projection-runner
 import { documentStream, grantsStream, groupStream } from './http/routes/domain.js';
 
 const BATCH = 500;
+
 const PARALLEL = 100;
 
 export class CascadeWorker {
@@ -66,38 +67,62 @@ export class CascadeWorker {
     return items.length;
   }
 
+  /**
+   * An item is stale when its target was created anew after the deletion (an organization
+   * deleted and re-created with the same ids before the worker ran): deleting then would
+   * remove what the client just made. Example: documents d, e in organization o;
+   * OrganizationDeleted at position 40 queues d and e; o is re-created and d added again at
+   * position 57 (a DocumentAdded after 40), so d's item is dropped and e's runs.
+   * Anything else after the deletion (a rename of the old d) does not save it: the old
+   * incarnation is gone from reads and goes from the write side too. Items already done
+   * (a rebuild queues historical work again) need no check: the commands are idempotent.
+   */
+  private async stale(stream: string, item: WorkItem, created: string): Promise<boolean> {
+    const events = await this.events.readStream(stream);
+    return events.some((e) => e.type === created && e.position > item.seq);
+  }
+
   private async work(item: WorkItem): Promise<void> {
+    const { apiKey, organizationId, targetId } = item;
     const now = this.clock();
     const metadata: EventMetadata = {
       requestId: item.requestId,
       actor: 'system:cascade',
       time: now,
-      apiKey: item.apiKey,
+      apiKey,
       causationId: item.causationId,
     };
-    const { apiKey, organizationId, targetId } = item;
     switch (item.kind) {
-      case 'document':
-        await this.commands.handle(documentDecider, documentStream(apiKey, organizationId, targetId), {
+      case 'document': {
+        const stream = documentStream(apiKey, organizationId, targetId);
+        if (await this.stale(stream, item, 'DocumentAdded')) return;
+        await this.commands.handle(documentDecider, stream, {
           type: 'DeleteDocument',
           data: { organizationId, documentId: targetId, reason: item.reason },
           metadata: { now },
         }, metadata);
         return;
-      case 'grants':
-        await this.commands.handle(grantsDecider, grantsStream(apiKey, organizationId, targetId), {
+      }
+      case 'grants': {
+        const stream = grantsStream(apiKey, organizationId, targetId);
+        if (await this.stale(stream, item, 'GrantAdded')) return;
+        await this.commands.handle(grantsDecider, stream, {
           type: 'RevokeAll',
           data: { organizationId, userId: targetId },
           metadata: { now },
         }, metadata);
         return;
-      case 'group':
-        await this.commands.handle(groupDecider, groupStream(apiKey, organizationId, targetId), {
+      }
+      case 'group': {
+        const stream = groupStream(apiKey, organizationId, targetId);
+        if (await this.stale(stream, item, 'UserGroupAdded')) return;
+        await this.commands.handle(groupDecider, stream, {
           type: 'DeleteGroup',
           data: { organizationId, groupId: targetId },
           metadata: { now },
         }, metadata);
         return;
+      }
     }
   }
 
