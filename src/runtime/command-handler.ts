@@ -103,8 +103,25 @@ export class CommandHandler {
     metadata: EventMetadata,
   ): Promise<HandleResult<S, E>> {
     for (let attempt = 0; ; attempt++) {
-      const { state, revision } = await this.load(decider, stream);
-      const events = decider.decide(command, state);
+      // First attempt on a state this process has cached: decide without asking the store,
+      // since the append's expected revision rejects it if another writer moved the stream
+      // (then the retry loads). Only an append can be checked that way: a refusal or a no-op
+      // on the cached state is decided again on a fresh one.
+      let loaded = attempt === 0 ? this.cachedState(decider, stream) : null;
+      let events: E[] = [];
+      if (loaded) {
+        try {
+          events = decider.decide(command, loaded.state);
+        } catch {
+          events = [];
+        }
+        if (events.length === 0) loaded = null;
+      }
+      if (!loaded) {
+        loaded = await this.load(decider, stream);
+        events = decider.decide(command, loaded.state);
+      }
+      const { state, revision } = loaded;
       if (events.length === 0) return { state, events };
       try {
         const result = await this.store.append(
@@ -122,6 +139,11 @@ export class CommandHandler {
         }
       }
     }
+  }
+
+  private cachedState<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string): { state: S; revision: number } | null {
+    const cached = this.cache.get(stream);
+    return cached && cached.decider === decider.name ? { state: cached.state as S, revision: cached.revision } : null;
   }
 
   private remember(stream: string, decider: string, state: unknown, revision: number) {
