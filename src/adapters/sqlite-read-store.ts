@@ -510,6 +510,7 @@ export class SqliteReadStore extends SqliteView implements ReadStore {
     });
     this.forgetTables();
     this.tx.forgetTables();
+    this.cache.invalidate();
   }
 
   async listCollections(): Promise<string[]> {
