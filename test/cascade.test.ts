@@ -30,21 +30,29 @@ async function withApp<T>(dir: string, follow: boolean, fn: (s: Services, post: 
   }
 }
 
+/**
+ * A process whose cascade worker never runs (as if killed right after answering): a fresh
+ * workspace, and `run` that posts with its API key and catches the projections up by hand.
+ */
+async function withoutWorker<T>(dir: string, fn: (s: Services, run: (r: string, d: unknown) => Promise<any>, headers: Record<string, string>) => Promise<T>) {
+  return withApp(dir, false, async (s, post) => {
+    const ws = await post('/v2/workspace/create', { ownerEmail: 'c@example.com' }, {});
+    await s.projections.catchUp();
+    const [apiKey, key] = Object.entries(ws.result.data.apiKeyList)[0] as [string, { authToken: string }];
+    const headers = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
+    const run = async (r: string, d: unknown) => {
+      const out = await post(r, d, headers);
+      await s.projections.catchUp();
+      return out;
+    };
+    return fn(s, run, headers);
+  });
+}
+
 test('a folder deletion whose cascade had not run when the process stopped completes after the restart', async () => {
   const dir = tempDir('collab-cascade-');
   try {
-    // First process: serves, but its cascade worker never runs (as if killed right after
-    // answering). Projections are caught up by hand after each write.
-    const headers = await withApp(dir, false, async (s, post) => {
-      const ws = await post('/v2/workspace/create', { ownerEmail: 'c@example.com' }, {});
-      await s.projections.catchUp();
-      const [apiKey, key] = Object.entries(ws.result.data.apiKeyList)[0] as [string, { authToken: string }];
-      const h = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
-      const run = async (r: string, d: unknown) => {
-        const out = await post(r, d, h);
-        await s.projections.catchUp();
-        return out;
-      };
+    const headers = await withoutWorker(dir, async (s, run, h) => {
       await run('/v2/organizations/folders/add', { organizationId: 'o', createOrganization: true, folders: [{ folderId: 'F' }, { folderId: 'G', parentFolderId: 'F' }] });
       await run('/v2/organizations/documents/add', { organizationId: 'o', folderId: 'F', documents: [{ documentId: 'd1' }] });
       await run('/v2/organizations/documents/add', { organizationId: 'o', folderId: 'G', documents: [{ documentId: 'd2' }] });
@@ -54,7 +62,7 @@ test('a folder deletion whose cascade had not run when the process stopped compl
       assert.is(await s.read.count(CASCADE_WORK, {}), 2, 'two documents queued');
       const deleted = (await s.events.readAll()).filter((e) => e.type === 'DocumentDeleted');
       assert.is(deleted.length, 0, 'nothing appended yet');
-      const docs = await post('/v2/organizations/documents/get', { organizationId: 'o' }, h);
+      const docs = await run('/v2/organizations/documents/get', { organizationId: 'o' });
       assert.equal(docs.result.data.map((d: { id: string }) => d.id), ['keep'], 'reads already exclude the subtree');
       return h;
     });
@@ -86,16 +94,8 @@ test('a folder deletion whose cascade had not run when the process stopped compl
 test('queued work never touches what was created after the deletion, nor re-runs after a rebuild', async () => {
   const dir = tempDir('collab-cascade-');
   try {
-    const headers = await withApp(dir, false, async (s, post) => {
-      const ws = await post('/v2/workspace/create', { ownerEmail: 'c@example.com' }, {});
-      await s.projections.catchUp();
-      const [apiKey, key] = Object.entries(ws.result.data.apiKeyList)[0] as [string, { authToken: string }];
-      const h = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
-      const run = async (r: string, d: unknown) => {
-        const out = await post(r, d, h);
-        await s.projections.catchUp();
-        return out;
-      };
+    const headers = await withoutWorker(dir, async (s, run, h) => {
+      const apiKey = h['x-service-api-key']!;
       await run('/v2/organizations/documents/add', { organizationId: 'o', createOrganization: true, documents: [{ documentId: 'd' }, { documentId: 'e' }] });
       await run('/v2/organizations/delete', { organizationIds: ['o'] });
       // Re-created with the same ids before the cascade ran; the old d's stream still says
