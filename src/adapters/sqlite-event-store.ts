@@ -106,7 +106,10 @@ export class SqliteEventStore implements EventStore {
       head: this.db.prepare<[], { p: number | null }>('SELECT MAX(position) AS p FROM events'),
     };
     // A nested better-sqlite3 transaction is a savepoint: a failing append rolls back alone.
-    this.appendOne = this.db.transaction((p: PendingAppend): AppendResult => {
+    // An append of one event needs none: the revision check runs before anything is written,
+    // and a single INSERT that fails leaves nothing behind (statement rollback). The savepoint
+    // and its release cost more than the insert itself (documents/add appends one event each).
+    const write = (p: PendingAppend): AppendResult => {
       const actual = this.stmts.lastRevision.get(p.stream)?.r ?? -1;
       checkExpected(p.stream, p.expected, actual);
       const recorded: RecordedEvent[] = [];
@@ -133,7 +136,9 @@ export class SqliteEventStore implements EventStore {
       }
       const last = recorded[recorded.length - 1];
       return { nextRevision: revision, position: last ? last.position : encodePosition(0), events: recorded };
-    });
+    };
+    const inSavepoint = this.db.transaction(write);
+    this.appendOne = (p) => (p.events.length > 1 ? inSavepoint(p) : write(p));
   }
 
   append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
