@@ -173,6 +173,9 @@ S('authtokens/get lists metadata only; authtoken/reset returns a new token and r
   assert.equal(Object.keys(tokens[0]).sort(), ['createdAt', 'tokenId']);
   assert.not.ok(JSON.stringify(list.body).includes(t.headers['x-service-auth-token']!));
 
+  // The old token is used (and its match remembered for the cached key document) before the reset.
+  assert.is((await authenticate(fakeRequest(t.headers), 'apiKey', h.services)).tenant?.apiKey, t.apiKey);
+  assert.is((await authenticate(fakeRequest(t.headers), 'apiKey', h.services)).tenant?.apiKey, t.apiKey);
   const reset = await h.post('/v2/workspace/authtoken/reset', { apiKey: t.apiKey }, t.workspaceHeaders);
   assert.is(reset.status, 200, JSON.stringify(reset.body));
   const fresh = reset.body.result.data.authToken as string;
