@@ -6,7 +6,7 @@
  * (a page may then hold fewer rows than asked, even none, and still have a token).
  */
 import { invalidArgument } from '../src/errors.js';
-import type { ReadView } from '../src/ports/read-store.js';
+import type { Filter, ReadView } from '../src/ports/read-store.js';
 import { AUDIT_EVENTS, AUDIT_SUBJECTS, subjectKey, type AuditEventDoc, type AuditSubjectDoc, type SubjectKind } from '../projections/audit.js';
 import { decodePageToken, encodePageToken, type Cursor } from './paging.js';
 
@@ -57,6 +57,17 @@ export interface ScanResult {
   stoppedAt?: Cursor;
 }
 
+/**
+ * Where a subject's rows are: key and organization subjects are the `audit_events` of the key
+ * (and organization), the others have rows in `audit_subjects` (projections/audit.ts).
+ */
+function sourceOf(subject: string): { events?: Filter } {
+  const [kind, apiKey, org] = JSON.parse(subject) as [SubjectKind, string, string?];
+  if (kind === 'key') return { events: { apiKey } };
+  if (kind === 'organization') return { events: { apiKey, 'data.organizationId': org! } };
+  return {};
+}
+
 /** Walks a subject's rows after `after`, keeping matches, until `want` matches or `scanLimit` rows. */
 export async function scanAudit(
   read: ReadView,
@@ -65,16 +76,26 @@ export async function scanAudit(
   options: { after?: Cursor; want: number; scanLimit: number; chunk?: number },
 ): Promise<ScanResult> {
   const chunk = options.chunk ?? 500;
+  const source = sourceOf(subject);
   const out: ScanResult['events'] = [];
   let after = options.after;
   let scanned = 0;
   for (;;) {
     const limit = Math.min(chunk, options.scanLimit - scanned);
     if (limit <= 0) return { events: out, stoppedAt: after };
-    const rows = await read.find<AuditSubjectDoc>(AUDIT_SUBJECTS, { subject }, { sort: 'position', after, limit });
+    let rows: Array<AuditSubjectDoc | AuditEventDoc>;
+    let byPosition: Map<string, AuditEventDoc>;
+    if (source.events) {
+      // Key and organization subjects: the events themselves, through their indexes.
+      const docs = await read.find<AuditEventDoc>(AUDIT_EVENTS, source.events, { sort: 'position', after, limit });
+      rows = docs;
+      byPosition = new Map(docs.map((d) => [d.position, d]));
+    } else {
+      rows = await read.find<AuditSubjectDoc>(AUDIT_SUBJECTS, { subject }, { sort: 'position', after, limit });
+      const docs = rows.length ? await read.getMany<AuditEventDoc>(AUDIT_EVENTS, rows.map((r) => r.position)) : [];
+      byPosition = new Map(docs.map((d) => [d.position, d]));
+    }
     if (rows.length === 0) return { events: out };
-    const docs = await read.getMany<AuditEventDoc>(AUDIT_EVENTS, rows.map((r) => r.position));
-    const byPosition = new Map(docs.map((d) => [d.position, d]));
     for (const r of rows) {
       scanned++;
       after = { value: r.position, id: r._id };
