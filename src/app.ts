@@ -6,13 +6,13 @@
  * data } }`, failure `{ error: { status, message, details? } }` with the canonical HTTP
  * status. Nothing, however malformed, gets a stack trace back.
  */
-import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { nanoid } from 'nanoid';
 import { ApiError, httpStatusOf } from './errors.js';
 import type { Services } from './services.js';
-import { authenticate } from './http/auth.js';
+import { authenticate, type Caller } from './http/auth.js';
 import { RequestContext } from './http/context.js';
-import type { AnyRoute } from './http/route.js';
+import type { AnyRoute, Success } from './http/route.js';
 import { parseBody } from './http/validation.js';
 import { newReadContext } from './runtime/freshness.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
@@ -70,6 +70,29 @@ function toApiError(err: unknown, bodyLimit: number): { error: ApiError; interna
   return { error: new ApiError('INTERNAL', 'Internal error.'), internal: true };
 }
 
+/** The success envelope (semantics §1). */
+function envelope(out: Success) {
+  return {
+    result: {
+      status: 'success',
+      message: out.message,
+      ...(out.data !== undefined ? { data: out.data } : {}),
+      ...(out.pageToken !== undefined ? { pageToken: out.pageToken } : {}),
+      ...out.extra,
+    },
+  };
+}
+
+/** `JSON.stringify(envelope(out))` for an `out` without `extra`, with `data` already serialized. */
+const envelopeJson = (out: Success, dataJson: string) =>
+  `{"result":{"status":"success","message":${JSON.stringify(out.message)},"data":${dataJson}${
+    out.pageToken !== undefined ? `,"pageToken":${JSON.stringify(out.pageToken)}` : ''
+  }}}`;
+
+/** Whom rate limits and idempotency keys belong to. */
+const scopeOf = (caller: Caller, req: FastifyRequest) =>
+  caller.tenant ? `apikey:${caller.tenant.apiKey}` : caller.workspaceId ? `workspace:${caller.workspaceId}` : `ip:${req.ip}`;
+
 export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   // Any content type is read as JSON: `curl -d` without a header still works, and there is
   // one parser (with Fastify's prototype-poisoning protection) for every body.
@@ -117,45 +140,46 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
   sweep.unref();
   app.addHook('onClose', async () => clearInterval(sweep));
 
+  /** Runs the route for an authenticated caller; a write waits for the read models first. */
+  const run = async (route: AnyRoute, req: FastifyRequest, caller: Caller): Promise<Success> => {
+    const data = parseBody(route.schema, req.body);
+    const ctx = new RequestContext(services, req.id, services.clock(), req.log, caller.actor, caller.tenant, caller.workspaceId);
+    const out = await route.handler(data, ctx);
+    if (ctx.lastPosition) {
+      // Read-your-writes: the write is durable already; wait (bounded) until the read
+      // models show it, so the client's next query sees what it just did.
+      const caughtUp = await services.projections.waitFor(ctx.lastPosition, services.config.readYourWritesTimeoutMs);
+      if (!caughtUp) req.log.warn({ position: ctx.lastPosition }, 'read models lag behind this write');
+    }
+    return out;
+  };
+
   for (const route of allRoutes(services)) {
     app.post(route.path, async (req, reply) => {
       void reply.header('x-request-id', req.id);
       // Read caches re-validate against other processes' commits before serving this request.
       newReadContext();
       const caller = await authenticate(req, route.auth, services);
-      const scope = caller.tenant ? `apikey:${caller.tenant.apiKey}` : caller.workspaceId ? `workspace:${caller.workspaceId}` : `ip:${req.ip}`;
-      limiter.take(scope);
-
-      const run = async () => {
-        const data = parseBody(route.schema, req.body);
-        const ctx = new RequestContext(services, req.id, services.clock(), req.log, caller.actor, caller.tenant, caller.workspaceId);
-        const out = await route.handler(data, ctx);
-        if (ctx.lastPosition) {
-          // Read-your-writes: the write is durable already; wait (bounded) until the read
-          // models show it, so the client's next query sees what it just did.
-          const caughtUp = await services.projections.waitFor(ctx.lastPosition, services.config.readYourWritesTimeoutMs);
-          if (!caughtUp) req.log.warn({ position: ctx.lastPosition }, 'read models lag behind this write');
-        }
-        return {
-          result: {
-            status: 'success',
-            message: out.message,
-            ...(out.data !== undefined ? { data: out.data } : {}),
-            ...(out.pageToken !== undefined ? { pageToken: out.pageToken } : {}),
-            ...out.extra,
-          },
-        };
-      };
+      if (limiter.enabled) limiter.take(scopeOf(caller, req));
 
       const idemKey = readIdempotencyKey(req.headers['idempotency-key']);
-      if (!idemKey) return reply.status(200).send(await run());
+      if (!idemKey) {
+        const out = await run(route, req, caller);
+        // A route that serializes its data itself (byte for byte what JSON.stringify gives,
+        // only faster) gets its envelope written here; Fastify sends strings as they are.
+        if (route.dataJson && out.data !== undefined && out.extra === undefined) {
+          return reply.status(200).type('application/json; charset=utf-8').send(envelopeJson(out, route.dataJson(out.data)));
+        }
+        return reply.status(200).send(envelope(out));
+      }
 
+      const scope = scopeOf(caller, req);
       const begun = await idempotency.begin(scope, route.path, idemKey, bodyHash(req.body));
       if ('replay' in begun) {
         return reply.status(begun.replay.status).header('idempotent-replayed', 'true').send(begun.replay.body);
       }
       try {
-        const body = await run();
+        const body = envelope(await run(route, req, caller));
         await idempotency.complete(begun.recordId, 200, body);
         return reply.status(200).send(body);
       } catch (err) {

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { documentDecider, documentNotFound, type DocumentState } from '../../../commands/document.js';
 import { getFolder, normalizeParent, type Tree } from '../../../commands/folder-tree.js';
 import { organizationDecider, organizationNotFound } from '../../../commands/organization.js';
-import { documentsPage } from '../../../queries/documents.js';
+import { documentsPage, documentRowsJson } from '../../../queries/documents.js';
 import { requireOrganization } from '../../../queries/organizations.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import { invalidArgument, notFound } from '../../errors.js';
@@ -114,6 +114,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
       const page = await documentsPage(services.read, ctx.apiKey, { ...data, pageSize: data.pageSize ?? DEFAULT_PAGE_SIZE });
       return { message: 'Document(s) retrieved successfully.', data: page.rows, pageToken: page.pageToken };
     },
+    dataJson: documentRowsJson,
   });
 
   const update = defineRoute({
