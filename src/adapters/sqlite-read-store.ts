@@ -182,12 +182,22 @@ class SqliteTx extends SqliteView implements ReadTx {
     return t;
   }
 
+  /** The upsert statement of each collection written in this transaction's tables (projections' hottest call). */
+  private readonly upserts = new Map<string, Database.Statement>();
+
+  override forgetTables() {
+    super.forgetTables();
+    this.upserts?.clear();
+  }
+
   async upsert(collection: string, doc: Doc): Promise<void> {
-    const t = this.table(collection);
-    this.stmt(`INSERT INTO ${t} (id, doc) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc`).run(
-      doc._id,
-      JSON.stringify(doc),
-    );
+    let s = this.upserts.get(collection);
+    if (!s) {
+      const t = this.table(collection);
+      s = this.stmt(`INSERT INTO ${t} (id, doc) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc`);
+      this.upserts.set(collection, s);
+    }
+    s.run(doc._id, JSON.stringify(doc));
   }
 
   async patch(collection: string, id: string, set: Record<string, unknown> = {}, unset: string[] = []): Promise<boolean> {
