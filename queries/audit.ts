@@ -58,15 +58,22 @@ export interface ScanResult {
 }
 
 /**
- * Where a subject's rows are: key and organization subjects are the `audit_events` of the key
- * (and organization), the others have rows in `audit_subjects` (projections/audit.ts).
+ * Where a subject's rows are (projections/audit.ts): key and organization subjects are the
+ * `audit_events` of the key (and organization); folder, document and agent subjects are the
+ * events whose `target` they are, merged in log order with their `audit_subjects` rows.
  */
-function sourceOf(subject: string): { events?: Filter } {
+function sourceOf(subject: string): { events: Filter; rows: boolean } {
   const [kind, apiKey, org] = JSON.parse(subject) as [SubjectKind, string, string?];
-  if (kind === 'key') return { events: { apiKey } };
-  if (kind === 'organization') return { events: { apiKey, 'data.organizationId': org! } };
-  return {};
+  if (kind === 'key') return { events: { apiKey }, rows: false };
+  if (kind === 'organization') return { events: { apiKey, 'data.organizationId': org! }, rows: false };
+  return { events: { target: subject }, rows: true };
 }
+
+/**
+ * The cursor after every row at `position` in both sources: event ids are positions (digits)
+ * and subject row ids are JSON arrays (`[`), both below `~`.
+ */
+const past = (position: string): Cursor => ({ value: position, id: '~' });
 
 /** Walks a subject's rows after `after`, keeping matches, until `want` matches or `scanLimit` rows. */
 export async function scanAudit(
@@ -83,29 +90,35 @@ export async function scanAudit(
   for (;;) {
     const limit = Math.min(chunk, options.scanLimit - scanned);
     if (limit <= 0) return { events: out, stoppedAt: after };
-    let rows: Array<AuditSubjectDoc | AuditEventDoc>;
-    let byPosition: Map<string, AuditEventDoc>;
-    if (source.events) {
-      // Key and organization subjects: the events themselves, through their indexes.
-      const docs = await read.find<AuditEventDoc>(AUDIT_EVENTS, source.events, { sort: 'position', after, limit });
-      rows = docs;
-      byPosition = new Map(docs.map((d) => [d.position, d]));
-    } else {
-      rows = await read.find<AuditSubjectDoc>(AUDIT_SUBJECTS, { subject }, { sort: 'position', after, limit });
-      const docs = rows.length ? await read.getMany<AuditEventDoc>(AUDIT_EVENTS, rows.map((r) => r.position)) : [];
-      byPosition = new Map(docs.map((d) => [d.position, d]));
+    // Both sources hold at most one entry per event; each gives its first `limit` after the
+    // cursor, so the first `limit` of their merge are the subject's next `limit` events.
+    const events = await read.find<AuditEventDoc>(AUDIT_EVENTS, source.events, { sort: 'position', after, limit });
+    let merged: Array<{ position: string; event?: AuditEventDoc }> = events.map((e) => ({ position: e.position, event: e }));
+    if (source.rows) {
+      const rows = await read.find<AuditSubjectDoc>(AUDIT_SUBJECTS, { subject }, { sort: 'position', after, limit });
+      if (rows.length > 0) {
+        merged = merged
+          .concat(rows.map((r) => ({ position: r.position })))
+          .sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0))
+          .filter((m, i, all) => i === 0 || all[i - 1]!.position !== m.position);
+        merged.length = Math.min(merged.length, limit);
+        const missing = merged.filter((m) => !m.event).map((m) => m.position);
+        const docs = missing.length ? await read.getMany<AuditEventDoc>(AUDIT_EVENTS, missing) : [];
+        const byPosition = new Map(docs.map((d) => [d.position, d]));
+        for (const m of merged) m.event ??= byPosition.get(m.position);
+      }
     }
-    if (rows.length === 0) return { events: out };
-    for (const r of rows) {
+    if (merged.length === 0) return { events: out };
+    for (const m of merged) {
       scanned++;
-      after = { value: r.position, id: r._id };
-      const e = byPosition.get(r.position);
+      after = past(m.position);
+      const e = m.event;
       if (e && matches(e, filter)) {
         out.push({ event: e, cursor: after });
         if (out.length >= options.want) return { events: out };
       }
     }
-    if (rows.length < limit) return { events: out };
+    if (merged.length < limit) return { events: out };
   }
 }
 

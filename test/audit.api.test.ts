@@ -87,6 +87,30 @@ test('filters: types and time range', async () => {
   assert.is(upTo.data.length, all.length);
 });
 
+test('a folder history merges the events it is the target of with its subject rows, in order, across pages', async () => {
+  await ok('/v2/organizations/add', { organizations: [{ organizationId: 'merge' }] });
+  await ok('/v2/organizations/folders/add', { organizationId: 'merge', folders: [{ folderId: 'p' }, { folderId: 'c', parentFolderId: 'p' }] });
+  await ok('/v2/organizations/folders/update', { organizationId: 'merge', folders: [{ folderId: 'c', folderName: 'Child' }] });
+  await ok('/v2/organizations/folders/delete', { organizationId: 'merge', folderId: 'p' });
+  const all = await ok(AUDIT, { organizationId: 'merge', folderId: 'c' });
+  // Added and renamed name c first (its target); the deletion names p first and c in its subtree (a row).
+  assert.equal(types(all.data).slice(-2), ['FolderRenamed', 'FolderDeleted']);
+  assert.ok(all.data.length >= 3);
+  const paged: string[] = [];
+  let pageToken: string | undefined;
+  do {
+    const r = await ok(AUDIT, { organizationId: 'merge', folderId: 'c', pageSize: 1, ...(pageToken ? { pageToken } : {}) });
+    paged.push(...r.data.map((e: { position: string }) => e.position));
+    pageToken = r.pageToken;
+  } while (pageToken);
+  assert.equal(paged, all.data.map((e: { position: string }) => e.position));
+  for (const chunk of [1, 2]) {
+    const { scanAudit, subjectOf } = await import('../queries/audit.js');
+    const r = await scanAudit(h.services.read, subjectOf({ apiKey: t.apiKey, organizationId: 'merge', folderId: 'c' }).subject, {}, { want: 100, scanLimit: 100, chunk });
+    assert.equal(r.events.map((e) => e.event.position), paged, `chunk ${chunk}`);
+  }
+});
+
 test('paging with pageToken; tokens are bound to the query', async () => {
   const seen: string[] = [];
   let pageToken: string | undefined;
