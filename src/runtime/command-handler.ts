@@ -11,7 +11,6 @@
  * events after the cached revision. The cache never hides another writer: every load still
  * asks the store for newer events, and the append's expected revision catches the rest.
  */
-import { randomUUID } from 'node:crypto';
 import { aborted } from '../errors.js';
 import {
   WrongExpectedRevisionError,
@@ -21,6 +20,7 @@ import {
   type RecordedEvent,
 } from '../ports/event-store.js';
 import type { Decider, DomainEvent } from './decider.js';
+import { newEventId } from '../ids.js';
 
 export interface HandleResult<State, Event> {
   /** The state after the command (equal to the loaded one when nothing was appended). */
@@ -126,7 +126,7 @@ export class CommandHandler {
       try {
         const result = await this.store.append(
           stream,
-          events.map((e) => ({ id: randomUUID(), type: e.type, data: e.data, metadata })),
+          events.map((e) => ({ id: newEventId(), type: e.type, data: e.data, metadata })),
           revision === -1 ? 'no_stream' : revision,
         );
         const next = events.reduce(decider.evolve, state);
