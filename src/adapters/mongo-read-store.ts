@@ -32,6 +32,7 @@
 import { MongoClient, MongoServerError, type ClientSession, type Collection, type Db, type Document } from 'mongodb';
 import type { LogPosition } from '../ports/event-store.js';
 import {
+  applyInOrder,
   CheckpointConflictError,
   type Doc,
   type Filter,
@@ -205,27 +206,8 @@ class MongoTx extends MongoView implements ReadTx {
     return guard(async () => (await this.coll(collection).deleteMany({ [field(f)]: { $lt: value } }, this.opts)).deletedCount);
   }
 
-  async bulk(ops: readonly WriteOp[]): Promise<void> {
-    for (const op of ops) {
-      switch (op.op) {
-        case 'upsert':
-          await this.upsert(op.collection, op.doc);
-          break;
-        case 'patch':
-          await this.patch(op.collection, op.id, op.set, op.unset);
-          break;
-        case 'delete':
-          await this.delete(op.collection, op.id);
-          break;
-        case 'deleteMany':
-          await this.deleteMany(op.collection, op.filter);
-          break;
-        default: {
-          const never: never = op;
-          throw new BugError(`unknown write op ${JSON.stringify(never)}`);
-        }
-      }
-    }
+  bulk(ops: readonly WriteOp[]): Promise<void> {
+    return applyInOrder(this, ops);
   }
 
   async setCheckpoint(name: string, position: LogPosition, expected: LogPosition | null): Promise<void> {

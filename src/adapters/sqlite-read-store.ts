@@ -12,6 +12,7 @@
 import Database from 'better-sqlite3';
 import type { LogPosition } from '../ports/event-store.js';
 import {
+  applyInOrder,
   CheckpointConflictError,
   type Doc,
   type Filter,
@@ -227,27 +228,8 @@ class SqliteTx extends SqliteView implements ReadTx {
     return this.stmt(`DELETE FROM ${t} WHERE ${extract(field)} < ?`).run(value).changes;
   }
 
-  async bulk(ops: readonly WriteOp[]): Promise<void> {
-    for (const op of ops) {
-      switch (op.op) {
-        case 'upsert':
-          await this.upsert(op.collection, op.doc);
-          break;
-        case 'patch':
-          await this.patch(op.collection, op.id, op.set, op.unset);
-          break;
-        case 'delete':
-          await this.delete(op.collection, op.id);
-          break;
-        case 'deleteMany':
-          await this.deleteMany(op.collection, op.filter);
-          break;
-        default: {
-          const never: never = op;
-          throw new BugError(`unknown write op ${JSON.stringify(never)}`);
-        }
-      }
-    }
+  bulk(ops: readonly WriteOp[]): Promise<void> {
+    return applyInOrder(this, ops);
   }
 
   async setCheckpoint(name: string, position: LogPosition, expected: LogPosition | null): Promise<void> {

@@ -6,6 +6,7 @@
  * Contract: test/contract/read-store.contract.ts.
  */
 import type { LogPosition } from './event-store.js';
+import { BugError } from '../errors.js';
 
 export type Scalar = string | number | boolean | null;
 
@@ -86,4 +87,34 @@ export interface ReadStore extends ReadView {
   /** Names of the collections that exist (written or indexed at least once), sorted. Rebuilds use it to drop old generations. */
   listCollections(): Promise<string[]>;
   close(): Promise<void>;
+}
+
+/**
+ * `bulk` for adapters without a cheaper native path: each op through the transaction's own
+ * methods, in order. (MongoDB's bulkWrite is per collection; a batch here spans several.)
+ */
+export async function applyInOrder(
+  tx: Pick<ReadTx, 'upsert' | 'patch' | 'delete' | 'deleteMany'>,
+  ops: readonly WriteOp[],
+): Promise<void> {
+  for (const op of ops) {
+    switch (op.op) {
+      case 'upsert':
+        await tx.upsert(op.collection, op.doc);
+        break;
+      case 'patch':
+        await tx.patch(op.collection, op.id, op.set, op.unset);
+        break;
+      case 'delete':
+        await tx.delete(op.collection, op.id);
+        break;
+      case 'deleteMany':
+        await tx.deleteMany(op.collection, op.filter);
+        break;
+      default: {
+        const never: never = op;
+        throw new BugError(`unknown write op ${JSON.stringify(never)}`);
+      }
+    }
+  }
 }
