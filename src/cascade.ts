@@ -12,6 +12,7 @@ import type { ReadStore } from './ports/read-store.js';
 import type { CommandHandler } from './runtime/command-handler.js';
 import type { ProjectionRunner, RunnerLogger } from './runtime/projection-runner.js';
 import { documentStream, grantsStream, groupStream } from './http/routes/domain.js';
+import { Wakeup } from './runtime/wakeup.js';
 
 const BATCH = 500;
 
@@ -20,7 +21,7 @@ const PARALLEL = 100;
 export class CascadeWorker {
   private running = false;
   private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
+  private readonly wakeup = new Wakeup();
   private unsubscribe: (() => void) | null = null;
 
   constructor(
@@ -36,14 +37,14 @@ export class CascadeWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.unsubscribe = this.events.onAppended(() => this.wake?.());
+    this.unsubscribe = this.events.onAppended(() => this.wakeup.poke());
     this.loop = this.run();
   }
 
   async stop(): Promise<void> {
     this.running = false;
     this.unsubscribe?.();
-    this.wake?.();
+    this.wakeup.poke();
     await this.loop;
   }
 
@@ -130,6 +131,7 @@ export class CascadeWorker {
     let failures = 0;
     while (this.running) {
       let done = 0;
+      this.wakeup.take();
       try {
         done = await this.drain();
         failures = 0;
@@ -138,21 +140,7 @@ export class CascadeWorker {
         failures++;
         this.log.error({ err }, 'cascade batch failed; retrying');
       }
-      if (done === 0 && this.running) await this.sleep(failures ? Math.min(5000, 100 * 2 ** failures) : this.pollMs);
+      if (done === 0 && this.running) await this.wakeup.sleep(failures ? Math.min(5000, 100 * 2 ** failures) : this.pollMs);
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wake = null;
-        resolve();
-      }, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        this.wake = null;
-        resolve();
-      };
-    });
   }
 }

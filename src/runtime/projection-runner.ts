@@ -16,6 +16,7 @@
  * never applies (`serve --role api`).
  */
 import { LOG_START, type EventStore, type LogPosition } from '../ports/event-store.js';
+import { Wakeup } from './wakeup.js';
 import { CheckpointConflictError, type ReadStore } from '../ports/read-store.js';
 import type { Projection } from './projection.js';
 import type { Lease } from './lease.js';
@@ -53,8 +54,7 @@ export class ProjectionRunner {
   private waiters: Waiter[] = [];
   private running = false;
   private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
-  private pending = false;
+  private readonly wakeup = new Wakeup();
   private unsubscribe: (() => void) | null = null;
   private failures = 0;
   private readonly lease: Lease | undefined;
@@ -147,15 +147,12 @@ export class ProjectionRunner {
   }
 
   private poke() {
-    this.pending = true;
-    const w = this.wake;
-    this.wake = null;
-    w?.();
+    this.wakeup.poke();
   }
 
   private async run(): Promise<void> {
     while (this.running) {
-      this.pending = false;
+      this.wakeup.take();
       let read = 0;
       try {
         if (this.applying) read = await this.step();
@@ -165,12 +162,12 @@ export class ProjectionRunner {
         // A failing projection must not skip events: log, back off, try the batch again.
         this.failures++;
         this.log.error({ err: error }, 'projection batch failed; retrying');
-        await this.sleep(Math.min(5000, 50 * 2 ** Math.min(this.failures, 7)));
+        await this.wakeup.sleep(Math.min(5000, 50 * 2 ** Math.min(this.failures, 7)));
         continue;
       }
       // A follower polls fast while requests wait for another process to apply their events.
       const idle = !this.applying && this.waiters.length > 0 ? Math.min(this.pollMs, 20) : this.pollMs;
-      if (read === 0 && !this.pending && this.running) await this.sleep(idle);
+      if (read === 0 && this.running) await this.wakeup.sleep(idle);
     }
   }
 
@@ -178,19 +175,6 @@ export class ProjectionRunner {
   private async follow() {
     await this.reloadCheckpoints();
     this.release();
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wake = null;
-        resolve();
-      }, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
   }
 
   private async reloadCheckpoints() {

@@ -21,6 +21,7 @@
  * to store its checkpoint), so it does not hold up the projections' transactions.
  */
 import { randomUUID } from 'node:crypto';
+import { Wakeup } from '../runtime/wakeup.js';
 import { LOG_START, type EventStore, type LogPosition, type RecordedEvent } from '../ports/event-store.js';
 import { CheckpointConflictError, type ReadStore } from '../ports/read-store.js';
 import type { CommandHandler } from '../runtime/command-handler.js';
@@ -69,34 +70,6 @@ interface KeyConfig {
   webhook: ServiceState;
 }
 
-class Loop {
-  private wake: (() => void) | null = null;
-  private pending = false;
-  poke() {
-    this.pending = true;
-    const w = this.wake;
-    this.wake = null;
-    w?.();
-  }
-  /** Sleeps `ms` unless poked (or already poked since the last `take`). */
-  sleep(ms: number): Promise<void> {
-    if (this.pending) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wake = null;
-        resolve();
-      }, Math.max(0, ms));
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  }
-  take() {
-    this.pending = false;
-  }
-}
-
 export class WebhookDeliverer {
   /** How far the follow loop has read (in memory). */
   private checkpoint: LogPosition | null = null;
@@ -106,8 +79,8 @@ export class WebhookDeliverer {
   private running = false;
   private loops: Promise<void>[] = [];
   private unsubscribe: (() => void) | null = null;
-  private readonly follow = new Loop();
-  private readonly send = new Loop();
+  private readonly follow = new Wakeup();
+  private readonly send = new Wakeup();
   private readonly inflight = new Map<string, Promise<void>>();
   private stopping = new AbortController();
   private readonly schedule: number[];
