@@ -14,7 +14,6 @@ import { authenticate, type Caller } from './http/auth.js';
 import { RequestContext } from './http/context.js';
 import type { AnyRoute, Success } from './http/route.js';
 import { parseBody } from './http/validation.js';
-import { newReadContext } from './runtime/freshness.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
 import { RateLimiter, RateLimitedError } from './http/rate-limit.js';
 import { IdempotencyStore, bodyHash, readIdempotencyKey } from './http/idempotency.js';
@@ -158,7 +157,7 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
     app.post(route.path, async (req, reply) => {
       void reply.header('x-request-id', req.id);
       // Read caches re-validate against other processes' commits before serving this request.
-      newReadContext();
+      services.read.beginRequest();
       const caller = await authenticate(req, route.auth, services);
       if (limiter.enabled) limiter.take(scopeOf(caller, req));
 

@@ -1,13 +1,12 @@
 /**
  * The embedded read store's document cache (src/adapters/sqlite-read-store.ts): reads never
  * show less than this process committed, or than another connection committed before the
- * request began (src/runtime/freshness.ts).
+ * request began (ReadStore.beginRequest).
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import path from 'node:path';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
-import { newReadContext } from '../src/runtime/freshness.js';
 import { tempDir } from './support/app.js';
 
 const s = suite<{ a: SqliteReadStore; b: SqliteReadStore }>('read store cache (sqlite)');
@@ -52,15 +51,15 @@ s('a rolled-back transaction leaves nothing behind in the cache', async ({ a }) 
 });
 
 s("another connection's commit is seen by the next request", async ({ a, b }) => {
-  newReadContext();
+  a.beginRequest();
   assert.is(await a.get('things', 'o'), null);
   assert.equal(await a.find('things', { tenant: 'T' }), []);
   await b.transaction((tx) => tx.upsert('things', { _id: 'o', tenant: 'T', seq: 1 }));
-  newReadContext();
+  a.beginRequest();
   assert.equal(await a.get('things', 'o'), { _id: 'o', tenant: 'T', seq: 1 });
   assert.equal((await a.find('things', { tenant: 'T' })).map((d) => d._id), ['o']);
   await b.transaction((tx) => tx.delete('things', 'o'));
-  newReadContext();
+  a.beginRequest();
   assert.is(await a.get('things', 'o'), null);
 });
 

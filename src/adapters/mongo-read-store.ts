@@ -328,6 +328,9 @@ export class MongoReadStore extends MongoView implements ReadStore {
     await this.ctx.db.dropDatabase();
   }
 
+  /** No read cache: every read already goes to the server. */
+  beginRequest(): void {}
+
   async close(): Promise<void> {
     if (this.closed) return;
     await this.chain;

@@ -25,7 +25,6 @@ import {
   type WriteOp,
 } from '../ports/read-store.js';
 import { BugError } from '../errors.js';
-import { readContext } from '../runtime/freshness.js';
 
 const NAME = /^[a-z][a-z0-9_]{0,62}$/;
 const FIELD = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
@@ -288,7 +287,7 @@ export interface SqliteReadStoreOptions {
  * - commits by other connections (another process, a rebuild, the CLI) move SQLite's
  *   `data_version` of the reader connection. That check costs a read transaction (a few
  *   microseconds of locking, a fifth of a permissions query under load), so it is made once
- *   per turn of the event loop and once per request (src/runtime/freshness.ts): whatever
+ *   per turn of the event loop and once per request (ReadStore.beginRequest): whatever
  *   another process acknowledged before a request arrived is seen by that request.
  * Either change empties the cache. Every check and fill runs in one synchronous stretch, so
  * no commit of this process can fall between them.
@@ -299,7 +298,7 @@ class DocCache {
   private version = -1;
   private generation = 0;
   private seenGeneration = -1;
-  /** Checked in this turn of the event loop, and in read context `context` (src/runtime/freshness.ts). */
+  /** Checked in this turn of the event loop, and since the last `beginRequest`. */
   private fresh = false;
   private context = -1;
   private readonly stale = () => {
@@ -314,6 +313,13 @@ class DocCache {
     this.dataVersion = db.prepare('PRAGMA data_version').pluck();
   }
 
+  /** Requests begun so far (ReadStore.beginRequest): a new one re-validates the cache. */
+  private requests = 0;
+
+  beginRequest() {
+    this.requests++;
+  }
+
   /** This store committed (or may have changed what reads return): forget everything. */
   invalidate() {
     this.generation++;
@@ -323,7 +329,7 @@ class DocCache {
   collection(collection: string): Map<string, Doc | null> | null {
     if (this.max <= 0) return null;
     let version = this.version;
-    const context = readContext();
+    const context = this.requests;
     if (!this.fresh || context !== this.context) {
       version = this.dataVersion.get() as number;
       this.context = context;
@@ -510,6 +516,10 @@ export class SqliteReadStore extends SqliteView implements ReadStore {
       .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rm\\_%' ESCAPE '\\' ORDER BY name")
       .all() as Array<{ name: string }>;
     return rows.map((r) => r.name.slice(3));
+  }
+
+  beginRequest(): void {
+    this.cache.beginRequest();
   }
 
   async close(): Promise<void> {

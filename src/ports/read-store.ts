@@ -86,6 +86,13 @@ export interface ReadStore extends ReadView {
   dropCollection(collection: string): Promise<void>;
   /** Names of the collections that exist (written or indexed at least once), sorted. Rebuilds use it to drop old generations. */
   listCollections(): Promise<string[]>;
+  /**
+   * A request starts: reads from now on must see everything committed before this call,
+   * by any process. Stores that cache reads re-validate on their next read; others do
+   * nothing. (A dependency on another process's write reaches this one only through a
+   * request, so this is the one moment a cache must look again.)
+   */
+  beginRequest(): void;
   close(): Promise<void>;
 }
 

@@ -198,6 +198,10 @@ export class GenerationalReadStore implements ReadStore {
     return out.sort();
   }
 
+  beginRequest(): void {
+    this.s.base.beginRequest();
+  }
+
   async close(): Promise<void> {
     if (!this.owner) return;
     if (this.s.timer) clearInterval(this.s.timer);
