@@ -21,7 +21,12 @@ import { apiKeyOf } from './organizations.js';
 
 export const CASCADE_WORK = 'cascade_work';
 
-export type WorkKind = 'document' | 'grants' | 'group';
+/**
+ * `grants`: every grant of one user in the organization (RevokeAll); `resourceGrants`: one
+ * user's grant on one deleted folder or document (`resource`), so a folder or document
+ * re-created with the same id never finds the old grant on the write side.
+ */
+export type WorkKind = 'document' | 'grants' | 'resourceGrants' | 'group';
 
 export interface WorkItem extends Doc {
   kind: WorkKind;
@@ -29,7 +34,9 @@ export interface WorkItem extends Doc {
   organizationId: string;
   /** documentId, userId or groupId. */
   targetId: string;
-  reason: 'folderDeleted' | 'organizationDeleted';
+  reason: 'folderDeleted' | 'organizationDeleted' | 'documentDeleted';
+  /** `resourceGrants` only: the deleted resource whose grant goes. */
+  resource?: { resourceType: 'folder' | 'document'; resourceId: string };
   causationId: string;
   requestId: string;
   /** Log position of the deletion: items are worked in this order. */
@@ -49,6 +56,7 @@ export async function queueCascade(
   kind: WorkKind,
   organizationId: string,
   reason: WorkItem['reason'],
+  resource?: WorkItem['resource'],
 ): Promise<void> {
   const apiKey = apiKeyOf(e);
   const seen = new Set<string>();
@@ -59,12 +67,15 @@ export async function queueCascade(
       if (seen.has(targetId)) continue;
       seen.add(targetId);
       const item: WorkItem = {
-        _id: key(apiKey, kind, organizationId, targetId, e.id),
+        _id: resource
+          ? key(apiKey, kind, organizationId, targetId, resource.resourceType, resource.resourceId, e.id)
+          : key(apiKey, kind, organizationId, targetId, e.id),
         kind,
         apiKey,
         organizationId,
         targetId,
         reason,
+        ...(resource ? { resource } : {}),
         causationId: e.id,
         requestId: e.metadata.requestId,
         seq: e.position,

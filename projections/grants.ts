@@ -59,15 +59,23 @@ export const grantsProjection = defineProjection({
       const d = data<'GrantRevoked'>(e);
       await tx.delete(GRANTS, grantKey(apiKeyOf(e), d.organizationId, d.userId, d.resourceType, d.resourceId));
     },
+    // The grants go from reads at once, and the cascade revokes each on the write side too
+    // (semantics §4: "grants on them go too"), so a folder or document re-created with the
+    // same id never finds, extends or is refused by the old one.
     async FolderDeleted(e, tx) {
       const d = data<'FolderDeleted'>(e);
       for (const resourceId of d.folderIds) {
-        await tx.deleteMany(GRANTS, { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'folder', resourceId });
+        const filter = { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'folder', resourceId };
+        await queueCascade(tx, e, { collection: GRANTS, filter, sort: 'userId', field: 'userId' }, 'resourceGrants', d.organizationId, 'folderDeleted', { resourceType: 'folder', resourceId });
+        await tx.deleteMany(GRANTS, filter);
       }
     },
     async DocumentDeleted(e, tx) {
       const d = data<'DocumentDeleted'>(e);
-      await tx.deleteMany(GRANTS, { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'document', resourceId: d.documentId });
+      const filter = { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'document', resourceId: d.documentId };
+      const reason = d.reason === 'request' ? 'documentDeleted' : d.reason;
+      await queueCascade(tx, e, { collection: GRANTS, filter, sort: 'userId', field: 'userId' }, 'resourceGrants', d.organizationId, reason, { resourceType: 'document', resourceId: d.documentId });
+      await tx.deleteMany(GRANTS, filter);
     },
     async OrganizationDeleted(e, tx) {
       const organizationId = data<'OrganizationDeleted'>(e).organizationId;

@@ -99,7 +99,8 @@ export class CascadeWorker {
         if (await this.stale(stream, item, 'DocumentAdded')) return;
         await this.commands.handle(documentDecider, stream, {
           type: 'DeleteDocument',
-          data: { organizationId, documentId: targetId, reason: item.reason },
+          // Document items come from folder and organization deletions only.
+          data: { organizationId, documentId: targetId, reason: item.reason === 'documentDeleted' ? 'request' : item.reason },
           metadata: { now },
         }, metadata);
         return;
@@ -110,6 +111,22 @@ export class CascadeWorker {
         await this.commands.handle(grantsDecider, stream, {
           type: 'RevokeAll',
           data: { organizationId, userId: targetId },
+          metadata: { now },
+        }, metadata);
+        return;
+      }
+      case 'resourceGrants': {
+        const stream = grantsStream(apiKey, organizationId, targetId);
+        const resource = item.resource!;
+        // Stale: the user was granted the re-created resource after the deletion.
+        const events = await this.events.readStream(stream);
+        const regranted = events.some((e) => e.type === 'GrantAdded' && e.position > item.seq &&
+          (e.data as { resourceType: string; resourceId: string }).resourceType === resource.resourceType &&
+          (e.data as { resourceId: string }).resourceId === resource.resourceId);
+        if (regranted) return;
+        await this.commands.handle(grantsDecider, stream, {
+          type: 'Revoke',
+          data: { organizationId, userId: targetId, resources: [resource] },
           metadata: { now },
         }, metadata);
         return;
