@@ -445,4 +445,20 @@ test('§4 documents/delete: grants on the deleted document go on the write side 
   assert.equal(await perm('rd', 'u', 'documents', 'e'), { accessRole: 'editor', accessType: 'restricted' }, 'grants on other documents stay');
 });
 
+test('§4a permissions/remove: a missing resource is a per-resource failure, like permissions/add', async () => {
+  await ok('/v2/organizations/documents/add', { organizationId: 'pr', createOrganization: true, documents: [{ documentId: 'd' }] });
+  await ok('/v2/auth/permissions/add', { userId: 'u', permissions: { resources: [{ type: 'document', id: 'd', organizationId: 'pr' }] } });
+  const r = await ok('/v2/auth/permissions/remove', { user: { userId: 'u' }, permissions: { resources: [
+    { type: 'document', id: 'd', organizationId: 'pr' },
+    { type: 'document', id: 'ghost', organizationId: 'pr' },
+    { type: 'folder', id: 'nof', organizationId: 'pr' },
+    { type: 'organization', id: 'no-org' },
+  ] } });
+  assert.is(r.message, 'Permissions removed successfully.');
+  assert.equal(r.data.d, { success: true, type: 'document', message: 'Permission removed.' });
+  assert.equal(r.data.ghost, { success: false, type: 'document', message: 'Document does not exist.' });
+  assert.equal(r.data.nof, { success: false, type: 'folder', message: 'Folder does not exist.' });
+  assert.equal(r.data['no-org'], { success: false, type: 'organization', message: 'Organization does not exist.' });
+});
+
 test.run();

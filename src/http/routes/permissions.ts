@@ -55,18 +55,17 @@ async function missing(ctx: RequestContext, r: ResourceInput): Promise<string | 
   return null;
 }
 
-/** Groups resources by organization, runs one grants command per organization, keys outcomes by resource id. */
+/** Groups resources by organization, runs one grants command per organization, keys outcomes by resource id; a missing resource fails alone. */
 async function perOrganization(
   ctx: RequestContext,
   userId: string,
   resources: ResourceInput[],
-  check: boolean,
   command: (organizationId: string, rs: ResourceInput[]) => Parameters<typeof plan>[0],
 ) {
   const out: Array<[string, Outcome]> = [];
   const byOrg = new Map<string, ResourceInput[]>();
   await Promise.all(resources.map(async (r) => {
-    const why = check ? await missing(ctx, r) : null;
+    const why = await missing(ctx, r);
     if (why) out.push([r.id, { success: false, type: r.type, message: why }]);
     else byOrg.set(orgOf(r), [...(byOrg.get(orgOf(r)) ?? []), r]);
   }));
@@ -84,7 +83,7 @@ async function perOrganization(
 
 /** Grants `resources` to `userId` as /v2/auth/permissions/add does; outcomes keyed by resource id. */
 export function addGrants(ctx: RequestContext, userId: string, resources: ResourceInput[]) {
-  return perOrganization(ctx, userId, resources, true, (organizationId, rs) => ({
+  return perOrganization(ctx, userId, resources, (organizationId, rs) => ({
     type: 'Grant',
     data: {
       organizationId,
@@ -129,7 +128,8 @@ export function permissionRoutes(services: Services): AnyRoute[] {
     schema: withUser(z.object(userSchema)),
     async handler(data, ctx) {
       const userId = (data.userId ?? data.user?.userId)!;
-      const results = await perOrganization(ctx, userId, data.permissions.resources, false, (organizationId, rs) => ({
+      // semantics §4a: missing resources are per-resource failures in both add and remove.
+      const results = await perOrganization(ctx, userId, data.permissions.resources, (organizationId, rs) => ({
         type: 'Revoke',
         data: { organizationId, userId, resources: rs.map(toResource) },
         metadata: { now: ctx.now },
