@@ -461,4 +461,48 @@ test('§4a permissions/remove: a missing resource is a per-resource failure, lik
   assert.equal(r.data['no-org'], { success: false, type: 'organization', message: 'Organization does not exist.' });
 });
 
+// ---- §1 wire conventions and §2 authentication ----
+
+test('§1 envelopes: unknown route NOT_FOUND, body without object data INVALID_ARGUMENT naming it, unknown fields ignored', async () => {
+  let r = await post('/v2/nowhere', {});
+  assert.is(r.status, 404);
+  assert.is(r.body.error.status, 'NOT_FOUND');
+  const get = await h.app.inject({ method: 'GET', url: '/v2/users/add', headers: t.headers });
+  assert.ok(get.statusCode === 404 || get.statusCode === 405);
+  assert.type(JSON.parse(get.body).error.message, 'string');
+  for (const body of ['{}', '{"data":[]}', '{"data":null}', '[]']) {
+    r = await h.raw('/v2/organizations/get', body, t.headers);
+    assert.is(r.status, 400, body);
+    assert.is(r.body.error.status, 'INVALID_ARGUMENT');
+    assert.match(r.body.error.message, /data/);
+  }
+  r = await post('/v2/users/add', { organizationId: 'wire', users: [{ userId: 'a' }, { userId: 'b' }, { userId: 'c', email: 'nope' }] });
+  assert.is(r.status, 400);
+  assert.match(r.body.error.message, /data\.users\[2\]\.email must be a valid email/);
+  await ok('/v2/organizations/documents/add', { organizationId: 'wire', createOrganization: true, extra: 1, documents: [{ documentId: 'd', secret: 'x' }] });
+  const row = (await ok('/v2/organizations/documents/get', { organizationId: 'wire' })).data[0];
+  assert.equal(Object.keys(row).sort(), ['accessType', 'disabled', 'documentName', 'id']);
+});
+
+test('§2 authentication: missing headers UNAUTHENTICATED (401), a wrong pair PERMISSION_DENIED (403)', async () => {
+  let r = await h.post('/v2/organizations/get', {});
+  assert.is(r.status, 401);
+  assert.is(r.body.error.status, 'UNAUTHENTICATED');
+  r = await h.post('/v2/organizations/get', {}, { ...t.headers, 'x-service-auth-token': 'wrong' });
+  assert.is(r.status, 403);
+  assert.is(r.body.error.status, 'PERMISSION_DENIED');
+  r = await h.post('/v2/workspace/apikey/create', { ownerEmail: 'a@example.com', type: 'testing' }, { ...t.workspaceHeaders, 'x-service-workspace-auth-token': 'wrong' });
+  assert.is(r.status, 403);
+  assert.is(r.body.error.status, 'PERMISSION_DENIED');
+  r = await h.post('/v2/workspace/apikey/create', { ownerEmail: 'a@example.com', type: 'testing', realtimeDBRegion: '' }, t.workspaceHeaders);
+  assert.is(r.status, 400);
+  assert.is(r.body.error.status, 'INVALID_ARGUMENT');
+  r = await h.post('/v2/workspace/apikey/create', { ownerEmail: 'a@example.com', type: 'testing', createAuthToken: true }, t.workspaceHeaders);
+  assert.is(r.body.result.message, 'API key created successfully.');
+  assert.type(r.body.result.data.apiKey, 'string');
+  assert.type(r.body.result.data.authToken, 'string');
+  r = await h.post('/v2/workspace/apikey/create', { ownerEmail: 'a@example.com', type: 'production' }, t.workspaceHeaders);
+  assert.is(r.status, 403, 'production keys need the workspace flag first');
+});
+
 test.run();
