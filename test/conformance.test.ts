@@ -505,4 +505,15 @@ test('§2 authentication: missing headers UNAUTHENTICATED (401), a wrong pair PE
   assert.is(r.status, 403, 'production keys need the workspace flag first');
 });
 
+test('§4/spec users/add rule 5: createDocument with an unknown folderId (no createFolder) fails; nothing is created at the root', async () => {
+  await ok('/v2/organizations/add', { organizations: [{ organizationId: 'uf' }] });
+  const r = await post('/v2/users/add', { organizationId: 'uf', folderId: 'nf', documentId: 'nd', createDocument: true, users: [{ userId: 'u' }] });
+  assert.is(r.status, 404, JSON.stringify(r.body));
+  assert.equal(r.body, { error: { status: 'NOT_FOUND', message: 'Folder does not exist.' } });
+  assert.equal((await ok('/v2/organizations/documents/get', { organizationId: 'uf' })).data, []);
+  await ok('/v2/users/add', { organizationId: 'uf', folderId: 'nf', createFolder: true, documentId: 'nd', createDocument: true, users: [{ userId: 'u' }] });
+  const row = (await ok('/v2/organizations/documents/get', { organizationId: 'uf' })).data[0];
+  assert.is(row.folderId, 'nf');
+});
+
 test.run();

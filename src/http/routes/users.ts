@@ -73,17 +73,21 @@ export function userRoutes(services: Services): AnyRoute[] {
       await ctx.execute(organizationDecider, organizationStream(apiKey, organizationId), {
         type: 'CreateOrganization', data: { organizationId, ifMissing: true }, metadata: { now: ctx.now },
       });
-      const tree = await organizationTree(services, apiKey, organizationId);
+      let tree = await organizationTree(services, apiKey, organizationId);
       if (data.folderId !== undefined && !getFolder(tree, data.folderId) && data.createFolder) {
         await ctx.execute(organizationDecider, organizationStream(apiKey, organizationId), {
           type: 'AddFolders', data: { organizationId, folders: [{ folderId: data.folderId }] }, metadata: { now: ctx.now },
         });
+        tree = await organizationTree(services, apiKey, organizationId);
       }
+      // A folderId that does not exist (and was not created) fails the call, as it does
+      // without documentId: createDocument never puts the document elsewhere (at the root).
+      if (data.folderId !== undefined && !getFolder(tree, data.folderId)) throw notFound('Folder does not exist.');
       if (data.documentId !== undefined && data.createDocument) {
         const stream = documentStream(apiKey, organizationId, data.documentId);
         const { state } = await services.commands.load(documentDecider, stream);
         if (state.status !== 'active') {
-          const folderId = data.folderId !== undefined && getFolder((await organizationTree(services, apiKey, organizationId)), data.folderId) ? data.folderId : null;
+          const folderId = data.folderId ?? null;
           await ctx.execute(documentDecider, stream, {
             type: 'AddDocument', data: { organizationId, documentId: data.documentId, folderId }, metadata: { now: ctx.now },
           });
