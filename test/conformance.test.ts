@@ -516,4 +516,15 @@ test('§4/spec users/add rule 5: createDocument with an unknown folderId (no cre
   assert.is(row.folderId, 'nf');
 });
 
+test('§5 users/delete without scope takes a user out of the organization groups even when no grant is left', async () => {
+  await ok('/v2/users/add', { organizationId: 'ug', users: [{ userId: 'u' }] });
+  await ok('/v2/organizations/usergroups/add', { organizationId: 'ug', organizationUserGroups: [{ groupId: 'g', groupName: 'G' }] });
+  await ok('/v2/organizations/usergroups/users/add', { organizationId: 'ug', organizationUserGroupId: 'g', userIds: ['u'] });
+  await ok('/v2/auth/permissions/remove', { userId: 'u', permissions: { resources: [{ type: 'organization', id: 'ug' }] } });
+  const r = await ok('/v2/users/delete', { organizationId: 'ug', userIds: ['u'] });
+  assert.equal(r.data.u, { success: true, message: 'User removed.' });
+  const left = await ok('/v2/organizations/usergroups/users/delete', { organizationId: 'ug', organizationUserGroupId: 'g', deleteAll: true });
+  assert.equal(left.data, {}, 'no one is left in the group');
+});
+
 test.run();

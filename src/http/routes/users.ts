@@ -159,7 +159,10 @@ export function userRoutes(services: Services): AnyRoute[] {
       const wholeOrganization = resource.resourceType === 'organization';
       const results = await Promise.all(unique(data.userIds).map(async (userId) => {
         const grants = (await grantsOf(ctx, organizationId, userId)).grants;
-        const has = wholeOrganization ? Object.keys(grants).length > 0 : resourceKey(resource) in grants;
+        // semantics §5: without a scope the user is in the organization while they hold a
+        // grant in it or belong to one of its groups; all of that goes.
+        const groups = wholeOrganization ? await services.read.find<MemberDoc>(GROUP_MEMBERS, { apiKey: ctx.apiKey, organizationId, userId }) : [];
+        const has = wholeOrganization ? Object.keys(grants).length > 0 || groups.length > 0 : resourceKey(resource) in grants;
         if (!has) return [userId, userDoesNotExist] as const;
         return [userId, await item(
           async () => {
@@ -170,7 +173,6 @@ export function userRoutes(services: Services): AnyRoute[] {
             }
             // semantics §5: membership, every grant inside the organization, and its groups.
             await ctx.execute(grantsDecider, stream, { type: 'RevokeAll', data: { organizationId, userId }, metadata: { now: ctx.now } });
-            const groups = await services.read.find<MemberDoc>(GROUP_MEMBERS, { apiKey: ctx.apiKey, organizationId, userId });
             await Promise.all(groups.map((g) =>
               ctx.execute(groupDecider, groupStream(ctx.apiKey, organizationId, g.groupId), {
                 type: 'RemoveMembers', data: { organizationId, groupId: g.groupId, userIds: [userId] }, metadata: { now: ctx.now },
