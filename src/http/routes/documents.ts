@@ -20,7 +20,7 @@ import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id, ids, items, text } from '../validation.js';
-import { accessType, documentStream, firstById, item, keyed, organizationStream, pageSize, pageToken, unique } from './domain.js';
+import { accessType, documentStream, eachItem, item, keyed, organizationStream, pageSize, pageToken, unique } from './domain.js';
 
 const docSchema = z.object({
   documentId: id(),
@@ -79,23 +79,16 @@ export function documentRoutes(services: Services): AnyRoute[] {
         if (r.state.status === 'active') tree = r.state.tree;
       }
       const folderMissing = folderId !== null && !getFolder(tree, folderId);
-      const results = await Promise.all(firstById(data.documents, (d) => d.documentId).map(async (d) => [
-        d.documentId,
-        await item(
-          async () => {
-            if (folderMissing) throw notFound(`Folder ${JSON.stringify(folderId)} does not exist.`);
-            await current(ctx, tree, organizationId, d.documentId);
-            await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, d.documentId), {
-              type: 'AddDocument',
-              data: { organizationId, documentId: d.documentId, documentName: d.documentName, folderId, accessType: d.accessType, disabled: d.disabled },
-              metadata: { now: ctx.now },
-            });
-          },
-          () => ({ success: true, id: d.documentId, message: 'Document added.' }),
-          { id: d.documentId },
-        ),
-      ] as const));
-      return { message: 'Document(s) added successfully.', data: keyed(results) };
+      const results = await eachItem(data.documents, (d) => d.documentId, async (d) => {
+        if (folderMissing) throw notFound(`Folder ${JSON.stringify(folderId)} does not exist.`);
+        await current(ctx, tree, organizationId, d.documentId);
+        await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, d.documentId), {
+          type: 'AddDocument',
+          data: { organizationId, documentId: d.documentId, documentName: d.documentName, folderId, accessType: d.accessType, disabled: d.disabled },
+          metadata: { now: ctx.now },
+        });
+      }, 'Document added.');
+      return { message: 'Document(s) added successfully.', data: results };
     },
   });
 
@@ -124,22 +117,15 @@ export function documentRoutes(services: Services): AnyRoute[] {
     async handler(data, ctx) {
       const { organizationId } = data;
       const tree = await organizationTree(services, ctx.apiKey, organizationId);
-      const results = await Promise.all(firstById(data.documents, (d) => d.documentId).map(async (d) => [
-        d.documentId,
-        await item(
-          async () => {
-            if ((await current(ctx, tree, organizationId, d.documentId)).status !== 'active') throw documentNotFound();
-            await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, d.documentId), {
-              type: 'UpdateDocument',
-              data: { organizationId, documentId: d.documentId, documentName: d.documentName, accessType: d.accessType, disabled: d.disabled },
-              metadata: { now: ctx.now },
-            });
-          },
-          () => ({ success: true, id: d.documentId, message: 'Document updated.' }),
-          { id: d.documentId },
-        ),
-      ] as const));
-      return { message: 'Document(s) updated successfully.', data: keyed(results) };
+      const results = await eachItem(data.documents, (d) => d.documentId, async (d) => {
+        if ((await current(ctx, tree, organizationId, d.documentId)).status !== 'active') throw documentNotFound();
+        await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, d.documentId), {
+          type: 'UpdateDocument',
+          data: { organizationId, documentId: d.documentId, documentName: d.documentName, accessType: d.accessType, disabled: d.disabled },
+          metadata: { now: ctx.now },
+        });
+      }, 'Document updated.');
+      return { message: 'Document(s) updated successfully.', data: results };
     },
   });
 

@@ -49,6 +49,25 @@ export function firstById<T>(items: readonly T[], idOf: (t: T) => string): T[] {
 
 export const unique = (ids: readonly string[]) => [...new Set(ids)];
 
+/**
+ * A batch endpoint's items (semantics §1): each id once (its first occurrence), each run on
+ * its own, an ApiError failing only that item; `{ [id]: { success, id, message } }`.
+ */
+export async function eachItem<T>(
+  items: readonly T[],
+  idOf: (t: T) => string,
+  run: (t: T) => Promise<unknown>,
+  message: string,
+): Promise<Record<string, Outcome>> {
+  const results = await Promise.all(
+    firstById(items, idOf).map(async (t) => {
+      const id = idOf(t);
+      return [id, await item(() => run(t), () => ({ success: true, id, message }), { id })] as const;
+    }),
+  );
+  return keyed(results);
+}
+
 /** `{ [id]: outcome }`, built with own data properties (an id like "__proto__" stays a plain key). */
 export function keyed(entries: ReadonlyArray<readonly [string, Outcome]>): Record<string, Outcome> {
   return Object.fromEntries(entries);

@@ -9,7 +9,7 @@ import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id, ids, items, text } from '../validation.js';
-import { firstById, item, keyed, organizationStream, pageSize, pageToken, unique } from './domain.js';
+import { eachItem, item, keyed, organizationStream, pageSize, pageToken, unique } from './domain.js';
 
 const orgSchema = z.object({ organizationId: id(), organizationName: text(256).optional() });
 
@@ -19,19 +19,13 @@ export function organizationRoutes(services: Services): AnyRoute[] {
     auth: 'apiKey',
     schema: z.object({ organizations: items(orgSchema) }),
     async handler(data, ctx) {
-      const results = await Promise.all(firstById(data.organizations, (o) => o.organizationId).map(async (o) => [
-        o.organizationId,
-        await item(
-          () => ctx.execute(organizationDecider, organizationStream(ctx.apiKey, o.organizationId), {
-            type: 'CreateOrganization',
-            data: { organizationId: o.organizationId, organizationName: o.organizationName },
-            metadata: { now: ctx.now },
-          }),
-          () => ({ success: true, id: o.organizationId, message: 'Organization added.' }),
-          { id: o.organizationId },
-        ),
-      ] as const));
-      return { message: 'Organization(s) added successfully.', data: keyed(results) };
+      const results = await eachItem(data.organizations, (o) => o.organizationId, (o) =>
+        ctx.execute(organizationDecider, organizationStream(ctx.apiKey, o.organizationId), {
+          type: 'CreateOrganization',
+          data: { organizationId: o.organizationId, organizationName: o.organizationName },
+          metadata: { now: ctx.now },
+        }), 'Organization added.');
+      return { message: 'Organization(s) added successfully.', data: results };
     },
   });
 
@@ -40,27 +34,20 @@ export function organizationRoutes(services: Services): AnyRoute[] {
     auth: 'apiKey',
     schema: z.object({ organizations: items(orgSchema) }),
     async handler(data, ctx) {
-      const results = await Promise.all(firstById(data.organizations, (o) => o.organizationId).map(async (o) => [
-        o.organizationId,
-        await item(
-          async () => {
-            const stream = organizationStream(ctx.apiKey, o.organizationId);
-            if (o.organizationName === undefined) {
-              const { state } = await services.commands.load(organizationDecider, stream);
-              if (state.status !== 'active') throw organizationNotFound();
-              return;
-            }
-            await ctx.execute(organizationDecider, stream, {
-              type: 'RenameOrganization',
-              data: { organizationId: o.organizationId, organizationName: o.organizationName },
-              metadata: { now: ctx.now },
-            });
-          },
-          () => ({ success: true, id: o.organizationId, message: 'Organization updated.' }),
-          { id: o.organizationId },
-        ),
-      ] as const));
-      return { message: 'Organization(s) updated successfully.', data: keyed(results) };
+      const results = await eachItem(data.organizations, (o) => o.organizationId, async (o) => {
+        const stream = organizationStream(ctx.apiKey, o.organizationId);
+        if (o.organizationName === undefined) {
+          const { state } = await services.commands.load(organizationDecider, stream);
+          if (state.status !== 'active') throw organizationNotFound();
+          return;
+        }
+        await ctx.execute(organizationDecider, stream, {
+          type: 'RenameOrganization',
+          data: { organizationId: o.organizationId, organizationName: o.organizationName },
+          metadata: { now: ctx.now },
+        });
+      }, 'Organization updated.');
+      return { message: 'Organization(s) updated successfully.', data: results };
     },
   });
 
