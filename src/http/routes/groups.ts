@@ -15,7 +15,7 @@ import type { RequestContext } from '../context.js';
 import type { GroupCommand } from '../../../commands/group.js';
 import { id, ids, items, text } from '../validation.js';
 import { organizationTree } from './documents.js';
-import { firstById, grantsStream, groupStream, item, keyed, organizationStream, unique } from './domain.js';
+import { eachItem, grantsStream, groupStream, keyed, organizationStream, unique } from './domain.js';
 
 async function members(ctx: RequestContext, command: GroupCommand, userIds: readonly string[] | null) {
   const run = capturing(groupDecider, plan);
@@ -47,17 +47,11 @@ export function groupRoutes(services: Services): AnyRoute[] {
         });
       }
       await organizationTree(services, ctx.apiKey, organizationId);
-      const results = await Promise.all(firstById(data.organizationUserGroups, (g) => g.groupId).map(async (g) => [
-        g.groupId,
-        await item(
-          () => ctx.execute(groupDecider, groupStream(ctx.apiKey, organizationId, g.groupId), {
-            type: 'AddGroup', data: { organizationId, groupId: g.groupId, groupName: g.groupName }, metadata: { now: ctx.now },
-          }),
-          () => ({ success: true, id: g.groupId, message: 'Organization user group added.' }),
-          { id: g.groupId },
-        ),
-      ] as const));
-      return { message: 'Organization user groups added successfully.', data: keyed(results) };
+      const results = await eachItem(data.organizationUserGroups, (g) => g.groupId, (g) =>
+        ctx.execute(groupDecider, groupStream(ctx.apiKey, organizationId, g.groupId), {
+          type: 'AddGroup', data: { organizationId, groupId: g.groupId, groupName: g.groupName }, metadata: { now: ctx.now },
+        }), 'Organization user group added.');
+      return { message: 'Organization user groups added successfully.', data: results };
     },
   });
 

@@ -21,7 +21,7 @@ import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { email, id, ids, items, text } from '../validation.js';
 import { organizationTree } from './documents.js';
-import { documentStream, firstById, grantsStream, groupStream, item, keyed, organizationStream, pageSize, pageToken, unique, userStream } from './domain.js';
+import { documentStream, eachItem, firstById, grantsStream, groupStream, item, keyed, organizationStream, pageSize, pageToken, unique, userStream } from './domain.js';
 
 const role = () => z.enum(ACCESS_ROLES);
 const userSchema = z.object({
@@ -95,24 +95,17 @@ export function userRoutes(services: Services): AnyRoute[] {
       }
       await requireScope(ctx, data);
       const resource = resourceOf(data);
-      const results = await Promise.all(firstById(data.users, (u) => u.userId).map(async (u) => [
-        u.userId,
-        await item(
-          async () => {
-            await ctx.execute(userDecider, userStream(apiKey, u.userId), {
-              type: 'SaveUser', data: { userId: u.userId, name: u.name, email: u.email, initial: u.initial }, metadata: { now: ctx.now },
-            });
-            await ctx.execute(grantsDecider, grantsStream(apiKey, organizationId, u.userId), {
-              type: 'Grant',
-              data: { organizationId, userId: u.userId, grants: [{ ...resource, accessRole: u.accessRole ?? 'editor' }] },
-              metadata: { now: ctx.now },
-            });
-          },
-          () => ({ success: true, id: u.userId, message: 'User added.' }),
-          { id: u.userId },
-        ),
-      ] as const));
-      return { message: 'User(s) added successfully.', data: keyed(results) };
+      const results = await eachItem(data.users, (u) => u.userId, async (u) => {
+        await ctx.execute(userDecider, userStream(apiKey, u.userId), {
+          type: 'SaveUser', data: { userId: u.userId, name: u.name, email: u.email, initial: u.initial }, metadata: { now: ctx.now },
+        });
+        await ctx.execute(grantsDecider, grantsStream(apiKey, organizationId, u.userId), {
+          type: 'Grant',
+          data: { organizationId, userId: u.userId, grants: [{ ...resource, accessRole: u.accessRole ?? 'editor' }] },
+          metadata: { now: ctx.now },
+        });
+      }, 'User added.');
+      return { message: 'User(s) added successfully.', data: results };
     },
   });
 
