@@ -28,6 +28,12 @@ export interface Config {
   idempotencyTtlHours: number;
   /** Lease time of the projection runner and webhook deliverer: another process takes over after it. */
   leaseTtlMs: number;
+  /**
+   * `serve` (role all) applies projections, delivers webhooks and works deletion cascades on a
+   * worker thread, off the core that answers requests (docs/performance.md). false keeps them
+   * on the main thread (tests, debugging).
+   */
+  backgroundThread: boolean;
 }
 
 export class ConfigError extends Error {
@@ -50,6 +56,15 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const n = Number(raw.trim());
   if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
   return n;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const v = raw.trim().toLowerCase();
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0') return false;
+  throw new ConfigError(name, `must be true or false, got ${JSON.stringify(raw)}`);
 }
 
 function url(env: Env, name: string, protocols: string[]): string | undefined {
@@ -100,5 +115,6 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', Math.max(1, rateLimitPerSecond * 2), 1, 10_000_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
     leaseTtlMs: integer(env, 'LEASE_TTL_MS', 10_000, 300, 600_000),
+    backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
   };
 }

@@ -45,7 +45,7 @@ async function workerApp(services: Services, config: Config) {
 }
 
 export async function serve(config: Config, role: Role = 'all') {
-  const services = await openServices(config, { role });
+  const services = await openServices(config, { role, thread: config.backgroundThread });
   const app = role === 'worker' ? await workerApp(services, config) : await buildApp(services);
   app.addHook('onClose', async () => {
     await services.close();
@@ -62,6 +62,11 @@ export async function serve(config: Config, role: Role = 'all') {
       process.exit(1);
     }, 10_000);
     force.unref();
+    // A keep-alive connection whose request was in flight when closing began is not idle then,
+    // so the server's one sweep of idle connections misses it and close() would wait for the
+    // client to hang up. Sweeping again closes each as soon as its response is out.
+    const sweep = setInterval(() => app.server.closeIdleConnections(), 25);
+    sweep.unref();
     app.close().then(
       () => process.exit(0),
       (err) => {

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config.js';
-import type { EventStore } from './ports/event-store.js';
+import type { EventStore, LogPosition } from './ports/event-store.js';
 import type { ReadStore } from './ports/read-store.js';
 import { SqliteEventStore } from './adapters/sqlite-event-store.js';
 import { SqliteReadStore } from './adapters/sqlite-read-store.js';
@@ -21,6 +21,7 @@ import { CascadeWorker } from './cascade.js';
 import { openReadModels } from './ops/read-models.js';
 import type { GenerationalReadStore } from './runtime/generations.js';
 import { Lease } from './runtime/lease.js';
+import { BackgroundThread } from './runtime/background.js';
 
 const silentLogger = { error() {}, warn() {}, info() {} };
 
@@ -34,8 +35,8 @@ export interface Services {
   projections: ProjectionRunner;
   /** Sends webhooks (src/webhooks/); runs only when the services follow the log. */
   webhooks: WebhookDeliverer;
-  /** Appends the per-item events of folder and organization deletions (src/cascade.ts). */
-  cascade: CascadeWorker;
+  /** Appends the per-item events of folder and organization deletions (src/cascade.ts); `settle` waits for them. */
+  cascade: Pick<CascadeWorker, 'settle'>;
   clock: () => number;
   close(): Promise<void>;
 }
@@ -53,6 +54,18 @@ export interface OpenOptions {
    * for the `projections` and `webhooks` leases: one process applies, another takes over.
    */
   role?: 'all' | 'api' | 'worker';
+  /**
+   * Runs the background work (projections, webhooks, cascades) on a worker thread
+   * (src/runtime/background.ts); role `all` only. serve passes `config.backgroundThread`.
+   * Options that cannot cross threads (clock, webhook tuning) then apply to this thread only.
+   */
+  thread?: boolean;
+  /** Wraps the event store before anything uses it (the background thread's notifications). */
+  decorateEvents?: (events: EventStore) => EventStore;
+  /** Events applied per read-model transaction (default 1000). */
+  batchSize?: number;
+  /** Told the position every projection passed after each batch this process applies. */
+  onApplied?: (position: LogPosition) => void;
 }
 
 /**
@@ -85,12 +98,20 @@ export async function assemble(
 ): Promise<Services> {
   const generations = await openReadModels(read, allProjections);
   read = generations;
+  if (options.decorateEvents) events = options.decorateEvents(events);
   const api = options.role === 'api';
+  // serve's default: the background work runs on a worker thread (src/runtime/background.ts)
+  // and this thread only observes the checkpoints it stores, as an API process does.
+  const threaded = options.thread === true && (options.role ?? 'all') === 'all' && options.follow !== false;
+  const observe = api || threaded;
+  const logger = options.logger ?? silentLogger;
   const commands = new CommandHandler(events);
   const projections = new ProjectionRunner(events, read, allProjections, {
     logger: options.logger,
-    observe: api,
-    lease: api ? undefined : new Lease(read, 'projections', { ttlMs: config.leaseTtlMs, logger: options.logger }),
+    observe,
+    lease: observe ? undefined : new Lease(read, 'projections', { ttlMs: config.leaseTtlMs, logger: options.logger }),
+    onApplied: options.onApplied,
+    batchSize: options.batchSize,
   });
   await projections.init();
   if (options.follow !== false) projections.start();
@@ -101,12 +122,27 @@ export async function assemble(
     lease: new Lease(read, 'webhooks', { ttlMs: config.leaseTtlMs, logger: options.logger }),
     ...webhookOptions,
   });
-  if (options.follow !== false && options.webhooks !== false && !api) {
+  if (options.follow !== false && options.webhooks !== false && !observe) {
     await webhooks.init();
     webhooks.start();
   }
-  const cascade = new CascadeWorker(events, read, commands, projections, clock, options.logger ?? silentLogger);
-  if (options.follow !== false && !api) cascade.start();
+  const cascadeWorker = new CascadeWorker(events, read, commands, projections, clock, logger);
+  let cascade: Pick<CascadeWorker, 'settle'> = cascadeWorker;
+  let background: BackgroundThread | null = null;
+  let unsubscribe = () => {};
+  if (threaded) {
+    const thread = new BackgroundThread(config, { logger, onApplied: (position) => projections.observed(position) });
+    unsubscribe = events.onAppended(() => thread.poke());
+    try {
+      await thread.start();
+    } catch (error) {
+      unsubscribe();
+      await projections.stop();
+      throw error;
+    }
+    background = thread;
+    cascade = thread;
+  } else if (options.follow !== false && !api) cascadeWorker.start();
   let closed = false;
   return {
     config,
@@ -121,7 +157,9 @@ export async function assemble(
     async close() {
       if (closed) return;
       closed = true;
-      await cascade.stop();
+      unsubscribe();
+      await background?.stop();
+      await cascadeWorker.stop();
       await webhooks.stop();
       await projections.stop();
       await events.close();

@@ -9,6 +9,7 @@ import { loadConfig } from '../src/config.js';
 import { openServices, type Services } from '../src/services.js';
 import { buildApp } from '../src/app.js';
 import { CASCADE_WORK } from '../projections/cascade-work.js';
+import type { CascadeWorker } from '../src/cascade.js';
 import { harness, tempDir } from './support/app.js';
 import { documentDecider } from '../commands/document.js';
 import { documentStream } from '../src/http/routes/domain.js';
@@ -83,7 +84,7 @@ test('a folder deletion whose cascade had not run when the process stopped compl
       assert.is(await s.read.count(CASCADE_WORK, {}), 0);
       // Running the same work again appends nothing: the commands are idempotent.
       const before = events.length;
-      await s.cascade.drain();
+      await (s.cascade as CascadeWorker).drain();
       assert.is((await s.events.readAll()).length, before);
     });
   } finally {

@@ -36,6 +36,8 @@ export interface ProjectionRunnerOptions {
   lease?: Lease;
   /** Never apply: follow the checkpoints other processes store (API-only processes). */
   observe?: boolean;
+  /** Told the position every projection has passed after each applied batch (src/runtime/background.ts). */
+  onApplied?: (position: LogPosition) => void;
 }
 
 interface Waiter {
@@ -59,6 +61,7 @@ export class ProjectionRunner {
   private failures = 0;
   private readonly lease: Lease | undefined;
   private readonly observe: boolean;
+  private readonly onApplied: ((position: LogPosition) => void) | undefined;
 
   constructor(
     private readonly events: EventStore,
@@ -71,6 +74,7 @@ export class ProjectionRunner {
     this.log = options.logger ?? silent;
     this.lease = options.lease;
     this.observe = options.observe ?? false;
+    this.onApplied = options.onApplied;
   }
 
   /** Whether this runner applies batches now (not an observer, and holding its lease if it has one). */
@@ -140,6 +144,19 @@ export class ProjectionRunner {
       if (n === 0) return total;
       onBatch?.(n, this.position);
     }
+  }
+
+  /**
+   * An observer is told by the applier (a thread of this process) that every projection has
+   * passed `position`: waiting requests are answered now instead of at the next poll of the
+   * stored checkpoints. A checkpoint never moves back.
+   */
+  observed(position: LogPosition): void {
+    for (const p of this.projections) {
+      const c = this.checkpoints.get(p.name) ?? null;
+      if (c === null || c < position) this.checkpoints.set(p.name, position);
+    }
+    this.release();
   }
 
   async isCaughtUp(): Promise<boolean> {
@@ -213,6 +230,7 @@ export class ProjectionRunner {
     }
     for (const [name, pos] of moved) this.checkpoints.set(name, pos);
     this.release();
+    this.onApplied?.(this.position);
     return batch.length;
   }
 

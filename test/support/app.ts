@@ -43,7 +43,10 @@ export function tempDir(prefix = 'collab-test-'): string {
 export async function harness(env: Record<string, string> = {}, options: { clock?: () => number } = {}): Promise<Harness> {
   const dataDir = env.DATA_DIR ?? tempDir();
   const config: Config = loadConfig({ LOG_LEVEL: 'silent', ...env, DATA_DIR: dataDir });
-  const services = await openServices(config, { clock: options.clock });
+  // BACKGROUND_THREAD=true in `env` (or TEST_BACKGROUND_THREAD=1 for a whole run) puts the
+  // background work on its worker thread as serve does; a test clock stays in-thread.
+  const thread = !options.clock && (env.BACKGROUND_THREAD === 'true' || process.env.TEST_BACKGROUND_THREAD === '1');
+  const services = await openServices(config, { clock: options.clock, thread });
   const app = await buildApp(services, { logger: false });
   await app.ready();
   const parse = (res: { statusCode: number; body: string; headers: Record<string, unknown> }): Response => {
