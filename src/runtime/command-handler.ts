@@ -103,11 +103,13 @@ export class CommandHandler {
     metadata: EventMetadata,
   ): Promise<HandleResult<S, E>> {
     for (let attempt = 0; ; attempt++) {
-      // First attempt on a state this process has cached: decide without asking the store,
-      // since the append's expected revision rejects it if another writer moved the stream
-      // (then the retry loads). Only an append can be checked that way: a refusal or a no-op
-      // on the cached state is decided again on a fresh one.
-      let loaded = attempt === 0 ? this.cachedState(decider, stream) : null;
+      // First attempt: decide without asking the store, on the state this process has cached,
+      // or, for a stream it has never seen, on the initial state (most such commands create
+      // the stream: a documents/add of 100 new documents then reads no stream at all). The
+      // append's expected revision rejects the guess if the stream moved or exists (then the
+      // retry loads). Only an append can be checked that way: a refusal or a no-op on the
+      // guessed state is decided again on a fresh one.
+      let loaded = attempt === 0 ? this.cachedState(decider, stream) ?? { state: decider.initialState(), revision: -1 } : null;
       let events: E[] = [];
       if (loaded) {
         try {

@@ -15,7 +15,7 @@ import { organizationDecider, organizationNotFound } from '../../../commands/org
 import { documentsPage, documentRowsJson } from '../../../queries/documents.js';
 import { requireOrganization } from '../../../queries/organizations.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
-import { invalidArgument, notFound } from '../../errors.js';
+import { ApiError, invalidArgument, notFound } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
@@ -81,12 +81,22 @@ export function documentRoutes(services: Services): AnyRoute[] {
       const folderMissing = folderId !== null && !getFolder(tree, folderId);
       const results = await eachItem(data.documents, (d) => d.documentId, async (d) => {
         if (folderMissing) throw notFound(`Folder ${JSON.stringify(folderId)} does not exist.`);
-        await current(ctx, tree, organizationId, d.documentId);
-        await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, d.documentId), {
-          type: 'AddDocument',
-          data: { organizationId, documentId: d.documentId, documentName: d.documentName, folderId, accessType: d.accessType, disabled: d.disabled },
-          metadata: { now: ctx.now },
-        });
+        const stream = documentStream(ctx.apiKey, organizationId, d.documentId);
+        const add = () =>
+          ctx.execute(documentDecider, stream, {
+            type: 'AddDocument',
+            data: { organizationId, documentId: d.documentId, documentName: d.documentName, folderId, accessType: d.accessType, disabled: d.disabled },
+            metadata: { now: ctx.now },
+          });
+        // The document is looked at only when it exists already (a new one costs no stream
+        // read): an orphan, whose folder was deleted, is removed and the add goes through.
+        try {
+          await add();
+        } catch (err) {
+          if (!(err instanceof ApiError && err.status === 'ALREADY_EXISTS')) throw err;
+          if ((await current(ctx, tree, organizationId, d.documentId)).status === 'active') throw err;
+          await add();
+        }
       }, 'Document added.');
       return { message: 'Document(s) added successfully.', data: results };
     },
