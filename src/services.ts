@@ -37,6 +37,8 @@ export interface Services {
   webhooks: WebhookDeliverer;
   /** Appends the per-item events of folder and organization deletions (src/cascade.ts); `settle` waits for them. */
   cascade: Pick<CascadeWorker, 'settle'>;
+  /** The worker thread doing the background work, when the services run one (OpenOptions.thread). */
+  background: BackgroundThread | null;
   clock: () => number;
   close(): Promise<void>;
 }
@@ -62,6 +64,12 @@ export interface OpenOptions {
   thread?: boolean;
   /** Wraps the event store before anything uses it (the background thread's notifications). */
   decorateEvents?: (events: EventStore) => EventStore;
+  /**
+   * Who holds this process's leases (src/runtime/lease.ts); unique per Lease by default. The
+   * background thread keeps one across restarts, so a thread started again after a crash
+   * takes over its predecessor's leases at once instead of after their TTL.
+   */
+  leaseHolder?: string;
   /** Events applied per read-model transaction (default 1000). */
   batchSize?: number;
   /** Told the position every projection passed after each batch this process applies. */
@@ -109,7 +117,7 @@ export async function assemble(
   const projections = new ProjectionRunner(events, read, allProjections, {
     logger: options.logger,
     observe,
-    lease: observe ? undefined : new Lease(read, 'projections', { ttlMs: config.leaseTtlMs, logger: options.logger }),
+    lease: observe ? undefined : new Lease(read, 'projections', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
     onApplied: options.onApplied,
     batchSize: options.batchSize,
   });
@@ -119,7 +127,7 @@ export async function assemble(
   const webhookOptions = typeof options.webhooks === 'object' ? options.webhooks : {};
   const webhooks = new WebhookDeliverer(events, read, commands, clock, {
     logger: options.logger,
-    lease: new Lease(read, 'webhooks', { ttlMs: config.leaseTtlMs, logger: options.logger }),
+    lease: new Lease(read, 'webhooks', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
     ...webhookOptions,
   });
   if (options.follow !== false && options.webhooks !== false && !observe) {
@@ -153,6 +161,7 @@ export async function assemble(
     projections,
     webhooks,
     cascade,
+    background,
     clock,
     async close() {
       if (closed) return;

@@ -25,6 +25,7 @@ test('defaults', () => {
   assert.is(c.adminToken, undefined);
   assert.is(c.logLevel, 'info');
   assert.equal(c.regions, DEFAULT_REGIONS);
+  assert.is(c.backgroundThread, true);
 });
 
 test('values are read', () => {
@@ -37,6 +38,7 @@ test('values are read', () => {
     ADMIN_TOKEN: 'a-long-enough-admin-token',
     LOG_LEVEL: 'debug',
     REGIONS: 'usa, europe',
+    BACKGROUND_THREAD: 'false',
   });
   assert.is(c.port, 9000);
   assert.is(c.host, '127.0.0.1');
@@ -46,6 +48,8 @@ test('values are read', () => {
   assert.is(c.adminToken, 'a-long-enough-admin-token');
   assert.is(c.logLevel, 'debug');
   assert.equal(c.regions, ['usa', 'europe']);
+  assert.is(c.backgroundThread, false);
+  assert.is(loadConfig({ BACKGROUND_THREAD: '1' }).backgroundThread, true);
 });
 
 test('bad values fail fast naming the variable', () => {
@@ -61,6 +65,7 @@ test('bad values fail fast naming the variable', () => {
   failsOn({ REGIONS: 'Mars Base' }, 'REGIONS');
   failsOn({ BODY_LIMIT_BYTES: '10' }, 'BODY_LIMIT_BYTES');
   failsOn({ READ_YOUR_WRITES_TIMEOUT_MS: 'soon' }, 'READ_YOUR_WRITES_TIMEOUT_MS');
+  failsOn({ BACKGROUND_THREAD: 'yes' }, 'BACKGROUND_THREAD');
 });
 
 test.run();

@@ -105,6 +105,27 @@ H('after the retry budget a conflict answers ABORTED', async ({ store }) => {
   assert.is((err as ApiError).status, 'ABORTED');
 });
 
+H('a stream this handler never saw: a create reads nothing; a guess that the stream is new is caught by the append', async ({ store }) => {
+  let reads = 0;
+  const counting: EventStore = Object.create(store);
+  counting.readStream = (stream, options) => {
+    reads++;
+    return store.readStream(stream, options);
+  };
+  const a = new CommandHandler(counting);
+  await a.handle(counter, 'counter-n', inc(1), meta);
+  assert.is(reads, 0, 'deciding a create on the initial state needs no read');
+  // Another process wrote counter-m; this handler guesses it is new, the append refuses the
+  // guess (no_stream), and the retry loads and decides on the real state.
+  await new CommandHandler(store).handle(counter, 'counter-m', inc(5), meta);
+  const r = await a.handle(counter, 'counter-m', inc(2, 6), meta).catch((e: Error) => e);
+  assert.instance(r, ApiError, 'the limit is checked against the stored total 5, not the guessed 0');
+  assert.is((r as ApiError).message, 'limit reached');
+  const ok = await a.handle(counter, 'counter-m', inc(1, 6), meta);
+  assert.equal(ok.state, { total: 6 });
+  assert.equal((await store.readStream('counter-m')).map((e) => e.data.by), [5, 1]);
+});
+
 H('the state cache is bounded', async ({ store }) => {
   const h = new CommandHandler(store, { cacheSize: 2 });
   for (const s of ['x1', 'x2', 'x3']) await h.handle(counter, `counter-${s}`, inc(1), meta);

@@ -12,7 +12,7 @@ import type { RunnerLogger } from './projection-runner.js';
 
 const port = parentPort;
 if (!port) throw new Error('background-worker runs only as a worker thread');
-const { config } = workerData as { config: Config };
+const { config, leaseHolder } = workerData as { config: Config; leaseHolder: string };
 
 const post = (m: FromThread) => port.postMessage(m);
 
@@ -60,6 +60,7 @@ let appended = () => {};
 const services = await openServices(config, {
   role: 'worker',
   logger,
+  leaseHolder,
   decorateEvents: (events) => {
     const w = withMainThreadAppends(events);
     appended = w.appended;
@@ -81,7 +82,12 @@ port.on('message', (m: ToThread) => {
       appended();
       return;
     case 'settle':
-      services.cascade.settle().then(
+      // A rebuild may have switched the read-model generation from another thread or process
+      // a moment ago; settle against the live one, not the one this thread last looked at.
+      services.generations
+        .refresh()
+        .then(() => services.cascade.settle())
+        .then(
         () => post({ type: 'settled', id: m.id }),
         (err: Error) => post({ type: 'settled', id: m.id, error: err.message }),
       );

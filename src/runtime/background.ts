@@ -19,6 +19,8 @@
  * A thread that dies is started again after a pause; its work is durable (checkpoints and the
  * cascade queue are in the read store), so a restart resumes where the last commit left it.
  */
+import os from 'node:os';
+import { randomUUID } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { LogPosition } from '../ports/event-store.js';
@@ -51,6 +53,11 @@ export class BackgroundThread {
   private nextId = 0;
   private readonly settling = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
   private exited: Promise<void> = Promise.resolve();
+  /**
+   * The thread's lease holder id, the same for every thread started: a thread started after
+   * one died (main saw it exit, so two never run at once) takes its leases over at once.
+   */
+  private readonly leaseHolder = `${os.hostname()}:${process.pid}:background-${randomUUID().slice(0, 8)}`;
 
   constructor(
     private readonly config: Config,
@@ -62,7 +69,7 @@ export class BackgroundThread {
     return new Promise((resolve, reject) => {
       // execArgv: [] keeps flags such as --cpu-prof to the main thread; the entry registers
       // tsx itself, so the thread runs the same TypeScript however the process was started.
-      const worker = new Worker(ENTRY, { workerData: { config: this.config }, execArgv: [] });
+      const worker = new Worker(ENTRY, { workerData: { config: this.config, leaseHolder: this.leaseHolder }, execArgv: [] });
       this.worker = worker;
       let ready = false;
       worker.on('message', (m: FromThread) => {
@@ -141,6 +148,16 @@ export class BackgroundThread {
     const force = setTimeout(() => void worker.terminate(), this.options.stopTimeoutMs ?? 8000);
     await this.exited;
     clearTimeout(force);
+  }
+
+  /** Whether a thread is running now (false between a failure and its restart). */
+  get running(): boolean {
+    return this.worker !== null;
+  }
+
+  /** Ends the thread abruptly, as a crash would; it is started again like after any failure (tests). */
+  async terminate(): Promise<void> {
+    await this.worker?.terminate();
   }
 
   private post(m: ToThread) {
