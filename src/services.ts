@@ -22,6 +22,7 @@ import { openReadModels } from './ops/read-models.js';
 import type { GenerationalReadStore } from './runtime/generations.js';
 import { Lease } from './runtime/lease.js';
 import { BackgroundThread } from './runtime/background.js';
+import { shareLogReads } from './runtime/shared-log-reads.js';
 
 const silentLogger = { error() {}, warn() {}, info() {} };
 
@@ -114,7 +115,9 @@ export async function assemble(
   const observe = api || threaded;
   const logger = options.logger ?? silentLogger;
   const commands = new CommandHandler(events);
-  const projections = new ProjectionRunner(events, read, allProjections, {
+  // The runner and the deliverer read the same batches of the log: one read and parse serves both.
+  const followed = shareLogReads(events);
+  const projections = new ProjectionRunner(followed, read, allProjections, {
     logger: options.logger,
     observe,
     lease: observe ? undefined : new Lease(read, 'projections', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
@@ -125,7 +128,7 @@ export async function assemble(
   if (options.follow !== false) projections.start();
   const clock = options.clock ?? Date.now;
   const webhookOptions = typeof options.webhooks === 'object' ? options.webhooks : {};
-  const webhooks = new WebhookDeliverer(events, read, commands, clock, {
+  const webhooks = new WebhookDeliverer(followed, read, commands, clock, {
     logger: options.logger,
     lease: new Lease(read, 'webhooks', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
     ...webhookOptions,

@@ -109,6 +109,17 @@ export class SqliteEventStore implements EventStore {
     // An append of one event needs none: the revision check runs before anything is written,
     // and a single INSERT that fails leaves nothing behind (statement rollback). The savepoint
     // and its release cost more than the insert itself (documents/add appends one event each).
+    // The events of one request share one metadata object (100 documents, 100 events):
+    // serialize it once. Metadata is never changed after it is handed to append.
+    let lastMeta: unknown = null;
+    let lastMetaJson = '';
+    const metaJson = (m: unknown) => {
+      if (m !== lastMeta) {
+        lastMetaJson = JSON.stringify(m);
+        lastMeta = m;
+      }
+      return lastMetaJson;
+    };
     const write = (p: PendingAppend): AppendResult => {
       const actual = this.stmts.lastRevision.get(p.stream)?.r ?? -1;
       checkExpected(p.stream, p.expected, actual);
@@ -122,7 +133,7 @@ export class SqliteEventStore implements EventStore {
           revision,
           e.type,
           JSON.stringify(e.data),
-          JSON.stringify(e.metadata),
+          metaJson(e.metadata),
         );
         recorded.push({
           id: e.id,

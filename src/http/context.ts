@@ -41,14 +41,18 @@ export class RequestContext {
     return this.tenant.apiKey;
   }
 
+  private meta: EventMetadata | undefined;
+
+  /** The same frozen object for every event of the request: the event store serializes it once. */
   metadata(): EventMetadata {
-    return {
+    this.meta ??= Object.freeze({
       requestId: this.requestId,
       actor: this.actor,
       time: this.now,
       ...(this.workspaceId ?? this.tenant?.workspaceId ? { workspaceId: this.workspaceId ?? this.tenant?.workspaceId } : {}),
       ...(this.tenant ? { apiKey: this.tenant.apiKey } : {}),
-    };
+    });
+    return this.meta;
   }
 
   async execute<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string, command: C): Promise<HandleResult<S, E>> {
