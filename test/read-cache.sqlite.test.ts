@@ -70,6 +70,26 @@ s('and, without a request, by the next turn of the event loop', async ({ a, b })
   assert.ok(await a.get('things', 'p'));
 });
 
+s('a find is answered from the ids kept for it until a commit: pages, cursors and filters are told apart', async ({ a, b }) => {
+  await a.transaction((tx) => tx.bulk([1, 2, 3, 4].map((seq) => ({ op: 'upsert' as const, collection: 'things', doc: { _id: `k${seq}`, tenant: 'K', seq } }))));
+  a.beginRequest();
+  const page = (opts: object) => a.find('things', { tenant: 'K' }, { sort: 'seq', limit: 2, ...opts }).then((r) => r.map((d) => d._id));
+  assert.equal(await page({}), ['k1', 'k2']);
+  assert.equal(await page({ after: { value: 2, id: 'k2' } }), ['k3', 'k4']);
+  assert.equal(await a.find('things', { tenant: 'L' }), []);
+  // Another connection's commit within the same request and turn is not looked for (the
+  // documented contract): the kept ids answer, which shows they are used.
+  await b.transaction((tx) => tx.upsert('things', { _id: 'k0', tenant: 'K', seq: 0 }));
+  assert.equal(await page({}), ['k1', 'k2']);
+  // The next request sees it, through a fresh index read.
+  a.beginRequest();
+  assert.equal(await page({}), ['k0', 'k1']);
+  assert.equal(await page({ after: { value: 2, id: 'k2' } }), ['k3', 'k4']);
+  // An own commit drops the kept ids at once.
+  await a.transaction((tx) => tx.delete('things', 'k0'));
+  assert.equal(await page({}), ['k1', 'k2']);
+});
+
 s('cached documents are frozen: a reader cannot change what the next one sees', async ({ a }) => {
   await a.transaction((tx) => tx.upsert('things', { _id: 'f', tenant: 'T', seq: 1, nested: { list: [1] } }));
   const doc = (await a.get<{ _id: string; nested: { list: number[] } }>('things', 'f'))!;

@@ -292,6 +292,9 @@ export interface SqliteReadStoreOptions {
  * Either change empties the cache. Every check and fill runs in one synchronous stretch, so
  * no commit of this process can fall between them.
  */
+/** Distinct `find` queries whose ids are kept (a page token is part of the query). */
+const QUERIES_KEPT = 10_000;
+
 class DocCache {
   private readonly byCollection = new Map<string, Map<string, Doc | null>>();
   private size = 0;
@@ -340,6 +343,7 @@ class DocCache {
     }
     if (version !== this.version || this.generation !== this.seenGeneration) {
       this.byCollection.clear();
+      this.queries.clear();
       this.size = 0;
       this.version = version;
       this.seenGeneration = this.generation;
@@ -350,6 +354,22 @@ class DocCache {
       this.byCollection.set(collection, docs);
     }
     return docs;
+  }
+
+  /**
+   * The ids a `find` returned, by its SQL and parameters, under the same rule as documents:
+   * valid until any commit. A page of documents/get is then one map lookup instead of an
+   * index read of 101 ids (50-70 us); call `collection` first, which drops stale entries.
+   */
+  private readonly queries = new Map<string, readonly string[]>();
+
+  foundIds(key: string): readonly string[] | undefined {
+    return this.queries.get(key);
+  }
+
+  putFoundIds(key: string, ids: readonly string[]) {
+    if (this.queries.size >= QUERIES_KEPT) this.queries.clear();
+    this.queries.set(key, ids);
   }
 
   put(docs: Map<string, Doc | null>, id: string, doc: Doc | null) {
@@ -424,7 +444,12 @@ export class SqliteReadStore extends SqliteView implements ReadStore {
     if (!t) return [];
     // Ids only: the (filter..., sort, id) index covers them, no table row is read.
     const { sql, params } = this.findQuery(t, filter, options, 'id');
-    const ids = this.stmt(sql, 'pluck').all(...params) as string[];
+    const key = `${sql}\u0000${JSON.stringify(params)}`;
+    let ids = this.cache.foundIds(key);
+    if (!ids) {
+      ids = this.stmt(sql, 'pluck').all(...params) as string[];
+      this.cache.putFoundIds(key, ids);
+    }
     return this.cached<T>(t, docs, ids);
   }
 
