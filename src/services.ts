@@ -9,8 +9,6 @@ import type { EventStore, LogPosition } from './ports/event-store.js';
 import type { ReadStore } from './ports/read-store.js';
 import { SqliteEventStore } from './adapters/sqlite-event-store.js';
 import { SqliteReadStore } from './adapters/sqlite-read-store.js';
-import { EsdbEventStore } from './adapters/esdb-event-store.js';
-import { MongoReadStore } from './adapters/mongo-read-store.js';
 import { PRESENCE } from './presence/store.js';
 import { IDEMPOTENCY_KEYS } from './http/idempotency.js';
 import { CommandHandler } from './runtime/command-handler.js';
@@ -85,10 +83,12 @@ export interface OpenOptions {
 export async function openServices(config: Config, options: OpenOptions = {}): Promise<Services> {
   if (!config.eventStoreUrl || !config.mongodbUrl) fs.mkdirSync(config.dataDir, { recursive: true });
   const events: EventStore = config.eventStoreUrl
-    ? new EsdbEventStore(config.eventStoreUrl, { logger: options.logger })
+    ? // The production clients load only when configured: the embedded default (and its
+      // background thread, which loads this module again) does not carry them in memory.
+      new (await import('./adapters/esdb-event-store.js')).EsdbEventStore(config.eventStoreUrl, { logger: options.logger })
     : new SqliteEventStore(path.join(config.dataDir, 'events.db'));
   const read: ReadStore = config.mongodbUrl
-    ? new MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
+    ? new (await import('./adapters/mongo-read-store.js')).MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
     : new SqliteReadStore(path.join(config.dataDir, 'readmodels.db'));
   try {
     return await assemble(config, events, read, options);
