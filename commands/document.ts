@@ -93,8 +93,9 @@ function active(state: DocumentState) {
 }
 
 export function decide(command: DocumentCommand, state: DocumentState): DocumentEvent[] {
+  // Event data names the document as literal keys, not `{ ...ref, more }`: on Node 20's V8
+  // each key added after a spread costs about 1 us (docs/performance.md), 6 us per DocumentAdded.
   const { organizationId, documentId } = command.data;
-  const ref = { organizationId, documentId };
   switch (command.type) {
     case 'AddDocument': {
       if (state.status === 'active') throw new ApiError('ALREADY_EXISTS', 'Document already exists.');
@@ -102,7 +103,8 @@ export function decide(command: DocumentCommand, state: DocumentState): Document
       return [{
         type: 'DocumentAdded',
         data: {
-          ...ref,
+          organizationId,
+          documentId,
           documentName: d.documentName ?? documentId,
           folderId: d.folderId,
           accessType: d.accessType ?? null,
@@ -116,35 +118,35 @@ export function decide(command: DocumentCommand, state: DocumentState): Document
       const d = command.data;
       const events: DocumentEvent[] = [];
       if (d.documentName !== undefined && d.documentName !== s.documentName) {
-        events.push({ type: 'DocumentRenamed', data: { ...ref, documentName: d.documentName } });
+        events.push({ type: 'DocumentRenamed', data: { organizationId, documentId, documentName: d.documentName } });
       }
       if (d.accessType !== undefined && d.accessType !== s.accessType) {
-        events.push({ type: 'DocumentAccessChanged', data: { ...ref, accessType: d.accessType } });
+        events.push({ type: 'DocumentAccessChanged', data: { organizationId, documentId, accessType: d.accessType } });
       }
       if (d.disabled !== undefined && d.disabled !== s.disabled) {
-        events.push({ type: 'DocumentDisabledStateChanged', data: { ...ref, disabled: d.disabled } });
+        events.push({ type: 'DocumentDisabledStateChanged', data: { organizationId, documentId, disabled: d.disabled } });
       }
       return events;
     }
     case 'MoveDocument': {
       if (state.status !== 'active') throw invalidArgument(`Document ${JSON.stringify(documentId)} does not exist.`);
       if (state.folderId === command.data.folderId) return [];
-      return [{ type: 'DocumentMoved', data: { ...ref, folderId: command.data.folderId, previousFolderId: state.folderId } }];
+      return [{ type: 'DocumentMoved', data: { organizationId, documentId, folderId: command.data.folderId, previousFolderId: state.folderId } }];
     }
     case 'SetDocumentAccess': {
       const s = active(state);
       const accessType = command.data.accessType;
-      return s.accessType === accessType ? [] : [{ type: 'DocumentAccessChanged', data: { ...ref, accessType } }];
+      return s.accessType === accessType ? [] : [{ type: 'DocumentAccessChanged', data: { organizationId, documentId, accessType } }];
     }
     case 'SetDocumentDisabled': {
       const s = active(state);
       const disabled = command.data.disabled;
-      return s.disabled === disabled ? [] : [{ type: 'DocumentDisabledStateChanged', data: { ...ref, disabled } }];
+      return s.disabled === disabled ? [] : [{ type: 'DocumentDisabledStateChanged', data: { organizationId, documentId, disabled } }];
     }
     case 'DeleteDocument':
       // A missing document is not an error (spec: success with "Document does not exist.").
       if (state.status !== 'active') return [];
-      return [{ type: 'DocumentDeleted', data: { ...ref, reason: command.data.reason, deletedAt: command.metadata.now } }];
+      return [{ type: 'DocumentDeleted', data: { organizationId, documentId, reason: command.data.reason, deletedAt: command.metadata.now } }];
     default:
       return assertNever(command, 'document command');
   }

@@ -69,15 +69,14 @@ export const groupNotFound = () => notFound('Organization user group does not ex
 
 export function plan(command: GroupCommand, state: GroupState): Planned<GroupEvent, MemberOutcome> {
   const { organizationId, groupId } = command.data;
-  const ref = { organizationId, groupId };
   const outcomes = new Map<string, MemberOutcome>();
   const events: GroupEvent[] = [];
   switch (command.type) {
     case 'AddGroup':
       if (state.status === 'active') throw new ApiError('ALREADY_EXISTS', 'Organization user group already exists.');
-      return { events: [{ type: 'UserGroupAdded', data: { ...ref, groupName: command.data.groupName, createdAt: command.metadata.now } }], outcomes };
+      return { events: [{ type: 'UserGroupAdded', data: { organizationId, groupId, groupName: command.data.groupName, createdAt: command.metadata.now } }], outcomes };
     case 'DeleteGroup':
-      return { events: state.status === 'active' ? [{ type: 'UserGroupDeleted', data: { ...ref, deletedAt: command.metadata.now } }] : [], outcomes };
+      return { events: state.status === 'active' ? [{ type: 'UserGroupDeleted', data: { organizationId, groupId, deletedAt: command.metadata.now } }] : [], outcomes };
     case 'AddMembers': {
       if (state.status !== 'active') throw groupNotFound();
       const allowed = new Set(command.data.members);
@@ -87,7 +86,7 @@ export function plan(command: GroupCommand, state: GroupState): Planned<GroupEve
           outcomes.set(userId, { success: false, message: 'User is not a member of the organization.' });
           continue;
         }
-        if (!joined.has(userId)) events.push({ type: 'UserGroupMemberAdded', data: { ...ref, userId } });
+        if (!joined.has(userId)) events.push({ type: 'UserGroupMemberAdded', data: { organizationId, groupId, userId } });
         joined.add(userId);
         outcomes.set(userId, { success: true, message: 'User added to organization user group.' });
       }
@@ -102,7 +101,7 @@ export function plan(command: GroupCommand, state: GroupState): Planned<GroupEve
           continue;
         }
         left.delete(userId);
-        events.push({ type: 'UserGroupMemberRemoved', data: { ...ref, userId } });
+        events.push({ type: 'UserGroupMemberRemoved', data: { organizationId, groupId, userId } });
         outcomes.set(userId, { success: true, message: 'User deleted from organization user group.' });
       }
       return { events, outcomes };

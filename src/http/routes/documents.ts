@@ -114,7 +114,8 @@ export function documentRoutes(services: Services): AnyRoute[] {
     }),
     async handler(data, ctx) {
       await requireOrganization(services.read, ctx.apiKey, data.organizationId);
-      const page = await documentsPage(services.read, ctx.apiKey, { ...data, pageSize: data.pageSize ?? DEFAULT_PAGE_SIZE });
+      const { organizationId, documentIds, folderId, pageToken } = data;
+      const page = await documentsPage(services.read, ctx.apiKey, { organizationId, documentIds, folderId, pageToken, pageSize: data.pageSize ?? DEFAULT_PAGE_SIZE });
       return { message: 'Document(s) retrieved successfully.', data: page.rows, pageToken: page.pageToken };
     },
     dataJson: documentRowsJson,
