@@ -82,19 +82,37 @@ export interface OpenOptions {
  */
 export async function openServices(config: Config, options: OpenOptions = {}): Promise<Services> {
   if (!config.eventStoreUrl || !config.mongodbUrl) fs.mkdirSync(config.dataDir, { recursive: true });
-  const events: EventStore = config.eventStoreUrl
-    ? // The production clients load only when configured: the embedded default (and its
-      // background thread, which loads this module again) does not carry them in memory.
-      new (await import('./adapters/esdb-event-store.js')).EsdbEventStore(config.eventStoreUrl, { logger: options.logger })
-    : new SqliteEventStore(path.join(config.dataDir, 'events.db'));
-  const read: ReadStore = config.mongodbUrl
-    ? new (await import('./adapters/mongo-read-store.js')).MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
-    : new SqliteReadStore(path.join(config.dataDir, 'readmodels.db'));
+  // Processes (and their background threads) starting together on one fresh DATA_DIR race to
+  // create the same files, tables and indexes; SQLite can then answer "database is locked"
+  // without waiting (a lock upgrade it cannot queue for). Opening again shortly after is safe:
+  // nothing is half-done, every step is idempotent (IF NOT EXISTS, transactions).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await openOnce(config, options);
+    } catch (error) {
+      if (attempt >= 5 || !/database is locked|SQLITE_BUSY/.test(`${(error as { code?: string }).code ?? ''} ${(error as Error).message}`)) throw error;
+      options.logger?.warn({ err: error, attempt }, 'store busy while opening; trying again');
+      await new Promise((r) => setTimeout(r, 200 * attempt));
+    }
+  }
+}
+
+async function openOnce(config: Config, options: OpenOptions): Promise<Services> {
+  let events: EventStore | null = null;
+  let read: ReadStore | null = null;
   try {
+    events = config.eventStoreUrl
+      ? // The production clients load only when configured: the embedded default (and its
+        // background thread, which loads this module again) does not carry them in memory.
+        new (await import('./adapters/esdb-event-store.js')).EsdbEventStore(config.eventStoreUrl, { logger: options.logger })
+      : new SqliteEventStore(path.join(config.dataDir, 'events.db'));
+    read = config.mongodbUrl
+      ? new (await import('./adapters/mongo-read-store.js')).MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
+      : new SqliteReadStore(path.join(config.dataDir, 'readmodels.db'));
     return await assemble(config, events, read, options);
   } catch (error) {
-    await events.close().catch(() => undefined);
-    await read.close().catch(() => undefined);
+    await events?.close().catch(() => undefined);
+    await read?.close().catch(() => undefined);
     throw error;
   }
 }
