@@ -104,3 +104,18 @@ export interface EventStore {
   onAppended(listener: (position: LogPosition) => void): () => void;
   close(): Promise<void>;
 }
+
+/**
+ * An event store that forwards every call to `inner` except those in `over` (decorators:
+ * src/runtime/shared-log-reads.ts, the background thread's append notices).
+ */
+export function decorateEventStore(inner: EventStore, over: Partial<EventStore>): EventStore {
+  return {
+    append: over.append ?? ((stream, events, expected) => inner.append(stream, events, expected)),
+    readStream: over.readStream ?? ((stream, options) => inner.readStream(stream, options)),
+    readAll: over.readAll ?? ((options) => inner.readAll(options)),
+    headPosition: over.headPosition ?? (() => inner.headPosition()),
+    onAppended: over.onAppended ?? ((listener) => inner.onAppended(listener)),
+    close: over.close ?? (() => inner.close()),
+  };
+}

@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
-import { LOG_START, type EventStore, type LogPosition } from '../ports/event-store.js';
+import { LOG_START, decorateEventStore, type EventStore, type LogPosition } from '../ports/event-store.js';
 import { openServices } from '../services.js';
 import type { FromThread, ToThread } from './background.js';
 import type { RunnerLogger } from './projection-runner.js';
@@ -32,11 +32,7 @@ const logger: RunnerLogger = { error: send('error'), warn: send('warn'), info: s
  */
 function withMainThreadAppends(events: EventStore): { events: EventStore; appended(): void } {
   const listeners = new Set<(position: LogPosition) => void>();
-  const wrapped: EventStore = {
-    append: (stream, evs, expected) => events.append(stream, evs, expected),
-    readStream: (stream, options) => events.readStream(stream, options),
-    readAll: (options) => events.readAll(options),
-    headPosition: () => events.headPosition(),
+  const wrapped = decorateEventStore(events, {
     onAppended(listener) {
       listeners.add(listener);
       const off = events.onAppended(listener);
@@ -45,8 +41,7 @@ function withMainThreadAppends(events: EventStore): { events: EventStore; append
         off();
       };
     },
-    close: () => events.close(),
-  };
+  });
   return {
     events: wrapped,
     appended() {

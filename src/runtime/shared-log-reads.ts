@@ -14,7 +14,7 @@
  * from the same batch), then after 0000620, which goes to the store. Readers share the event
  * objects: none of them mutates an event.
  */
-import type { EventStore, ReadAllOptions, RecordedEvent } from '../ports/event-store.js';
+import { decorateEventStore, type EventStore, type ReadAllOptions, type RecordedEvent } from '../ports/event-store.js';
 
 /**
  * Events kept (about 1 KB each): a busy runner reads several batches in a row before the
@@ -52,9 +52,7 @@ export function shareLogReads(events: EventStore): EventStore {
   // Oldest first.
   const recent: Kept[] = [];
   let kept = 0;
-  return {
-    append: (stream, evs, expected) => events.append(stream, evs, expected),
-    readStream: (stream, options) => events.readStream(stream, options),
+  return decorateEventStore(events, {
     async readAll(options: ReadAllOptions = {}) {
       const after = options.after ?? '';
       for (const r of recent) {
@@ -69,8 +67,5 @@ export function shareLogReads(events: EventStore): EventStore {
       }
       return batch;
     },
-    headPosition: () => events.headPosition(),
-    onAppended: (listener) => events.onAppended(listener),
-    close: () => events.close(),
-  };
+  });
 }
