@@ -21,6 +21,7 @@ import {
 } from '../ports/event-store.js';
 import type { Decider, DomainEvent } from './decider.js';
 import { newEventId } from '../ids.js';
+import { evictOldest } from './evict.js';
 
 export interface HandleResult<State, Event> {
   /** The state after the command (equal to the loaded one when nothing was appended). */
@@ -154,10 +155,8 @@ export class CommandHandler {
     if (prev && prev.decider === decider && prev.revision > revision) return;
     this.cache.delete(stream);
     this.cache.set(stream, { decider, state, revision });
-    if (this.cache.size > this.cacheSize) {
-      const oldest = this.cache.keys().next().value;
-      if (oldest !== undefined) this.cache.delete(oldest);
-    }
+    // An eighth at a time: one-by-one eviction is slow on V8 Maps (src/runtime/evict.ts).
+    if (this.cache.size > this.cacheSize) evictOldest(this.cache, this.cache.size - this.cacheSize + (this.cacheSize >> 3));
   }
 }
 
