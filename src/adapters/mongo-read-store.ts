@@ -34,6 +34,7 @@ import type { LogPosition } from '../ports/event-store.js';
 import {
   applyInOrder,
   CheckpointConflictError,
+  fieldPath,
   type Doc,
   type Filter,
   type FindOptions,
@@ -47,7 +48,6 @@ import { BugError } from '../errors.js';
 import { StoreUnavailableError } from './unavailable.js';
 
 const NAME = /^[a-z][a-z0-9_]{0,100}$/;
-const FIELD = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 const TTL_FIELD = '_ttl';
 const CHECKPOINTS = 'checkpoints';
 const PREFIX = 'rm_';
@@ -57,10 +57,7 @@ function collName(collection: string): string {
   return `${PREFIX}${collection}`;
 }
 
-function field(f: string): string {
-  if (!FIELD.test(f)) throw new BugError(`invalid field name ${JSON.stringify(f)}`);
-  return f;
-}
+const field = fieldPath;
 
 function filterOf(filter: Filter): Document {
   const q: Document = {};

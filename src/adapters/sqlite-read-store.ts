@@ -14,6 +14,7 @@ import type { LogPosition } from '../ports/event-store.js';
 import {
   applyInOrder,
   CheckpointConflictError,
+  fieldPath,
   type Doc,
   type Filter,
   type FindOptions,
@@ -28,7 +29,6 @@ import { evictOldest } from '../runtime/evict.js';
 import { BugError } from '../errors.js';
 
 const NAME = /^[a-z][a-z0-9_]{0,62}$/;
-const FIELD = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 
 function table(collection: string): string {
   if (!NAME.test(collection)) throw new BugError(`invalid collection name ${JSON.stringify(collection)}`);
@@ -37,8 +37,7 @@ function table(collection: string): string {
 
 /** Field names come from code, never from requests; still checked so SQL stays closed. */
 function jsonPath(field: string): string {
-  if (!FIELD.test(field)) throw new BugError(`invalid field name ${JSON.stringify(field)}`);
-  return `$.${field}`;
+  return `$.${fieldPath(field)}`;
 }
 
 const extract = (field: string) => `json_extract(doc, '${jsonPath(field)}')`;

@@ -125,3 +125,14 @@ export async function applyInOrder(
     }
   }
 }
+
+const FIELD_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+
+/**
+ * A document field path as both adapters accept it: dot-separated identifiers. Field names
+ * come from code, never from requests; adapters still check them so their queries stay closed.
+ */
+export function fieldPath(field: string): string {
+  if (!FIELD_PATH.test(field)) throw new BugError(`invalid field name ${JSON.stringify(field)}`);
+  return field;
+}
