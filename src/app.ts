@@ -24,6 +24,7 @@ import { serviceConfigRoutes } from './http/routes/service-config.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { auditRoutes } from './http/routes/audit.js';
+import { countParked } from './ops/parked.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
   return [...workspaceRoutes(services), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services)];
@@ -128,7 +129,9 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
     if (!caughtUp) {
       return reply.status(503).send(failure(new ApiError('UNAVAILABLE', 'Projections are catching up with the event log.')));
     }
-    return { status: 'ready' };
+    // Parked events do not make the service unready (the log goes on past them), but an
+    // orchestrator's probe output is where an operator looks first.
+    return { status: 'ready', parkedEvents: await countParked(services.read) };
   });
 
   const limiter = new RateLimiter(services.config.rateLimitPerSecond, services.config.rateLimitBurst, services.clock);

@@ -7,12 +7,14 @@ import { documentDecider } from '../commands/document.js';
 import { grantsDecider } from '../commands/grant.js';
 import { groupDecider } from '../commands/group.js';
 import { CASCADE_WORK, type WorkItem } from '../projections/cascade-work.js';
-import type { EventMetadata, EventStore } from './ports/event-store.js';
+import type { EventMetadata, EventStore, RecordedEvent } from './ports/event-store.js';
 import type { ReadStore } from './ports/read-store.js';
 import type { CommandHandler } from './runtime/command-handler.js';
 import type { ProjectionRunner, RunnerLogger } from './runtime/projection-runner.js';
 import { documentStream, grantsStream, groupStream } from './http/routes/domain.js';
 import { Wakeup } from './runtime/wakeup.js';
+import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc, parkedId, type ParkedDoc } from './runtime/parked.js';
+import { createHash } from 'node:crypto';
 
 const BATCH = 500;
 
@@ -56,16 +58,58 @@ export class CascadeWorker {
     }
   }
 
-  /** Works one batch of items in queue order; returns how many were done. */
+  /**
+   * Works one batch of items in queue order; returns how many were done (or parked). An item
+   * that fails for any reason but the store is tried again a few times and then parked
+   * (src/runtime/parked.ts), so one item no command can carry out never holds up every
+   * tenant's deletions behind it. A store fault leaves the batch queued for the next turn.
+   */
   async drain(): Promise<number> {
     const items = await this.read.find<WorkItem>(CASCADE_WORK, {}, { sort: 'seq', limit: BATCH });
+    const parked: ParkedDoc[] = [];
     for (let i = 0; i < items.length; i += PARALLEL) {
-      await Promise.all(items.slice(i, i + PARALLEL).map((item) => this.work(item)));
+      await Promise.all(
+        items.slice(i, i + PARALLEL).map(async (item) => {
+          const failed = await this.workOrFail(item);
+          if (failed) parked.push(failed);
+        }),
+      );
     }
     if (items.length > 0) {
-      await this.read.transaction((tx) => tx.bulk(items.map((item) => ({ op: 'delete' as const, collection: CASCADE_WORK, id: item._id }))));
+      await this.read.transaction(async (tx) => {
+        await tx.bulk(items.map((item) => ({ op: 'delete' as const, collection: CASCADE_WORK, id: item._id })));
+        for (const doc of parked) await park(tx, doc);
+      });
+    }
+    for (const doc of parked) {
+      this.log.error(
+        { parkedId: doc._id, error: doc.error, apiKey: doc.apiKey, causationId: doc.eventId },
+        'a cascade item cannot be carried out; parked it and went on (collab projections parked)',
+      );
     }
     return items.length;
+  }
+
+  /** Works `item`, retrying an error that is not the store's; the record to park when it still fails. */
+  private async workOrFail(item: WorkItem): Promise<ParkedDoc | null> {
+    let last: unknown;
+    for (let attempt = 1; attempt <= PARK_AFTER_ATTEMPTS; attempt++) {
+      try {
+        await this.work(item);
+        return null;
+      } catch (error) {
+        if (isStoreFault(error)) throw error;
+        last = error;
+        if (attempt < PARK_AFTER_ATTEMPTS) await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
+    // The store must answer a plain read before anything is parked (an unrecognised outage).
+    await this.read.count(CASCADE_WORK, {});
+    const cause = { id: item.causationId, position: item.seq, type: `cascade:${item.kind}`, stream: item.organizationId, metadata: { apiKey: item.apiKey } };
+    const doc = parkedDoc('cascade', cause as unknown as RecordedEvent, last, PARK_AFTER_ATTEMPTS, this.clock(), item);
+    // One deletion queues many items: each its own parked record.
+    doc._id = parkedId('cascade', createHash('sha256').update(item._id).digest('hex').slice(0, 20));
+    return doc;
   }
 
   /**

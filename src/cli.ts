@@ -13,6 +13,8 @@
  *   projections status [--json]               each projection's checkpoint and lag, generation, leases
  *   projections rebuild [<name>|--all]        replay the log into a fresh read-model generation and
  *                                             switch to it when caught up (src/ops/rebuild.ts)
+ *   projections parked [--all] [--json]       events a follower could not apply and passed over
+ *   projections retry <id> | skip <id>        apply a parked event again, or acknowledge it (src/ops/parked.ts)
  *
  * Commands other than `serve` work directly on the stores named by the environment
  * (DATA_DIR, or EVENTSTORE_URL/MONGODB_URL) and bring the read models up to date before
@@ -32,6 +34,7 @@ import { AuditUsageError, parseAuditArgs, printAudit } from './ops/audit.js';
 import { formatProgress, formatStatus, projectionsStatus, rebuildReadModels, RebuildError } from './ops/rebuild.js';
 import { allProjections } from '../projections/index.js';
 import { WEBHOOK_CHECKPOINT } from './webhooks/outbox.js';
+import { ParkedError, formatParked, listParked, retryParked, skipParked } from './ops/parked.js';
 
 const USAGE = `usage:
   collab serve [--role api|worker|all]
@@ -40,7 +43,10 @@ const USAGE = `usage:
   collab audit --api-key <key> [--organization <id> [--folder <id> | --document <id>] | --agent <id>]
                [--since <time>] [--until <time>] [--type <EventType>]... [--json]
   collab projections status [--json]
-  collab projections rebuild [<projection>|--all]`;
+  collab projections rebuild [<projection>|--all]
+  collab projections parked [--all] [--json]
+  collab projections retry <parked id>
+  collab projections skip <parked id>`;
 
 class UsageError extends Error {}
 
@@ -141,6 +147,45 @@ async function projectionsCommand(sub: string | undefined, args: string[]) {
     }
     return;
   }
+  if (sub === 'parked') {
+    const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false }, all: { type: 'boolean', default: false } }, strict: true });
+    const services = await openServices(loadConfig(), { follow: false, webhooks: false });
+    try {
+      const rows = await listParked(services.read, { all: values.all });
+      process.stdout.write((values.json ? rows.map((r) => JSON.stringify(r)).join('\n') : formatParked(rows)) + (rows.length || !values.json ? '\n' : ''));
+    } finally {
+      await services.close();
+    }
+    return;
+  }
+  if (sub === 'retry' || sub === 'skip') {
+    const { positionals } = parseArgs({ args, allowPositionals: true, options: {}, strict: true });
+    if (positionals.length !== 1) throw new UsageError(`projections ${sub} takes one parked id (collab projections parked lists them)`);
+    const id = positionals[0]!;
+    const services = await openServices(loadConfig(), { follow: false, webhooks: false });
+    try {
+      if (sub === 'skip') {
+        await skipParked(services.read, id, services.clock());
+        process.stdout.write(`skipped ${id}\n`);
+      } else {
+        await retryParked(
+          {
+            events: services.events,
+            read: services.read,
+            projections: allProjections,
+            requeueWebhooks: async (event) => {
+              await services.webhooks.requeue(event);
+            },
+          },
+          id,
+        );
+        process.stdout.write(`applied ${id} again; its record is gone\n`);
+      }
+    } finally {
+      await services.close();
+    }
+    return;
+  }
   if (sub === 'rebuild') {
     const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { all: { type: 'boolean', default: false } }, strict: true });
     const names = allProjections.map((p) => p.name);
@@ -191,6 +236,10 @@ export async function run(argv: string[]): Promise<number> {
     if (err instanceof ConfigError) {
       process.stderr.write(`configuration error: ${err.message}\n`);
       return 2;
+    }
+    if (err instanceof ParkedError) {
+      process.stderr.write(`${err.message}\n`);
+      return 1;
     }
     if (err instanceof RebuildError) {
       process.stderr.write(`rebuild failed: ${err.message}\n`);

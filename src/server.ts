@@ -8,6 +8,8 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openServices, type Services } from './services.js';
 import { buildApp } from './app.js';
+import { countParked } from './ops/parked.js';
+import type { RunnerLogger } from './runtime/projection-runner.js';
 
 export type Role = 'all' | 'api' | 'worker';
 export const ROLES: readonly Role[] = ['all', 'api', 'worker'];
@@ -36,7 +38,7 @@ async function workerApp(services: Services, config: Config) {
     if (!(await services.projections.isCaughtUp())) {
       return reply.status(503).send({ error: { status: 'UNAVAILABLE', message: 'Projections are catching up with the event log.' } });
     }
-    return { status: 'ready', role: 'worker' };
+    return { status: 'ready', role: 'worker', parkedEvents: await countParked(services.read) };
   });
   app.setNotFoundHandler((req, reply) => {
     void reply.status(404).send({ error: { status: 'NOT_FOUND', message: `No route ${req.method} ${req.url.split('?')[0]} (this process runs --role worker).` } });
@@ -44,9 +46,35 @@ async function workerApp(services: Services, config: Config) {
   return app;
 }
 
+/**
+ * The background work's logger (projections, webhooks, cascades, the background thread): the
+ * app's own once it exists, JSON lines on stderr while the stores open before it. Without it a
+ * parked event or a store outage would go unreported.
+ */
+function deferredLogger(level: Config['logLevel']) {
+  const rank = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity }[level];
+  let target: RunnerLogger | null = null;
+  const early = (lvl: 'error' | 'warn' | 'info', n: number) => (obj: unknown, msg?: string) => {
+    if (n < rank) return;
+    const o = obj instanceof Error || (obj as { err?: unknown })?.err instanceof Error
+      ? { err: String((obj as { err?: unknown }).err ?? obj) }
+      : obj;
+    process.stderr.write(JSON.stringify({ level: lvl, time: Date.now(), msg, ...(typeof o === 'object' && o ? o : { value: o }) }) + '\n');
+  };
+  const fallback = { error: early('error', 50), warn: early('warn', 40), info: early('info', 30) };
+  const logger: RunnerLogger = {
+    error: (obj, msg) => (target ?? fallback).error(obj, msg),
+    warn: (obj, msg) => (target ?? fallback).warn(obj, msg),
+    info: (obj, msg) => (target ?? fallback).info(obj, msg),
+  };
+  return { logger, attach: (to: RunnerLogger) => void (target = to) };
+}
+
 export async function serve(config: Config, role: Role = 'all') {
-  const services = await openServices(config, { role, thread: config.backgroundThread });
+  const log = deferredLogger(config.logLevel);
+  const services = await openServices(config, { role, thread: config.backgroundThread, logger: log.logger });
   const app = role === 'worker' ? await workerApp(services, config) : await buildApp(services);
+  log.attach(app.log);
   app.addHook('onClose', async () => {
     await services.close();
   });

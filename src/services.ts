@@ -141,6 +141,7 @@ export async function assemble(
     lease: observe ? undefined : new Lease(read, 'projections', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
     onApplied: options.onApplied,
     batchSize: options.batchSize,
+    clock: options.clock,
   });
   await projections.init();
   if (options.follow !== false) projections.start();

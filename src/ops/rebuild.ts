@@ -26,14 +26,17 @@
  */
 import { LOG_START, type EventStore, type LogPosition } from '../ports/event-store.js';
 import { CheckpointConflictError } from '../ports/read-store.js';
-import { ProjectionRunner } from '../runtime/projection-runner.js';
+import { ProjectionRunner, type RunnerLogger } from '../runtime/projection-runner.js';
 import type { Projection } from '../runtime/projection.js';
 import { Lease, LEASES, type LeaseDoc } from '../runtime/lease.js';
+import { countParked } from './parked.js';
+import { PARKED, type ParkedDoc } from '../runtime/parked.js';
 import {
   ACTIVE_ID,
   READ_MODEL_META,
   parsePhysical,
   physicalCheckpoint,
+  physicalCollection,
   type ActiveGenerationDoc,
   type GenerationalReadStore,
 } from '../runtime/generations.js';
@@ -67,6 +70,8 @@ export interface RebuildOptions {
   /** Test hook: runs after the replay caught up, before the switch. */
   beforeSwitch?: () => Promise<void>;
   clock?: () => number;
+  /** Where events the replay parks are reported (src/runtime/parked.ts). */
+  logger?: RunnerLogger;
 }
 
 interface Stores {
@@ -114,7 +119,7 @@ export async function rebuildReadModels(s: Stores, options: RebuildOptions = {})
 
     // 2. Replay.
     const target = gens.at(to);
-    const runner = new ProjectionRunner(s.events, target, s.projections, { batchSize: options.batchSize ?? 1000 });
+    const runner = new ProjectionRunner(s.events, target, s.projections, { batchSize: options.batchSize ?? 1000, logger: options.logger, clock });
     await runner.init();
     const startPos = positionNumber(runner.position);
     let total = 0;
@@ -199,6 +204,11 @@ async function switchTo(s: Stores, from: number, to: number, clock: () => number
       // A compare-and-set to its own value: a live batch committing now conflicts with the switch.
       if (l !== null) await raw.setCheckpoint(physicalCheckpoint(p.name, from), l, l);
     }
+    // What the webhook follower and the cascade parked is not rebuilt from the log (the
+    // replay parks again only what projections cannot apply): it moves to the new generation.
+    for (const follower of ['webhooks', 'cascade']) {
+      for (const d of await raw.find<ParkedDoc>(physicalCollection(PARKED, from), { follower }, { limit: 100_000 })) await tx.upsert(PARKED, d);
+    }
     const doc: ActiveGenerationDoc = { _id: ACTIVE_ID, generation: to, previous: from, switchedAt: clock(), position: T };
     await raw.upsert(READ_MODEL_META, doc);
     return { position: T, applied };
@@ -221,6 +231,8 @@ export interface Status {
   projections: ProjectionStatus[];
   webhooks: ProjectionStatus;
   leases: Array<{ name: string; holder: string; expiresAt: number; held: boolean }>;
+  /** Events a follower passed over (collab projections parked). */
+  parked: number;
 }
 
 const LAG_CAP = 10_000;
@@ -250,6 +262,7 @@ export async function projectionsStatus(s: Stores & { webhookCheckpoint: string 
     projections,
     webhooks,
     leases,
+    parked: await countParked(gens),
   };
 }
 
@@ -264,6 +277,7 @@ export function formatStatus(st: Status): string {
       (p) => `${p.name.padEnd(22)}${(p.checkpoint || '(start)').padEnd(25)}${lag(p)}`,
     ),
   ];
+  lines.push('', st.parked === 0 ? 'parked events: none' : `parked events: ${st.parked} (collab projections parked)`);
   if (st.leases.length) {
     lines.push('', 'lease         holder                                   until');
     for (const l of st.leases) {

@@ -15,11 +15,12 @@
  * `waitFor` still works: it polls them every 20 ms while requests wait). With `observe` it
  * never applies (`serve --role api`).
  */
-import { LOG_START, type EventStore, type LogPosition } from '../ports/event-store.js';
+import { LOG_START, type EventStore, type LogPosition, type RecordedEvent } from '../ports/event-store.js';
 import { Wakeup } from './wakeup.js';
 import { CheckpointConflictError, type ReadStore } from '../ports/read-store.js';
 import type { Projection } from './projection.js';
 import type { Lease } from './lease.js';
+import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc, parkedIndexes } from './parked.js';
 
 export interface RunnerLogger {
   error(obj: unknown, msg?: string): void;
@@ -38,6 +39,8 @@ export interface ProjectionRunnerOptions {
   observe?: boolean;
   /** Told the position every projection has passed after each applied batch (src/runtime/background.ts). */
   onApplied?: (position: LogPosition) => void;
+  /** The time parked events are stamped with. */
+  clock?: () => number;
 }
 
 interface Waiter {
@@ -62,6 +65,7 @@ export class ProjectionRunner {
   private readonly lease: Lease | undefined;
   private readonly observe: boolean;
   private readonly onApplied: ((position: LogPosition) => void) | undefined;
+  private readonly clock: () => number;
 
   constructor(
     private readonly events: EventStore,
@@ -75,6 +79,7 @@ export class ProjectionRunner {
     this.lease = options.lease;
     this.observe = options.observe ?? false;
     this.onApplied = options.onApplied;
+    this.clock = options.clock ?? Date.now;
   }
 
   /** Whether this runner applies batches now (not an observer, and holding its lease if it has one). */
@@ -83,7 +88,7 @@ export class ProjectionRunner {
   }
 
   async init(): Promise<void> {
-    await this.store.ensureIndexes(this.projections.flatMap((p) => p.indexes));
+    await this.store.ensureIndexes([...this.projections.flatMap((p) => p.indexes), ...parkedIndexes]);
     await this.reloadCheckpoints();
   }
 
@@ -176,9 +181,10 @@ export class ProjectionRunner {
         else await this.follow();
         this.failures = 0;
       } catch (error) {
-        // A failing projection must not skip events: log, back off, try the batch again.
+        // The store is down or busy (an event at fault was parked inside step): nothing may be
+        // skipped, so log, back off, and read the batch again.
         this.failures++;
-        this.log.error({ err: error }, 'projection batch failed; retrying');
+        this.log.error({ err: error, failures: this.failures }, 'projection batch failed on the store; retrying');
         await this.wakeup.sleep(Math.min(5000, 50 * 2 ** Math.min(this.failures, 7)));
         continue;
       }
@@ -198,28 +204,24 @@ export class ProjectionRunner {
     for (const p of this.projections) this.checkpoints.set(p.name, await this.store.getCheckpoint(p.name));
   }
 
-  /** One batch: read after the lowest checkpoint, apply, move checkpoints. */
+  /**
+   * One batch: read after the lowest checkpoint, apply, move checkpoints. A batch that fails
+   * for any reason but the store is applied again one event at a time, which finds the event
+   * at fault and parks it (src/runtime/parked.ts) instead of retrying the batch forever.
+   */
   private async step(): Promise<number> {
     if (this.projections.length === 0) return 0;
     const from = this.position;
     const batch = await this.events.readAll({ after: from, maxCount: this.batchSize });
     if (batch.length === 0) return 0;
-    const last = batch[batch.length - 1]!.position;
-    const moved = new Map<string, LogPosition>();
     try {
-      await this.store.transaction(async (tx) => {
-        for (const p of this.projections) {
-          const checkpoint = this.checkpoints.get(p.name) ?? null;
-          const seen = checkpoint ?? LOG_START;
-          for (const e of batch) {
-            if (e.position > seen && p.handles.has(e.type)) await p.apply(e, tx);
-          }
-          if (last > seen) {
-            await tx.setCheckpoint(p.name, last, checkpoint);
-            moved.set(p.name, last);
-          }
-        }
-      });
+      try {
+        await this.commit(batch, this.projections);
+      } catch (error) {
+        if (error instanceof CheckpointConflictError || isStoreFault(error)) throw error;
+        this.log.warn({ err: error, from: batch[0]!.position, to: batch[batch.length - 1]!.position }, 'projection batch failed; applying it one event at a time');
+        await this.oneByOne(batch);
+      }
     } catch (error) {
       if (error instanceof CheckpointConflictError) {
         // Another runner got there first: take its checkpoints and carry on from them.
@@ -228,10 +230,71 @@ export class ProjectionRunner {
       }
       throw error;
     }
-    for (const [name, pos] of moved) this.checkpoints.set(name, pos);
     this.release();
     this.onApplied?.(this.position);
     return batch.length;
+  }
+
+  /** Applies `events` to `projections` in one transaction and moves their checkpoints past them. */
+  private async commit(events: readonly RecordedEvent[], projections: readonly Projection[]): Promise<void> {
+    const last = events[events.length - 1]!.position;
+    const moved = new Map<string, LogPosition>();
+    await this.store.transaction(async (tx) => {
+      for (const p of projections) {
+        const checkpoint = this.checkpoints.get(p.name) ?? null;
+        const seen = checkpoint ?? LOG_START;
+        for (const e of events) {
+          if (e.position > seen && p.handles.has(e.type)) await p.apply(e, tx);
+        }
+        if (last > seen) {
+          await tx.setCheckpoint(p.name, last, checkpoint);
+          moved.set(p.name, last);
+        }
+      }
+    });
+    for (const [name, pos] of moved) this.checkpoints.set(name, pos);
+  }
+
+  /** The slow path of a failed batch: each event in its own transaction, each projection alone where the event fails. */
+  private async oneByOne(batch: readonly RecordedEvent[]): Promise<void> {
+    for (const e of batch) {
+      try {
+        await this.commit([e], this.projections);
+        continue;
+      } catch (error) {
+        if (error instanceof CheckpointConflictError || isStoreFault(error)) throw error;
+      }
+      for (const p of this.projections) await this.applyOrPark(e, p);
+    }
+  }
+
+  private async applyOrPark(e: RecordedEvent, p: Projection): Promise<void> {
+    let last: unknown;
+    for (let attempt = 1; attempt <= PARK_AFTER_ATTEMPTS; attempt++) {
+      try {
+        await this.commit([e], [p]);
+        return;
+      } catch (error) {
+        if (error instanceof CheckpointConflictError || isStoreFault(error)) throw error;
+        last = error;
+        if (attempt < PARK_AFTER_ATTEMPTS) await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
+    // A store fault nobody recognised must not park the log away: the store has to answer a
+    // plain read before anything is parked (a throw here is retried like any store fault).
+    const checkpoint = await this.store.getCheckpoint(p.name);
+    this.checkpoints.set(p.name, checkpoint);
+    if (checkpoint !== null && checkpoint >= e.position) return;
+    const doc = parkedDoc(p.name, e, last, PARK_AFTER_ATTEMPTS, this.clock());
+    await this.store.transaction(async (tx) => {
+      await park(tx, doc);
+      await tx.setCheckpoint(p.name, e.position, checkpoint);
+    });
+    this.checkpoints.set(p.name, e.position);
+    this.log.error(
+      { err: last, projection: p.name, position: e.position, eventId: e.id, eventType: e.type, stream: e.stream, apiKey: e.metadata.apiKey, parkedId: doc._id },
+      `projection ${p.name} cannot apply event ${e.id} (${e.type}); parked it and went on (collab projections parked)`,
+    );
   }
 
   private release() {

@@ -36,6 +36,7 @@ import { DELIVERIES, MAX_ATTEMPT_LOG, WEBHOOK_CHECKPOINT, outboxIndexes, type At
 import { processedPayload, rawPayload } from './payloads.js';
 import { signPayload } from './signature.js';
 import { triggerOf } from './triggers.js';
+import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc } from '../runtime/parked.js';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -191,14 +192,29 @@ export class WebhookDeliverer {
     }
   }
 
-  /** Queues the deliveries of the next batch of events; returns the number of events read. */
+  /**
+   * Queues the deliveries of the next batch of events; returns the number of events read. A
+   * batch that fails for any reason but the store is queued again one event at a time, and an
+   * event that still cannot be queued is parked (src/runtime/parked.ts), not retried forever.
+   */
   async followStep(): Promise<number> {
     const batch = await this.events.readAll({ after: this.checkpoint ?? LOG_START, maxCount: this.batchSize });
     if (batch.length === 0) return 0;
-    const last = batch[batch.length - 1]!.position;
+    try {
+      await this.queue(batch);
+    } catch (error) {
+      if (isStoreFault(error)) throw error;
+      this.log.warn({ err: error }, 'webhook follow batch failed; queuing it one event at a time');
+      for (const e of batch) await this.queueOrPark(e);
+    }
+    return batch.length;
+  }
+
+  /** The deliveries `events` cause under the keys' current webhook configurations. */
+  private async deliveriesFor(events: readonly RecordedEvent[]): Promise<DeliveryDoc[]> {
     const configs = new Map<string, KeyConfig | null>();
     const docs: DeliveryDoc[] = [];
-    for (const e of batch) {
+    for (const e of events) {
       const apiKey = e.metadata.apiKey;
       const area = triggerOf(e.stream);
       if (!apiKey || !area) continue;
@@ -212,12 +228,19 @@ export class WebhookDeliverer {
         docs.push(this.newDelivery(e, apiKey, cfg.workspaceId, endpoint, url));
       }
     }
+    return docs;
+  }
+
+  /** Queues the deliveries of `events` and moves the checkpoint past them. */
+  private async queue(events: readonly RecordedEvent[]): Promise<void> {
+    const last = events[events.length - 1]!.position;
+    const docs = await this.deliveriesFor(events);
     // A batch that queues nothing moves the checkpoint in memory only, storing it at most
     // once a second: most writes then cost the read store no extra transaction. Replaying
     // such a stretch after a crash queues nothing twice (delivery ids come from event ids).
     if (docs.length === 0 && this.clock() - this.persistedAt < 1000) {
       this.checkpoint = last;
-      return batch.length;
+      return;
     }
     try {
       await this.read.transaction(async (tx) => {
@@ -228,12 +251,58 @@ export class WebhookDeliverer {
       if (!(error instanceof CheckpointConflictError)) throw error;
       // Another process moved it: carry on from its checkpoint.
       this.checkpoint = this.persisted = await this.read.getCheckpoint(WEBHOOK_CHECKPOINT);
-      return batch.length;
+      return;
     }
     this.checkpoint = this.persisted = last;
     this.persistedAt = this.clock();
     if (docs.length > 0) this.send.poke();
-    return batch.length;
+  }
+
+  private async queueOrPark(e: RecordedEvent): Promise<void> {
+    let last: unknown;
+    for (let attempt = 1; attempt <= PARK_AFTER_ATTEMPTS; attempt++) {
+      // Another process may have moved the checkpoint past this event meanwhile.
+      if (this.checkpoint !== null && this.checkpoint >= e.position) return;
+      try {
+        await this.queue([e]);
+        return;
+      } catch (error) {
+        if (isStoreFault(error)) throw error;
+        last = error;
+        if (attempt < PARK_AFTER_ATTEMPTS) await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
+    // The store must answer a plain read before anything is parked (an unrecognised outage).
+    const persisted = await this.read.getCheckpoint(WEBHOOK_CHECKPOINT);
+    if (persisted !== null && persisted >= e.position) {
+      this.checkpoint = this.persisted = persisted;
+      return;
+    }
+    const doc = parkedDoc('webhooks', e, last, PARK_AFTER_ATTEMPTS, this.clock());
+    try {
+      await this.read.transaction(async (tx) => {
+        await park(tx, doc);
+        await tx.setCheckpoint(WEBHOOK_CHECKPOINT, e.position, persisted);
+      });
+    } catch (error) {
+      if (!(error instanceof CheckpointConflictError)) throw error;
+      this.checkpoint = this.persisted = await this.read.getCheckpoint(WEBHOOK_CHECKPOINT);
+      return;
+    }
+    this.checkpoint = this.persisted = e.position;
+    this.persistedAt = this.clock();
+    this.log.error(
+      { err: last, position: e.position, eventId: e.id, eventType: e.type, apiKey: e.metadata.apiKey, parkedId: doc._id },
+      `cannot queue the webhooks of event ${e.id} (${e.type}); parked it and went on (collab projections parked)`,
+    );
+  }
+
+  /** Queues one event's deliveries again, whatever the checkpoint (`collab projections retry`). */
+  async requeue(e: RecordedEvent): Promise<void> {
+    const docs = await this.deliveriesFor([e]);
+    await this.read.transaction(async (tx) => {
+      for (const d of docs) if (!(await tx.get(DELIVERIES, d._id))) await tx.upsert(DELIVERIES, d);
+    });
   }
 
   private newDelivery(e: RecordedEvent, apiKey: string, workspaceId: string, endpoint: WebhookEndpoint, url: string): DeliveryDoc {
