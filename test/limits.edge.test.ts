@@ -90,5 +90,66 @@ D("Fastify's prototype-poisoning protection still applies", async ({ h, t }) => 
   assert.is(({} as any).polluted, undefined);
 });
 
+// ---- folder depth ----
+
+const F = suite<{ h: Harness; t: Tenant }>('limits: folder tree depth');
+F.before(async (ctx) => {
+  ctx.h = await harness();
+  ctx.t = await ctx.h.tenant();
+  await ctx.h.post('/v2/organizations/add', { organizations: [{ organizationId: 'o' }] }, ctx.t.headers);
+});
+F.after(async (ctx) => ctx.h.close());
+
+/** folderIds `${prefix}1` .. `${prefix}${n}`, each under the previous; the first under `under`. */
+const chain = (prefix: string, n: number, under?: string) =>
+  Array.from({ length: n }, (_, i) => ({
+    folderId: `${prefix}${i + 1}`,
+    ...(i > 0 ? { parentFolderId: `${prefix}${i}` } : under ? { parentFolderId: under } : {}),
+  }));
+
+F('a chain of 101 levels is refused whole, nothing stored; 100 levels work', async ({ h, t }) => {
+  const before = await h.services.events.headPosition();
+  refused(await h.post('/v2/organizations/folders/add', { organizationId: 'o', folders: chain('x', 101) }, t.headers), /data\.folders\[100\].*limited to 100 levels/);
+  assert.is(await h.services.events.headPosition(), before, 'nothing appended');
+  assert.equal(okData(await h.post('/v2/organizations/folders/get', { organizationId: 'o' }, t.headers)), []);
+
+  const added = okData(await h.post('/v2/organizations/folders/add', { organizationId: 'o', folders: chain('c', 100) }, t.headers));
+  assert.is(Object.values(added).filter((o: any) => o.success).length, 100);
+  const deepest = okData(await h.post('/v2/organizations/folders/get', { organizationId: 'o', folderId: 'c100', maxDepth: 0 }, t.headers));
+  assert.is(deepest[0].ancestors.length, 99);
+  // One more level under the 100th, in a later call: refused, nothing stored.
+  const mid = await h.services.events.headPosition();
+  refused(await h.post('/v2/organizations/folders/add', { organizationId: 'o', folders: [{ folderId: 'ok-root' }, { folderId: 'c101', parentFolderId: 'c100' }] }, t.headers), /folder "c101".*limited to 100 levels/);
+  assert.is(await h.services.events.headPosition(), mid, 'the whole batch was refused');
+});
+
+F('a subtree move that would exceed the limit is refused; one that fits is applied', async ({ h, t }) => {
+  // s1 -> s2 -> s3 at the root; c1..c100 exist from the test above.
+  okData(await h.post('/v2/organizations/folders/add', { organizationId: 'o', folders: chain('s', 3) }, t.headers));
+  const before = await h.services.events.headPosition();
+  // Under c98, s1 would be at 99 and s3 at 101.
+  refused(await h.post('/v2/organizations/folders/update', { organizationId: 'o', folders: [{ folderId: 's1', parentFolderId: 'c98' }] }, t.headers), /folder "s1".*limited to 100 levels/);
+  assert.is(await h.services.events.headPosition(), before, 'nothing appended');
+  // Under c97: s3 lands at exactly 100.
+  const moved = okData(await h.post('/v2/organizations/folders/update', { organizationId: 'o', folders: [{ folderId: 's1', parentFolderId: 'c97' }] }, t.headers));
+  assert.is(moved.s1.success, true);
+  const s3 = okData(await h.post('/v2/organizations/folders/get', { organizationId: 'o', folderId: 's3', maxDepth: 0 }, t.headers));
+  assert.is(s3[0].ancestors.length, 99);
+});
+
+F('FOLDER_MAX_DEPTH sets the limit', async () => {
+  const h = await harness({ FOLDER_MAX_DEPTH: '3' });
+  try {
+    const t = await h.tenant();
+    okData(await h.post('/v2/organizations/folders/add', { organizationId: 'o', createOrganization: true, folders: chain('a', 3) }, t.headers));
+    refused(await h.post('/v2/organizations/folders/add', { organizationId: 'o', folders: [{ folderId: 'a4', parentFolderId: 'a3' }] }, t.headers), /limited to 3 levels/);
+    okData(await h.post('/v2/organizations/folders/add', { organizationId: 'o', folders: [{ folderId: 'b1' }] }, t.headers));
+    refused(await h.post('/v2/organizations/folders/update', { organizationId: 'o', folders: [{ folderId: 'b1', parentFolderId: 'a3' }] }, t.headers), /limited to 3 levels/);
+  } finally {
+    await h.close();
+  }
+});
+
 J.run();
 D.run();
+F.run();
