@@ -150,6 +150,46 @@ F('FOLDER_MAX_DEPTH sets the limit', async () => {
   }
 });
 
+// ---- permissions/get ----
+
+const P = suite<{ h: Harness; t: Tenant }>('limits: permissions/get users and cells');
+P.before(async (ctx) => {
+  ctx.h = await harness();
+  ctx.t = await ctx.h.tenant();
+  const documents = Array.from({ length: 101 }, (_, i) => ({ documentId: `d${i}` }));
+  okData(await ctx.h.post('/v2/organizations/documents/add', { organizationId: 'o', createOrganization: true, documents }, ctx.t.headers));
+});
+P.after(async (ctx) => ctx.h.close());
+
+const users = (n: number) => Array.from({ length: n }, (_, i) => `u${i}`);
+const docs = (n: number) => Array.from({ length: n }, (_, i) => `d${i}`);
+
+P('101 users are refused naming the limit', async ({ h, t }) => {
+  refused(await h.post('/v2/auth/permissions/get', { organizationId: 'o', userIds: users(101) }, t.headers), /data\.userIds must have at most 100 items/);
+});
+
+P('100 users x 101 documents (10,100 cells) are refused; 100 x 100 are answered', async ({ h, t }) => {
+  refused(
+    await h.post('/v2/auth/permissions/get', { organizationId: 'o', userIds: users(100), documentIds: docs(101) }, t.headers),
+    /10100 permission cells \(100 users x 101 folders and documents\).*at most 10000 cells/,
+  );
+  // Folders and documents count together.
+  refused(
+    await h.post('/v2/auth/permissions/get', { organizationId: 'o', userIds: users(100), documentIds: docs(60), folderIds: docs(41).map((d) => `f${d}`) }, t.headers),
+    /10100 permission cells/,
+  );
+  const data = okData(await h.post('/v2/auth/permissions/get', { organizationId: 'o', userIds: users(100), documentIds: docs(100) }, t.headers));
+  assert.is(Object.keys(data).length, 100);
+  assert.is(Object.keys(data.u99.documents).length, 100);
+  assert.equal(data.u0.documents.d0, { accessRole: 'editor', accessType: 'public' });
+});
+
+P('the bound is checked before any resolution: an unknown organization over the limit is 400, not 404', async ({ h, t }) => {
+  refused(await h.post('/v2/auth/permissions/get', { organizationId: 'nope', userIds: users(100), documentIds: docs(101) }, t.headers), /permission cells/);
+  assert.is((await h.post('/v2/auth/permissions/get', { organizationId: 'nope', userIds: users(100), documentIds: docs(100) }, t.headers)).status, 404);
+});
+
 J.run();
 D.run();
 F.run();
+P.run();
