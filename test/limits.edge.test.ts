@@ -13,6 +13,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Harness, type Response, type Tenant } from './support/app.js';
 import { MAX_JSON_DEPTH, jsonDepth } from '../src/http/json-depth.js';
+import { MAX_AGENT_CONFIG_BYTES } from '../src/agents/config.js';
 
 const refused = (r: Response, message: RegExp, where = '') => {
   assert.is(r.status, 400, `${where} ${JSON.stringify(r.body).slice(0, 300)}`);
@@ -189,7 +190,46 @@ P('the bound is checked before any resolution: an unknown organization over the 
   assert.is((await h.post('/v2/auth/permissions/get', { organizationId: 'nope', userIds: users(100), documentIds: docs(100) }, t.headers)).status, 404);
 });
 
+// ---- agent configuration size ----
+
+const A = suite<{ h: Harness; t: Tenant }>('limits: agent configuration size');
+A.before(async (ctx) => {
+  ctx.h = await harness();
+  ctx.t = await ctx.h.tenant();
+});
+A.after(async (ctx) => ctx.h.close());
+
+A('a configuration over 64 KiB is refused on create, nothing stored; one under it is stored', async ({ h, t }) => {
+  const before = await h.services.events.headPosition();
+  // 70,000 characters of instructions: under the field's own 100,000 but over 64 KiB in all.
+  refused(await h.post('/v2/agents/create', { agentId: 'big', name: 'Big', rawInstructions: 'x'.repeat(70_000) }, t.headers), /limited to 65536 bytes \(64 KiB\)/);
+  // Many small options add up too.
+  const options = Object.fromEntries(Array.from({ length: 800 }, (_, i) => [`option${i}`, 'v'.repeat(80)]));
+  refused(await h.post('/v2/agents/create', { agentId: 'big', name: 'Big', contextGathering: { strategyOptions: options } }, t.headers), /64 KiB/);
+  assert.is(await h.services.events.headPosition(), before, 'nothing appended');
+  assert.is((await h.post('/v2/agents/get', { agentId: 'big' }, t.headers)).status, 404);
+
+  // rawInstructions of 60,000 characters fit: its default copy in `instructions` is not counted twice.
+  const a = okData(await h.post('/v2/agents/create', { agentId: 'fits', name: 'Fits', rawInstructions: 'y'.repeat(60_000) }, t.headers));
+  assert.is(a.agent.rawInstructions.length, 60_000);
+  assert.ok(60_000 < MAX_AGENT_CONFIG_BYTES);
+});
+
+A('an update whose merged configuration passes 64 KiB is refused and the stored one is kept', async ({ h, t }) => {
+  okData(await h.post('/v2/agents/create', { agentId: 'grow', name: 'Grow', rawInstructions: 'z'.repeat(40_000) }, t.headers));
+  const before = await h.services.events.headPosition();
+  const options = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`option${i}`, 'v'.repeat(80)]));
+  refused(await h.post('/v2/agents/update', { agentId: 'grow', contextGathering: { strategyOptions: options } }, t.headers), /limited to 65536 bytes/);
+  assert.is(await h.services.events.headPosition(), before, 'nothing appended');
+  const got = okData(await h.post('/v2/agents/get', { agentId: 'grow' }, t.headers));
+  assert.is(got.agent.version, 1);
+  // The same options with shorter instructions fit.
+  const upd = okData(await h.post('/v2/agents/update', { agentId: 'grow', rawInstructions: 'short', instructions: 'short', contextGathering: { strategyOptions: options } }, t.headers));
+  assert.is(upd.agent.version, 2);
+});
+
 J.run();
 D.run();
 F.run();
 P.run();
+A.run();
