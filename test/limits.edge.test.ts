@@ -14,6 +14,7 @@ import * as assert from 'uvu/assert';
 import { harness, type Harness, type Response, type Tenant } from './support/app.js';
 import { MAX_JSON_DEPTH, jsonDepth } from '../src/http/json-depth.js';
 import { MAX_AGENT_CONFIG_BYTES } from '../src/agents/config.js';
+import { PRESENCE_SCAN_BUDGET } from '../src/presence/store.js';
 
 const refused = (r: Response, message: RegExp, where = '') => {
   assert.is(r.status, 400, `${where} ${JSON.stringify(r.body).slice(0, 300)}`);
@@ -228,8 +229,85 @@ A('an update whose merged configuration passes 64 KiB is refused and the stored 
   assert.is(upd.agent.version, 2);
 });
 
+// ---- presence/get paged ----
+
+const R = suite<{ h: Harness; t: Tenant }>('limits: presence/get is paged');
+R.before(async (ctx) => {
+  ctx.h = await harness({ PRESENCE_TTL_SECONDS: '3600' });
+  ctx.t = await ctx.h.tenant();
+  // 2500 entries: 1000 users on d1 and d2, 500 on d3.
+  for (const [documentId, n] of [['d1', 1000], ['d2', 1000], ['d3', 500]] as const) {
+    const users = Array.from({ length: n }, (_, i) => ({ userId: `u${i}` }));
+    okData(await ctx.h.post('/v2/presence/add', { organizationId: 'o', documentId, users }, ctx.t.headers));
+  }
+});
+R.after(async (ctx) => ctx.h.close());
+
+async function allPages(h: Harness, t: Tenant, query: Record<string, unknown>) {
+  const pages: any[][] = [];
+  let pageToken: string | undefined;
+  for (let guard = 0; guard < 100; guard++) {
+    const r = await h.post('/v2/presence/get', { ...query, ...(pageToken ? { pageToken } : {}) }, t.headers);
+    pages.push(okData(r));
+    pageToken = r.body.result.pageToken;
+    if (!pageToken) return pages;
+  }
+  throw new Error('paging never ended');
+}
+
+R('2500 entries come back in pages of at most 1000 by default, none lost or repeated', async ({ h, t }) => {
+  const pages = await allPages(h, t, { organizationId: 'o' });
+  assert.equal(pages.map((p) => p.length), [1000, 1000, 500]);
+  const seen = pages.flat().map((e) => `${e.documentId}/${e.userId}`);
+  assert.is(new Set(seen).size, 2500, 'no entry repeated');
+  assert.is(seen.length, 2500, 'no entry lost');
+});
+
+R('pageSize pages one document; the last page has no pageToken', async ({ h, t }) => {
+  const pages = await allPages(h, t, { organizationId: 'o', documentId: 'd3', pageSize: 200 });
+  assert.equal(pages.map((p) => p.length), [200, 200, 100]);
+  assert.is(new Set(pages.flat().map((e) => e.userId)).size, 500);
+  const one = await h.post('/v2/presence/get', { organizationId: 'o', documentId: 'd3', pageSize: 500 }, t.headers);
+  assert.is(okData(one).length, 500);
+  assert.is(one.body.result.pageToken, undefined, 'no token when nothing more exists');
+});
+
+R('documentId with userIds pages too', async ({ h, t }) => {
+  const userIds = Array.from({ length: 250 }, (_, i) => `u${i * 2}`);
+  const pages = await allPages(h, t, { organizationId: 'o', documentId: 'd1', userIds, pageSize: 100 });
+  assert.equal(pages.map((p) => p.length), [100, 100, 50]);
+  assert.equal(pages.flat().map((e) => e.userId).sort(), [...userIds].sort());
+});
+
+R('page tokens are validated: garbled or from another query is INVALID_ARGUMENT; pageSize over 1000 too', async ({ h, t }) => {
+  const first = await h.post('/v2/presence/get', { organizationId: 'o', documentId: 'd1', pageSize: 10 }, t.headers);
+  const token = first.body.result.pageToken;
+  assert.type(token, 'string');
+  refused(await h.post('/v2/presence/get', { organizationId: 'o', documentId: 'd2', pageSize: 10, pageToken: token }, t.headers), /data\.pageToken is not a valid page token/);
+  refused(await h.post('/v2/presence/get', { organizationId: 'o', pageToken: 'garbage!' }, t.headers), /data\.pageToken/);
+  refused(await h.post('/v2/presence/get', { organizationId: 'o', pageSize: 1001 }, t.headers), /data\.pageSize must be at most 1000/);
+  const other = await h.tenant();
+  refused(await h.post('/v2/presence/get', { organizationId: 'o', documentId: 'd1', pageSize: 10, pageToken: token }, other.headers), /data\.pageToken/);
+});
+
+R('a filter that matches little is bounded per call: the scan stops and a token goes on from there', async ({ h, t }) => {
+  // 11,000 entries before the one wanted: more than one call looks at.
+  for (let k = 0; k < 11; k++) {
+    const users = Array.from({ length: 1000 }, (_, i) => ({ userId: `n${k}-${i}` }));
+    okData(await h.post('/v2/presence/add', { organizationId: 'o2', documentId: `d${k}`, users }, t.headers));
+  }
+  okData(await h.post('/v2/presence/add', { organizationId: 'o2', documentId: 'late', users: [{ userId: 'wanted' }] }, t.headers));
+  assert.ok(11 * 1000 > PRESENCE_SCAN_BUDGET);
+  const first = await h.post('/v2/presence/get', { organizationId: 'o2', userIds: ['wanted'] }, t.headers);
+  assert.equal(okData(first), [], 'the first call stopped at the budget');
+  assert.type(first.body.result.pageToken, 'string');
+  const pages = await allPages(h, t, { organizationId: 'o2', userIds: ['wanted'] });
+  assert.equal(pages.flat().map((e) => `${e.documentId}/${e.userId}`), ['late/wanted']);
+});
+
 J.run();
 D.run();
 F.run();
 P.run();
 A.run();
+R.run();
