@@ -11,7 +11,7 @@
 import { alreadyExists, assertNever, failedPrecondition, invalidArgument, notFound } from '../src/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import { isBuiltInAgent } from '../src/agents/catalogue.js';
-import { restoreSecrets, type AgentChanges, type AgentConfig } from '../src/agents/config.js';
+import { MAX_AGENT_CONFIG_BYTES, agentConfigBytes, restoreSecrets, type AgentChanges, type AgentConfig } from '../src/agents/config.js';
 
 // ---- events ----
 
@@ -69,6 +69,16 @@ function decideBuiltIn(command: Extract<AgentCommand, { type: 'UpdateAgent' }>, 
   return [{ type: 'BuiltInAgentEnabledChanged', data: { agentId, enabled: changes.enabled, changedAt: now } }];
 }
 
+/** semantics §1 Limits: refused before anything is stored, on create and on the merged result of an update. */
+function checkSize(config: AgentConfig): void {
+  const bytes = agentConfigBytes(config);
+  if (bytes > MAX_AGENT_CONFIG_BYTES) {
+    throw invalidArgument(
+      `The agent configuration is ${bytes} bytes as JSON; an agent configuration is limited to ${MAX_AGENT_CONFIG_BYTES} bytes (64 KiB).`,
+    );
+  }
+}
+
 export function decide(command: AgentCommand, state: AgentState): AgentEvent[] {
   const now = command.metadata.now;
   const { agentId } = command.data;
@@ -76,6 +86,7 @@ export function decide(command: AgentCommand, state: AgentState): AgentEvent[] {
     case 'CreateAgent': {
       if (isBuiltInAgent(agentId)) throw alreadyExists(`Agent ${agentId} is a built-in agent.`);
       if (state.status === 'active') throw alreadyExists('Agent already exists.');
+      checkSize(command.data.config);
       return [{ type: 'AgentCreated', data: { agentId, config: command.data.config, version: 1, createdAt: now } }];
     }
     case 'UpdateAgent': {
@@ -84,6 +95,7 @@ export function decide(command: AgentCommand, state: AgentState): AgentEvent[] {
       const changes = Object.fromEntries(Object.entries(command.data.changes).filter(([, v]) => v !== undefined));
       if (Object.keys(changes).length === 0) throw invalidArgument('Nothing to update: give at least one field to change.');
       const config = restoreSecrets({ ...state.config, ...changes } as AgentConfig, state.config);
+      checkSize(config);
       return [{ type: 'AgentUpdated', data: { agentId, config, version: state.version + 1, updatedAt: now } }];
     }
     case 'DeleteAgent': {

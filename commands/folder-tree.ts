@@ -16,7 +16,14 @@
  * The tree is a small persistent map (256 buckets): `evolve` copies one bucket and the
  * bucket array per event, never the whole tree, so a 10,000-folder tree folds in linear time.
  */
+import { invalidArgument } from '../src/errors.js';
 import type { DomainEvent } from '../src/runtime/decider.js';
+
+/**
+ * semantics §1 Limits: the folder tree is at most this many levels deep unless the operator
+ * sets FOLDER_MAX_DEPTH (src/config.ts). A folder at the organization root is level 1.
+ */
+export const DEFAULT_FOLDER_MAX_DEPTH = 100;
 
 export const ACCESS_TYPES = ['organizationPrivate', 'restricted', 'public'] as const;
 export type AccessType = (typeof ACCESS_TYPES)[number];
@@ -124,6 +131,61 @@ export function isInSubtree(tree: Tree, folderId: string, candidate: string): bo
   return false;
 }
 
+/**
+ * The level of `folderId` (a folder at the organization root is level 1; the root itself,
+ * null, is level 0), walking up at most `cap + 1` parents: a folder deeper than `cap`
+ * answers `cap + 1`, so the walk costs O(cap) even in a tree stored before the limit
+ * existed.
+ */
+export function levelOf(tree: Tree, folderId: string | null, cap: number): number {
+  let level = 0;
+  let cur = folderId;
+  while (cur !== null && level <= cap) {
+    const node = getFolder(tree, cur);
+    if (!node) break;
+    level++;
+    cur = node.parentFolderId;
+  }
+  return level;
+}
+
+/** Children by parent id, as sets (a move takes one out and puts it in elsewhere in O(1)). */
+export type ChildIndex = Map<string, Set<string>>;
+
+export function childIndex(tree: Tree): ChildIndex {
+  const children: ChildIndex = new Map();
+  for (const [id, node] of folderEntries(tree)) {
+    if (node.parentFolderId === null) continue;
+    const set = children.get(node.parentFolderId);
+    if (set) set.add(id);
+    else children.set(node.parentFolderId, new Set([id]));
+  }
+  return children;
+}
+
+/**
+ * True when the subtree under `folderId` has a folder more than `levels` levels below it
+ * (its children are 1 level below). Walks level by level and stops at `levels + 1`, so it
+ * visits only the top of a deep subtree. Example: a chain a -> b -> c has c 2 levels below
+ * a: `hasDescendantsBelow(children, 'a', 1)` is true, with 2 it is false.
+ */
+export function hasDescendantsBelow(children: ChildIndex, folderId: string, levels: number): boolean {
+  let frontier = [folderId];
+  for (let depth = 1; frontier.length > 0; depth++) {
+    const next: string[] = [];
+    for (const id of frontier) for (const c of children.get(id) ?? []) next.push(c);
+    if (next.length > 0 && depth > levels) return true;
+    frontier = next;
+  }
+  return false;
+}
+
+const tooDeep = (index: number, folderId: string, maxDepth: number) =>
+  invalidArgument(
+    `data.folders[${index}] (folder ${JSON.stringify(folderId)}) would put a folder more than ${maxDepth} levels deep: ` +
+      `the folder tree is limited to ${maxDepth} levels.`,
+  );
+
 /** The folder and all its descendants, parents before children (one scan of the tree). */
 export function subtreeOf(tree: Tree, folderId: string): string[] {
   if (!getFolder(tree, folderId)) return [];
@@ -198,11 +260,12 @@ export const normalizeParent = (p: string | null | undefined): string | null | u
 
 type Step = { events: FolderEvent[]; outcome: ItemOutcome & Record<string, unknown> };
 
-function fold(tree: Tree, items: readonly { folderId: string }[], step: (tree: Tree, item: any) => Step, echoId = true): Plan {
+function fold(tree: Tree, items: readonly { folderId: string }[], step: (tree: Tree, item: any, index: number) => Step, echoId = true): Plan {
   const plan: Plan = { events: [], outcomes: new Map() };
   let t = tree;
-  for (const item of items) {
-    const { events, outcome: o } = step(t, item);
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    const { events, outcome: o } = step(t, item, i);
     const outcome = echoId ? { id: item.folderId, ...o } : o;
     for (const e of events) t = evolveTree(t, e);
     plan.events.push(...events);
@@ -214,11 +277,27 @@ function fold(tree: Tree, items: readonly { folderId: string }[], step: (tree: T
 
 const fail = (message: string): Step => ({ events: [], outcome: { success: false, message } });
 
-export function planAddFolders(organizationId: string, tree: Tree, items: readonly NewFolder[], now: number): Plan {
-  return fold(tree, items, (t, f: NewFolder): Step => {
+/**
+ * Folder depth (semantics §1 Limits): an item that would put a folder deeper than
+ * `maxDepth` refuses the WHOLE batch with INVALID_ARGUMENT (it throws: nothing is appended),
+ * unlike "unknown parent", which fails its item alone. The limit protects the service, not
+ * the batch's own consistency, and a half-applied chain would leave the client to find
+ * where it stopped. Decided here, against the tree at the stream's revision, so a
+ * concurrent add or move that would deepen the tree is decided again after the revision
+ * conflict and refused then.
+ */
+export function planAddFolders(
+  organizationId: string,
+  tree: Tree,
+  items: readonly NewFolder[],
+  now: number,
+  maxDepth = DEFAULT_FOLDER_MAX_DEPTH,
+): Plan {
+  return fold(tree, items, (t, f: NewFolder, i): Step => {
     if (getFolder(t, f.folderId)) return fail('Folder already exists.');
     const parent = normalizeParent(f.parentFolderId) ?? null;
     if (parent !== null && !getFolder(t, parent)) return fail(`Parent folder ${JSON.stringify(parent)} does not exist.`);
+    if (levelOf(t, parent, maxDepth) + 1 > maxDepth) throw tooDeep(i, f.folderId, maxDepth);
     return {
       events: [{
         type: 'FolderAdded',
@@ -236,8 +315,24 @@ export function planAddFolders(organizationId: string, tree: Tree, items: readon
   });
 }
 
-export function planUpdateFolders(organizationId: string, tree: Tree, items: readonly FolderChange[]): Plan {
-  return fold(tree, items, (t, f: FolderChange): Step => {
+/**
+ * A move that would put any folder of the moved subtree deeper than `maxDepth` refuses the
+ * whole batch, as in planAddFolders. Worked example with maxDepth 100: a folder at level 10
+ * whose deepest descendant is 5 levels below it, moved under a parent at level 95, would
+ * land at 96 and put that descendant at 101: refused. Under a parent at level 94 it lands
+ * at 95, the descendant at 100: it fits. A move that does not lower the folder (new level
+ * <= old level) deepens nothing and needs no look at the subtree.
+ */
+export function planUpdateFolders(
+  organizationId: string,
+  tree: Tree,
+  items: readonly FolderChange[],
+  maxDepth = DEFAULT_FOLDER_MAX_DEPTH,
+): Plan {
+  // Built on the first move that lowers a folder, then kept in step with this batch's moves
+  // (an update batch only moves and renames, so the index stays exact).
+  let children: ChildIndex | undefined;
+  return fold(tree, items, (t, f: FolderChange, i): Step => {
     const node = getFolder(t, f.folderId);
     if (!node) return fail('Folder does not exist.');
     const events: FolderEvent[] = [];
@@ -246,6 +341,20 @@ export function planUpdateFolders(organizationId: string, tree: Tree, items: rea
       if (parent !== null && !getFolder(t, parent)) return fail(`Parent folder ${JSON.stringify(parent)} does not exist.`);
       if (parent !== null && isInSubtree(t, f.folderId, parent)) {
         return fail('Moving the folder under itself or one of its subfolders would create a cycle.');
+      }
+      const newLevel = levelOf(t, parent, maxDepth) + 1;
+      if (newLevel > maxDepth) throw tooDeep(i, f.folderId, maxDepth);
+      if (newLevel > levelOf(t, f.folderId, maxDepth)) {
+        children ??= childIndex(t);
+        if (hasDescendantsBelow(children, f.folderId, maxDepth - newLevel)) throw tooDeep(i, f.folderId, maxDepth);
+      }
+      if (children) {
+        if (node.parentFolderId !== null) children.get(node.parentFolderId)?.delete(f.folderId);
+        if (parent !== null) {
+          const set = children.get(parent);
+          if (set) set.add(f.folderId);
+          else children.set(parent, new Set([f.folderId]));
+        }
       }
       events.push({
         type: 'FolderMoved',

@@ -81,8 +81,9 @@ export type OrganizationCommand =
   | Command<'RenameOrganization', OrgRef & { organizationName: string }>
   | Command<'SetOrganizationDisabled', OrgRef & { disabled: boolean }>
   | Command<'DeleteOrganization', OrgRef>
-  | Command<'AddFolders', OrgRef & { createOrganization?: boolean; folders: NewFolder[] }>
-  | Command<'UpdateFolders', OrgRef & { folders: FolderChange[] }>
+  /** `maxDepth`: the operator's FOLDER_MAX_DEPTH (src/config.ts); default DEFAULT_FOLDER_MAX_DEPTH. */
+  | Command<'AddFolders', OrgRef & { createOrganization?: boolean; folders: NewFolder[]; maxDepth?: number }>
+  | Command<'UpdateFolders', OrgRef & { folders: FolderChange[]; maxDepth?: number }>
   | Command<'SetFolderAccess', OrgRef & { folderIds: string[]; accessType: AccessType | null }>
   | Command<'DeleteFolder', OrgRef & { folderId: string }>;
 
@@ -130,13 +131,14 @@ export function plan(command: OrganizationCommand, state: OrganizationState): Pl
       active(state);
       return single([{ type: 'OrganizationDeleted', data: { organizationId, deletedAt: now } }]);
     case 'AddFolders': {
-      if (state.status === 'active') return planAddFolders(organizationId, state.tree, command.data.folders, now);
+      const { folders, maxDepth } = command.data;
+      if (state.status === 'active') return planAddFolders(organizationId, state.tree, folders, now, maxDepth);
       if (!command.data.createOrganization) throw organizationNotFound();
-      const p = planAddFolders(organizationId, emptyTree(), command.data.folders, now);
+      const p = planAddFolders(organizationId, emptyTree(), folders, now, maxDepth);
       return { ...p, events: [created(organizationId, undefined, now), ...p.events] };
     }
     case 'UpdateFolders':
-      return planUpdateFolders(organizationId, active(state).tree, command.data.folders);
+      return planUpdateFolders(organizationId, active(state).tree, command.data.folders, command.data.maxDepth);
     case 'SetFolderAccess':
       return planFolderAccess(organizationId, active(state).tree, command.data.folderIds, command.data.accessType);
     case 'DeleteFolder': {

@@ -6,7 +6,7 @@
  * requested documents and one for their folders (whose `ancestors` lists bound the walk).
  * Nothing scans the organization: the number of lookups does not grow with its size.
  */
-import { notFound } from '../src/errors.js';
+import { invalidArgument, notFound } from '../src/errors.js';
 import type { ReadView } from '../src/ports/read-store.js';
 import { ORGANIZATION_DEFAULT_ACCESS, type AccessType } from '../commands/folder-tree.js';
 import { isLive, type AccessRole, type ResourceType } from '../commands/grant.js';
@@ -134,6 +134,33 @@ export function organizationEntry(grant: GrantDoc | undefined, nowMs: number): E
   return { error: 'User does not have access to organization', errorCode: 'permission_denied' };
 }
 
+/** semantics §1 Limits: `permissions/get` takes at most this many `userIds`. */
+export const MAX_PERMISSION_USERS = 100;
+/**
+ * semantics §1 Limits: at most this many cells, users x (folders + documents) requested, ids
+ * counted once each (the answer is keyed by id). The organization entry every user gets is
+ * not a requested cell: it adds at most MAX_PERMISSION_USERS entries, bounded already.
+ * Example: 100 users x (40 folders + 60 documents) = 10,000 passes; one more document makes
+ * 10,100 and is refused before anything is read.
+ */
+export const MAX_PERMISSION_CELLS = 10_000;
+
+/** Refuses a query beyond the limits above, before any resolution work. */
+export function checkPermissionsQueryBounds(q: PermissionsQuery): void {
+  const users = new Set(q.userIds).size;
+  if (users > MAX_PERMISSION_USERS) {
+    throw invalidArgument(`data.userIds must have at most ${MAX_PERMISSION_USERS} items (permissions/get resolves at most ${MAX_PERMISSION_USERS} users per call).`);
+  }
+  const resources = new Set(q.folderIds ?? []).size + new Set(q.documentIds ?? []).size;
+  const cells = users * resources;
+  if (cells > MAX_PERMISSION_CELLS) {
+    throw invalidArgument(
+      `The query asks for ${cells} permission cells (${users} users x ${resources} folders and documents); ` +
+        `permissions/get resolves at most ${MAX_PERMISSION_CELLS} cells per call.`,
+    );
+  }
+}
+
 export interface PermissionsQuery {
   organizationId: string;
   userIds: string[];
@@ -157,6 +184,7 @@ function alignGrants(keys: readonly string[], grants: readonly GrantDoc[]): Arra
 }
 
 export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: number, q: PermissionsQuery) {
+  checkPermissionsQueryBounds(q);
   const { organizationId } = q;
   const organization = await read.get<OrganizationDoc>(ORGANIZATIONS, organizationKey(apiKey, organizationId));
   if (!organization) throw notFound('Organization does not exist.');

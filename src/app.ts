@@ -8,7 +8,8 @@
  */
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { nanoid } from 'nanoid';
-import { ApiError, httpStatusOf } from './errors.js';
+import { ApiError, httpStatusOf, invalidArgument } from './errors.js';
+import { MAX_JSON_DEPTH, jsonDepth } from './http/json-depth.js';
 import type { Services } from './services.js';
 import { authenticate, type Caller } from './http/auth.js';
 import { RequestContext } from './http/context.js';
@@ -96,8 +97,18 @@ const scopeOf = (caller: Caller, req: FastifyRequest) =>
 export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   // Any content type is read as JSON: `curl -d` without a header still works, and there is
   // one parser (with Fastify's prototype-poisoning protection) for every body.
+  // The nesting depth is checked on the raw text first (src/http/json-depth.ts), so no
+  // deeper value is ever parsed, validated or stored.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('*', { parseAs: 'string' }, (req, body, done) => {
+    const text = body as string;
+    if (jsonDepth(text) > MAX_JSON_DEPTH) {
+      done(invalidArgument(`The request body is nested deeper than ${MAX_JSON_DEPTH} levels (JSON nesting depth is limited to ${MAX_JSON_DEPTH}).`), undefined);
+      return;
+    }
+    parseJson(req, text, done);
+  });
 
   // Every answer carries x-request-id. It is set where each answer is made (here, the 404
   // handler, the health checks and the route wrapper) rather than in an async onSend hook,

@@ -34,6 +34,8 @@ export interface Config {
    * on the main thread (tests, debugging).
    */
   backgroundThread: boolean;
+  /** semantics §1 Limits: the folder tree is at most this many levels deep (a root folder is level 1). */
+  folderMaxDepth: number;
 }
 
 export class ConfigError extends Error {
@@ -116,5 +118,6 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
     leaseTtlMs: integer(env, 'LEASE_TTL_MS', 10_000, 300, 600_000),
     backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
+    folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),
   };
 }

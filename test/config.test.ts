@@ -26,6 +26,7 @@ test('defaults', () => {
   assert.is(c.logLevel, 'info');
   assert.equal(c.regions, DEFAULT_REGIONS);
   assert.is(c.backgroundThread, true);
+  assert.is(c.folderMaxDepth, 100);
 });
 
 test('values are read', () => {
@@ -39,6 +40,7 @@ test('values are read', () => {
     LOG_LEVEL: 'debug',
     REGIONS: 'usa, europe',
     BACKGROUND_THREAD: 'false',
+    FOLDER_MAX_DEPTH: '250',
   });
   assert.is(c.port, 9000);
   assert.is(c.host, '127.0.0.1');
@@ -49,6 +51,7 @@ test('values are read', () => {
   assert.is(c.logLevel, 'debug');
   assert.equal(c.regions, ['usa', 'europe']);
   assert.is(c.backgroundThread, false);
+  assert.is(c.folderMaxDepth, 250);
   assert.is(loadConfig({ BACKGROUND_THREAD: '1' }).backgroundThread, true);
 });
 
@@ -66,6 +69,9 @@ test('bad values fail fast naming the variable', () => {
   failsOn({ BODY_LIMIT_BYTES: '10' }, 'BODY_LIMIT_BYTES');
   failsOn({ READ_YOUR_WRITES_TIMEOUT_MS: 'soon' }, 'READ_YOUR_WRITES_TIMEOUT_MS');
   failsOn({ BACKGROUND_THREAD: 'yes' }, 'BACKGROUND_THREAD');
+  failsOn({ FOLDER_MAX_DEPTH: '0' }, 'FOLDER_MAX_DEPTH');
+  failsOn({ FOLDER_MAX_DEPTH: '1001' }, 'FOLDER_MAX_DEPTH');
+  failsOn({ FOLDER_MAX_DEPTH: 'deep' }, 'FOLDER_MAX_DEPTH');
 });
 
 test.run();

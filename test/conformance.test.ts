@@ -190,7 +190,7 @@ test('§4 documents/move: answers without data; moving a missing document fails 
   assert.is(r.body.error !== undefined, true, 'destination must exist');
 });
 
-test('§1/§4 limits: 30 ids on documents/get and documents/move, pageSize 1..1000, 1000 items elsewhere', async () => {
+test('§1/§4 limits: 30 ids on documents/get and documents/move, pageSize 1..1000, 100 users on permissions/get, 1000 items elsewhere', async () => {
   await ok('/v2/organizations/add', { organizations: [{ organizationId: 'lim' }] });
   const ids = (n: number) => Array.from({ length: n }, (_, i) => `d${i}`);
   for (const [url, data] of [
@@ -199,7 +199,7 @@ test('§1/§4 limits: 30 ids on documents/get and documents/move, pageSize 1..10
     ['/v2/organizations/documents/get', { pageSize: 0 }],
     ['/v2/organizations/documents/get', { pageSize: 1001 }],
     ['/v2/organizations/documents/delete', { documentIds: ids(1001) }],
-    ['/v2/auth/permissions/get', { userIds: ids(1001) }],
+    ['/v2/auth/permissions/get', { userIds: ids(101) }],
   ] as const) {
     const r = await post(url, { organizationId: 'lim', ...data });
     assert.is(r.status, 400, `${url} ${JSON.stringify(data).slice(0, 40)}`);

@@ -128,4 +128,60 @@ test('DeleteFolder removes the subtree; missing folder has the spec code', () =>
   given([...tree, deleted]).when({ type: 'AddFolders', data: { organizationId: org, folders: [{ folderId: 'c', parentFolderId: 'd' }] }, metadata: meta }).then([folder('c', 'd')]);
 });
 
+// ---- folder depth (semantics §1 Limits) ----
+
+/** Events for a chain f1 -> f2 -> ... -> f<n> under the root (f<k> is at level k). */
+const chain = (n: number, prefix = 'f'): OrganizationEvent[] =>
+  Array.from({ length: n }, (_, i) => folder(`${prefix}${i + 1}`, i === 0 ? null : `${prefix}${i}`));
+const add = (folders: Array<{ folderId: string; parentFolderId?: string }>, maxDepth?: number): OrganizationCommand => ({
+  type: 'AddFolders', data: { organizationId: org, folders, ...(maxDepth !== undefined ? { maxDepth } : {}) }, metadata: meta,
+});
+const move = (folders: Array<{ folderId: string; parentFolderId: string | null }>, maxDepth?: number): OrganizationCommand => ({
+  type: 'UpdateFolders', data: { organizationId: org, folders, ...(maxDepth !== undefined ? { maxDepth } : {}) }, metadata: meta,
+});
+
+test('AddFolders: level 100 is added, level 101 refuses the whole batch naming the limit (default 100)', () => {
+  given([created, ...chain(99)]).when(add([{ folderId: 'f100', parentFolderId: 'f99' }])).then([folder('f100', 'f99')]);
+  // A batch that builds its own chain: the 101st level refuses all of it, the first items too.
+  const batch = Array.from({ length: 101 }, (_, i) => ({ folderId: `n${i + 1}`, ...(i > 0 ? { parentFolderId: `n${i}` } : {}) }));
+  given([created]).when(add(batch.slice(0, 100))).then(chain(100, 'n'));
+  given([created]).when(add(batch)).thenFails('INVALID_ARGUMENT', /data\.folders\[100\] \(folder "n101"\).*limited to 100 levels/);
+  given([created, ...chain(100)]).when(add([{ folderId: 'ok' }, { folderId: 'x', parentFolderId: 'f100' }])).thenFails('INVALID_ARGUMENT', /data\.folders\[1\].*100 levels/);
+});
+
+test('AddFolders: the limit is the command\'s maxDepth (FOLDER_MAX_DEPTH)', () => {
+  given([created, ...chain(2)]).when(add([{ folderId: 'x', parentFolderId: 'f2' }], 3)).then([folder('x', 'f2')]);
+  given([created, ...chain(3)]).when(add([{ folderId: 'x', parentFolderId: 'f3' }], 3)).thenFails('INVALID_ARGUMENT', /limited to 3 levels/);
+});
+
+test('UpdateFolders: a move is refused when the moved subtree would go past the limit, accepted when it fits', () => {
+  // Chain f1..f96 and a separate subtree s1 -> s2 -> s3 -> s4 (s4 is 3 levels below s1).
+  const tree = [created, ...chain(96), ...chain(4, 's')];
+  // Under f96, s1 lands at 97 and s4 at 100: fits.
+  given(tree).when(move([{ folderId: 's1', parentFolderId: 'f96' }])).then([
+    { type: 'FolderMoved', data: { organizationId: org, folderId: 's1', parentFolderId: 'f96', previousParentFolderId: null } },
+  ]);
+  // One level lower (a folder under f96 first): s4 would be at 101.
+  given([...tree, folder('g97', 'f96')]).when(move([{ folderId: 's1', parentFolderId: 'g97' }])).thenFails('INVALID_ARGUMENT', /folder "s1".*limited to 100 levels/);
+  // The moved folder itself past the limit.
+  given([created, ...chain(100), folder('leaf')]).when(move([{ folderId: 'leaf', parentFolderId: 'f100' }])).thenFails('INVALID_ARGUMENT', /100 levels/);
+  // Earlier moves of the same batch count: p alone fits under f96 (level 97), but once s1's
+  // chain hangs under p, p's subtree reaches 97 + 4 = 101.
+  const withP = [...tree, folder('p')];
+  given(withP).when(move([{ folderId: 'p', parentFolderId: 'f96' }])).then([
+    { type: 'FolderMoved', data: { organizationId: org, folderId: 'p', parentFolderId: 'f96', previousParentFolderId: null } },
+  ]);
+  given(withP).when(move([{ folderId: 's1', parentFolderId: 'p' }, { folderId: 'p', parentFolderId: 'f96' }]))
+    .thenFails('INVALID_ARGUMENT', /data\.folders\[1\] \(folder "p"\).*limited to 100 levels/);
+});
+
+test('UpdateFolders: a move up or sideways is always accepted, even in a tree deeper than the limit', () => {
+  const deep = [created, ...chain(120)];
+  given(deep).when(move([{ folderId: 'f110', parentFolderId: 'f50' }])).then([
+    { type: 'FolderMoved', data: { organizationId: org, folderId: 'f110', parentFolderId: 'f50', previousParentFolderId: 'f109' } },
+  ]);
+  // Lowering a folder in such a tree is refused: f1's chain already ends past the limit.
+  given([...deep, folder('q')]).when(move([{ folderId: 'f1', parentFolderId: 'q' }])).thenFails('INVALID_ARGUMENT', /100 levels/);
+});
+
 test.run();

@@ -3,7 +3,7 @@
  * test/rate-limit.test.ts (per API key) and test/idempotency.test.ts (replay, 422, unit 409):
  * - ids: 256 characters pass, 257 are INVALID_ARGUMENT naming the field, on every id field
  *   of a representative set of routes; arrays: 1000 items pass, 1001 do not; documentIds
- *   and userIds filters: 30 pass, 31 do not;
+ *   and userIds filters: 30 pass, 31 do not; permissions/get userIds: 100 pass, 101 do not;
  * - BODY_LIMIT_BYTES is honoured over a real socket: 413 with the envelope, and the process
  *   keeps serving;
  * - rate limiting for open routes (per client IP) and workspace routes (per workspace):
@@ -56,14 +56,15 @@ L('ids: 256 characters are accepted, 257 refused naming the field', async ({ h, 
   }
 });
 
-L('arrays: 1000 items are accepted, 1001 refused; the 30-id filters take 30, not 31', async ({ h, t }) => {
+L('arrays: 1000 items are accepted, 1001 refused; the 30-id filters take 30, not 31; permissions/get 100 users, not 101', async ({ h, t }) => {
   const n = (k: number, f: (i: number) => unknown) => Array.from({ length: k }, (_, i) => f(i));
   const folders = (k: number) => ({ organizationId: 'o', folders: n(k, (i) => ({ folderId: `f${i}` })) });
   assert.is((await h.post('/v2/organizations/folders/add', folders(1000), t.headers)).status, 200);
   refused(await h.post('/v2/organizations/folders/add', folders(1001), t.headers), /data\.folders/, 'folders/add 1001');
+  // permissions/get has its own, lower bound on userIds (semantics §1 Limits: 100).
   const perm = (k: number) => ({ organizationId: 'o', userIds: n(k, (i) => `u${i}`) });
-  assert.is((await h.post('/v2/auth/permissions/get', perm(1000), t.headers)).status, 200);
-  refused(await h.post('/v2/auth/permissions/get', perm(1001), t.headers), /data\.userIds/, 'permissions/get 1001');
+  assert.is((await h.post('/v2/auth/permissions/get', perm(100), t.headers)).status, 200);
+  refused(await h.post('/v2/auth/permissions/get', perm(101), t.headers), /data\.userIds must have at most 100 items/, 'permissions/get 101');
   const docIds = (k: number) => n(k, (i) => `d${i}`);
   assert.is((await h.post('/v2/organizations/documents/get', { organizationId: 'o', documentIds: docIds(30) }, t.headers)).status, 200);
   refused(await h.post('/v2/organizations/documents/get', { organizationId: 'o', documentIds: docIds(31) }, t.headers), /data\.documentIds/, 'documents/get 31');

@@ -21,7 +21,10 @@ const httpUrl = () =>
     .string()
     .max(2048)
     .refine((s) => /^https?:\/\//i.test(s) && URL.canParse(s), { message: 'must be an http(s) URL' });
-/** JSON objects of unknown shape (options, auth): bounded in depth by the body limit. */
+/**
+ * JSON objects of unknown shape (options, auth): bounded in depth by the request's JSON depth
+ * limit (src/http/json-depth.ts) and in size by MAX_AGENT_CONFIG_BYTES.
+ */
 const jsonObject = () => z.record(z.string().max(256), z.unknown());
 
 export const mcpServerSchema = z.object({
@@ -111,6 +114,24 @@ export type AgentChanges = z.output<typeof agentChangesSchema>;
 export type McpServer = z.output<typeof mcpServerSchema>;
 
 export const toAgentConfig = (p: Parsed): AgentConfig => ({ ...p, instructions: p.instructions ?? p.rawInstructions });
+
+// ---- size (semantics §1 Limits: an agent configuration is at most 64 KiB) ----
+
+export const MAX_AGENT_CONFIG_BYTES = 64 * 1024;
+
+/**
+ * The size of a configuration as the limit counts it: the UTF-8 bytes of its JSON, as stored
+ * (defaults filled in), with `instructions` left out when it is only the default copy of
+ * `rawInstructions`. Why measure the stored configuration and not the request: an update
+ * replaces some sections and keeps the others, so the sum is what grows; and a client that
+ * sends 40 KB of `rawInstructions` alone has sent 40 KB, not the 80 KB its copy would count.
+ * Example: `{ name: "A", rawInstructions: 40,000 x "x" }` counts about 40.7 KB and fits;
+ * the same with `instructions` of another 30,000 characters counts about 70.7 KB and does not.
+ */
+export function agentConfigBytes(config: AgentConfig): number {
+  const counted = config.instructions === config.rawInstructions ? { ...config, instructions: undefined } : config;
+  return Buffer.byteLength(JSON.stringify(counted), 'utf8');
+}
 
 // ---- secrets ----
 

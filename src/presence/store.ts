@@ -10,6 +10,7 @@
  */
 import { key } from '../ids.js';
 import type { Doc, IndexSpec, ReadStore, ReadTx, ReadView } from '../ports/read-store.js';
+import { decodePageToken, encodePageToken, type Cursor } from '../../queries/paging.js';
 
 export const PRESENCE = 'presence';
 export type PresenceStatus = 'online' | 'away' | 'offline';
@@ -124,16 +125,81 @@ export async function removePresence(store: ReadStore, scope: Scope, userIds: st
   });
 }
 
-/** Live entries of a document, or of every document of an organization; oldest first. */
-export async function listPresence(
+/**
+ * At most this many stored entries are looked at for one page. Expired entries stay stored
+ * until a write sweeps them, and a `userIds` filter skips the others, so the rows that match
+ * may be few among many: past this many, the page is answered with what it has and a
+ * `pageToken` that goes on from the last row looked at. The cost of one call is bounded
+ * whatever the organization holds.
+ */
+export const PRESENCE_SCAN_BUDGET = 10_000;
+
+export interface PresencePageQuery {
+  documentId?: string;
+  userIds?: string[];
+  pageSize: number;
+  pageToken?: string;
+}
+
+const cursorOf = (d: PresenceDoc): Cursor => ({ value: d.joinedAt, id: d._id });
+const afterCursor = (d: PresenceDoc, c: Cursor) =>
+  d.joinedAt > (c.value as number) || (d.joinedAt === c.value && d._id > c.id);
+const byJoined = (a: PresenceDoc, b: PresenceDoc) => a.joinedAt - b.joinedAt || (a._id < b._id ? -1 : a._id > b._id ? 1 : 0);
+
+/**
+ * One page of live entries of a document, or of every document of an organization, oldest
+ * first (joinedAt, then id: a keyset that a heartbeat does not move, so paging while people
+ * come and go neither repeats nor skips anyone who stays). `pageToken` comes back only when
+ * more may follow; it is bound to this query (queries/paging.ts).
+ *
+ * With a documentId and userIds, the entries are read by key (at most 1000) rather than
+ * scanned.
+ */
+export async function presencePage(
   read: ReadView,
-  scope: Omit<Scope, 'documentId'> & { documentId?: string },
+  scope: Omit<Scope, 'documentId'>,
+  q: PresencePageQuery,
   now: number,
-): Promise<PresenceDoc[]> {
+): Promise<{ rows: PresenceDoc[]; pageToken?: string }> {
+  const wanted = q.userIds ? [...new Set(q.userIds)].sort() : undefined;
+  const query = { apiKey: scope.apiKey, what: 'presence', organizationId: scope.organizationId, documentId: q.documentId ?? null, userIds: wanted ?? null };
+  const after = decodePageToken(q.pageToken, query);
+  const live = (d: PresenceDoc) => d.expiresAt > now;
+
+  if (q.documentId !== undefined && wanted) {
+    const docScope = { ...scope, documentId: q.documentId };
+    const docs = (await read.getMany<PresenceDoc>(PRESENCE, wanted.map((u) => idOf(docScope, u))))
+      .filter((d) => live(d) && (!after || afterCursor(d, after)))
+      .sort(byJoined);
+    const rows = docs.slice(0, q.pageSize);
+    const last = rows[rows.length - 1];
+    return { rows, pageToken: docs.length > q.pageSize && last ? encodePageToken(query, cursorOf(last)) : undefined };
+  }
+
   const filter: Record<string, string> = { apiKey: scope.apiKey, organizationId: scope.organizationId };
-  if (scope.documentId !== undefined) filter.documentId = scope.documentId;
-  const docs = await read.find<PresenceDoc>(PRESENCE, filter, { sort: 'joinedAt' });
-  return docs.filter((d) => d.expiresAt > now);
+  if (q.documentId !== undefined) filter.documentId = q.documentId;
+  const users = wanted ? new Set(wanted) : undefined;
+  const rows: PresenceDoc[] = [];
+  let cursor = after;
+  let scanned = 0;
+  for (;;) {
+    const limit = Math.min(q.pageSize + 1, PRESENCE_SCAN_BUDGET - scanned);
+    const chunk = await read.find<PresenceDoc>(PRESENCE, filter, { sort: 'joinedAt', after: cursor, limit });
+    for (const d of chunk) {
+      if (!live(d) || (users && !users.has(d.userId))) continue;
+      if (rows.length === q.pageSize) {
+        // One more match exists: the page is full and a token follows.
+        return { rows, pageToken: encodePageToken(query, cursorOf(rows[rows.length - 1]!)) };
+      }
+      rows.push(d);
+    }
+    scanned += chunk.length;
+    const last = chunk[chunk.length - 1];
+    if (chunk.length < limit || !last) return { rows };
+    cursor = cursorOf(last);
+    // Out of budget: go on from the last row looked at (the page may be short, even empty).
+    if (scanned >= PRESENCE_SCAN_BUDGET) return { rows, pageToken: encodePageToken(query, cursor) };
+  }
 }
 
 export const presenceView = (d: PresenceDoc) => ({

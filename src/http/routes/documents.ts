@@ -73,7 +73,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
       if (folderId !== null && !getFolder(tree, folderId) && data.createFolder) {
         const r = await ctx.execute(organizationDecider, orgStream, {
           type: 'AddFolders',
-          data: { organizationId, folders: [{ folderId }] },
+          data: { organizationId, folders: [{ folderId }], maxDepth: services.config.folderMaxDepth },
           metadata: { now: ctx.now },
         });
         if (r.state.status === 'active') tree = r.state.tree;

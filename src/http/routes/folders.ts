@@ -39,7 +39,12 @@ export function folderRoutes(services: Services): AnyRoute[] {
     async handler(data, ctx) {
       const results = await batch(ctx, {
         type: 'AddFolders',
-        data: { organizationId: data.organizationId, createOrganization: data.createOrganization, folders: data.folders },
+        data: {
+          organizationId: data.organizationId,
+          createOrganization: data.createOrganization,
+          folders: data.folders,
+          maxDepth: services.config.folderMaxDepth,
+        },
         metadata: { now: ctx.now },
       }, data.folders.map((f) => f.folderId));
       return { message: 'Folder(s) added successfully.', data: results };
@@ -56,7 +61,7 @@ export function folderRoutes(services: Services): AnyRoute[] {
     async handler(data, ctx) {
       const results = await batch(ctx, {
         type: 'UpdateFolders',
-        data: { organizationId: data.organizationId, folders: data.folders },
+        data: { organizationId: data.organizationId, folders: data.folders, maxDepth: services.config.folderMaxDepth },
         metadata: { now: ctx.now },
       }, data.folders.map((f) => f.folderId));
       return { message: 'Folder(s) updated successfully.', data: results };

@@ -9,7 +9,7 @@ import { getFolder } from '../../../commands/folder-tree.js';
 import { ACCESS_ROLES, grantsDecider, plan, resourceKey, type GrantRequest, type Resource, type ResourceType } from '../../../commands/grant.js';
 import { organizationDecider } from '../../../commands/organization.js';
 import { capturing } from '../../../commands/outcomes.js';
-import { resolvePermissions } from '../../../queries/permissions.js';
+import { MAX_PERMISSION_USERS, resolvePermissions } from '../../../queries/permissions.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
@@ -104,7 +104,9 @@ export function permissionRoutes(services: Services): AnyRoute[] {
   const get = defineRoute({
     path: '/v2/auth/permissions/get',
     auth: 'apiKey',
-    schema: z.object({ organizationId: id(), userIds: ids(), folderIds: ids().optional(), documentIds: ids().optional() }),
+    // semantics §1 Limits: 100 userIds and 10,000 cells (queries/permissions.ts), refused
+    // before any resolution work.
+    schema: z.object({ organizationId: id(), userIds: ids(MAX_PERMISSION_USERS), folderIds: ids().optional(), documentIds: ids().optional() }),
     async handler(data, ctx) {
       const result = await resolvePermissions(services.read, ctx.apiKey, ctx.now, data);
       return { message: 'User permissions retrieved successfully.', data: result };

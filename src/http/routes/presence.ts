@@ -5,15 +5,19 @@
  * - add: the users join (or refresh) the document's presence list.
  * - update: refreshes users already present (a heartbeat, or a new name/email/status); a
  *   user without a live entry gets `success: false` and must be added again.
- * - get: live entries of one document, or of all documents of the organization.
+ * - get: live entries of one document, or of all documents of the organization, paged like
+ *   every list (semantics §1 Limits): `pageSize` 1..1000 (default 1000), `pageToken`;
+ *   `result.pageToken` while more may follow.
  * - delete: removes the users; removing someone absent is not an error.
  */
 import { z } from 'zod';
-import { listPresence, presenceView, removePresence, writePresence, type PresenceInput } from '../../presence/store.js';
+import { presencePage, presenceView, removePresence, writePresence, type PresenceInput } from '../../presence/store.js';
+import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import type { Services } from '../../services.js';
 import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { email, id, ids, items, text } from '../validation.js';
+import { pageSize, pageToken } from './domain.js';
 
 const userSchema = z.object({
   userId: id(),
@@ -59,14 +63,21 @@ export function presenceRoutes(services: Services): AnyRoute[] {
   const get = defineRoute({
     path: '/v2/presence/get',
     auth: 'apiKey',
-    schema: z.object({ organizationId: id(), documentId: id().optional(), userIds: ids().optional() }),
+    schema: z.object({
+      organizationId: id(),
+      documentId: id().optional(),
+      userIds: ids().optional(),
+      pageSize: pageSize(),
+      pageToken: pageToken(),
+    }),
     async handler(data, ctx) {
-      let docs = await listPresence(services.read, { apiKey: ctx.apiKey, organizationId: data.organizationId, documentId: data.documentId }, ctx.now);
-      if (data.userIds) {
-        const wanted = new Set(data.userIds);
-        docs = docs.filter((d) => wanted.has(d.userId));
-      }
-      return { message: 'Presence retrieved successfully.', data: docs.map(presenceView) };
+      const page = await presencePage(
+        services.read,
+        { apiKey: ctx.apiKey, organizationId: data.organizationId },
+        { documentId: data.documentId, userIds: data.userIds, pageSize: data.pageSize ?? DEFAULT_PAGE_SIZE, pageToken: data.pageToken },
+        ctx.now,
+      );
+      return { message: 'Presence retrieved successfully.', data: page.rows.map(presenceView), pageToken: page.pageToken };
     },
   });
 

@@ -76,7 +76,9 @@ export function userRoutes(services: Services): AnyRoute[] {
       let tree = await organizationTree(services, apiKey, organizationId);
       if (data.folderId !== undefined && !getFolder(tree, data.folderId) && data.createFolder) {
         await ctx.execute(organizationDecider, organizationStream(apiKey, organizationId), {
-          type: 'AddFolders', data: { organizationId, folders: [{ folderId: data.folderId }] }, metadata: { now: ctx.now },
+          type: 'AddFolders',
+          data: { organizationId, folders: [{ folderId: data.folderId }], maxDepth: services.config.folderMaxDepth },
+          metadata: { now: ctx.now },
         });
         tree = await organizationTree(services, apiKey, organizationId);
       }
