@@ -8,6 +8,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import http from 'node:http';
 import fs from 'node:fs';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../src/config.js';
@@ -17,6 +18,7 @@ import { tempDir } from './support/app.js';
 import { verifySignature } from '../src/webhooks/signature.js';
 import { agentDecider } from '../commands/agent.js';
 import { agentStream } from '../src/http/routes/agents.js';
+import { DELIVERIES } from '../src/webhooks/outbox.js';
 
 
 interface Received {
@@ -88,6 +90,14 @@ async function until(what: string, check: () => boolean, ms = 8000) {
   while (!check()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function eventually(what: string, check: () => Promise<boolean>, ms = 15000) {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
   }
 }
 
@@ -275,5 +285,84 @@ W('a receiver that does not answer in time is retried', async ({ receiver, dir }
     await n.close();
   }
 });
+
+// ---- fairness (issue 11, finding 2) ----
+
+/** A loopback port with nothing listening: connections are refused. */
+async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+/** A receiver that accepts every request and never answers (until closed). */
+async function hangingReceiver() {
+  const held: Array<{ path: string; res: http.ServerResponse }> = [];
+  const server = http.createServer((req, res) => void held.push({ path: req.url ?? '', res }));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received: (path?: string) => held.filter((h) => path === undefined || h.path === path).length,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+async function tenantAt(n: Node, email: string, rawUrl: string, processedUrl: string) {
+  const ws = (await n.post('/v2/workspace/create', { ownerEmail: email })).result.data;
+  const [apiKey, k] = Object.entries(ws.apiKeyList)[0] as [string, { authToken: string }];
+  const headers = { 'x-service-api-key': apiKey, 'x-service-auth-token': k.authToken };
+  const cfg = await n.post('/v2/workspace/webhookconfig/update', {
+    useWebhookService: true,
+    webhookServiceConfig: { rawNotificationUrl: rawUrl, processedNotificationUrl: processedUrl },
+  }, headers);
+  assert.is(cfg.result.data.useWebhookService, true, JSON.stringify(cfg));
+  return { apiKey, headers };
+}
+
+for (const kind of ['refuses connections', 'never answers'] as const) {
+  W(`a tenant whose endpoint ${kind}, with thousands of deliveries pending, does not hold up another tenant: its delivery arrives within 2 s`, async ({ receiver, dir }) => {
+    // The default retry schedule: the failing tenant's deliveries stay pending (5 s, 5 min... backoff).
+    const n = await node(dir, { webhooks: { pollMs: 50 } });
+    const hanging = kind === 'never answers' ? await hangingReceiver() : null;
+    try {
+      const bad = hanging ? hanging.url : `http://127.0.0.1:${await closedPort()}`;
+      const a = await tenantAt(n, 'a@example.com', `${bad}/raw`, `${bad}/processed`);
+      const b = await tenantAt(n, 'b@example.com', `${receiver.url}/raw`, `${receiver.url}/processed`);
+      // Two 1000-folder folders/add: 4002 deliveries for A (raw and processed), all queued before B's.
+      for (const part of [0, 1]) {
+        const folders = Array.from({ length: 1000 }, (_, i) => ({ folderId: `f${part}-${i}`, folderName: `F ${i}` }));
+        const r = await n.post('/v2/organizations/folders/add', { organizationId: 'org-a', createOrganization: true, folders }, a.headers);
+        assert.ok(r.result, JSON.stringify(r).slice(0, 300));
+      }
+      const read = n.services.read;
+      await eventually('A\'s 4002 deliveries queued (the organization and 2000 folders)', async () => (await read.count(DELIVERIES, { apiKey: a.apiKey })) === 4002);
+      assert.ok((await read.count(DELIVERIES, { apiKey: a.apiKey, status: 'pending' })) >= 3990, 'thousands pending for A');
+
+      const sent = Date.now();
+      await n.post('/v2/agents/create', { agentId: 'b1', name: 'B' }, b.headers);
+      await until('B\'s deliveries', () => receiver.ok('/raw').length === 1 && receiver.ok('/processed').length === 1, 2000);
+      assert.ok(Date.now() - sent < 2000);
+      assert.is(JSON.parse(receiver.ok('/raw')[0]!.body).data.agentId, 'b1');
+
+      // A's endpoint was being tried all along (it is failing, not idle).
+      const tried = await n.post('/v2/workspace/webhooks/deliveries/get', { pageSize: 1 }, a.headers);
+      if (hanging) {
+        assert.ok(hanging.received() >= 1, 'A\'s receiver got requests');
+        // None is answered, so all are in flight: at most 4 (the default) per endpoint.
+        assert.ok(hanging.received('/raw') <= 4 && hanging.received('/processed') <= 4, `${hanging.received()} in flight`);
+      }
+      else assert.match(tried.result.data[0].attempts[0]?.error ?? '', /ECONNREFUSED/);
+      assert.ok((await read.count(DELIVERIES, { apiKey: a.apiKey, status: 'pending' })) >= 3990, 'A\'s backlog is still there');
+    } finally {
+      await n.close();
+      await hanging?.close();
+    }
+  });
+}
 
 W.run();
