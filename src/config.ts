@@ -36,6 +36,14 @@ export interface Config {
   backgroundThread: boolean;
   /** semantics §1 Limits: the folder tree is at most this many levels deep (a root folder is level 1). */
   folderMaxDepth: number;
+  /** Webhook attempts in flight at once, all endpoints together. */
+  webhookConcurrency: number;
+  /** Webhook attempts in flight at once to one endpoint (an API key's raw or processed URL). */
+  webhookMaxInFlightPerEndpoint: number;
+  /** An endpoint with no successful delivery for this many days since a failure is disabled; 0 never. */
+  webhookDisableAfterDays: number;
+  /** Days a succeeded or failed webhook delivery is kept (and listed) before it is deleted. */
+  webhookRetentionDays: number;
 }
 
 export class ConfigError extends Error {
@@ -101,6 +109,11 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('REGIONS', 'must be a comma-separated list of region names (a-z, 0-9, -)');
   }
   const rateLimitPerSecond = integer(env, 'RATE_LIMIT_PER_SECOND', 0, 0, 1_000_000);
+  const webhookConcurrency = integer(env, 'WEBHOOK_CONCURRENCY', 16, 1, 1000);
+  const webhookMaxInFlightPerEndpoint = integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', 4, 1, 100);
+  if (webhookMaxInFlightPerEndpoint > webhookConcurrency) {
+    throw new ConfigError('WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', `must not exceed WEBHOOK_CONCURRENCY (${webhookConcurrency}), got ${webhookMaxInFlightPerEndpoint}`);
+  }
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host,
@@ -119,5 +132,9 @@ export function loadConfig(env: Env = process.env): Config {
     leaseTtlMs: integer(env, 'LEASE_TTL_MS', 10_000, 300, 600_000),
     backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
     folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),
+    webhookConcurrency,
+    webhookMaxInFlightPerEndpoint,
+    webhookDisableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 0, 365),
+    webhookRetentionDays: integer(env, 'WEBHOOK_RETENTION_DAYS', 7, 1, 3650),
   };
 }

@@ -147,7 +147,12 @@ export async function assemble(
   if (options.follow !== false) projections.start();
   const clock = options.clock ?? Date.now;
   const webhookOptions = typeof options.webhooks === 'object' ? options.webhooks : {};
+  const DAY = 24 * 60 * 60 * 1000;
   const webhooks = new WebhookDeliverer(followed, read, commands, clock, {
+    concurrency: config.webhookConcurrency,
+    maxInFlightPerEndpoint: config.webhookMaxInFlightPerEndpoint,
+    disableAfterMs: config.webhookDisableAfterDays * DAY,
+    retentionMs: config.webhookRetentionDays * DAY,
     logger: options.logger,
     lease: new Lease(read, 'webhooks', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
     ...webhookOptions,

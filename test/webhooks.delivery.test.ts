@@ -8,6 +8,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import http from 'node:http';
 import fs from 'node:fs';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../src/config.js';
@@ -17,6 +18,9 @@ import { tempDir } from './support/app.js';
 import { verifySignature } from '../src/webhooks/signature.js';
 import { agentDecider } from '../commands/agent.js';
 import { agentStream } from '../src/http/routes/agents.js';
+import { DELIVERIES, ENDPOINT_STATE, endpointStateId, type EndpointStateDoc } from '../src/webhooks/outbox.js';
+import { workspaceStream } from '../src/http/routes/workspace.js';
+import { API_KEYS, type ApiKeyDoc } from '../projections/workspaces.js';
 
 
 interface Received {
@@ -31,15 +35,26 @@ class Receiver {
   received: Received[] = [];
   /** Decides the status of each request; default 200. */
   answer: (r: Omit<Received, 'answered'>) => number = () => 200;
+  /** How long each answer takes. */
+  delayMs = 0;
+  /** Requests being answered now, and the most ever at once, per path. */
+  open = new Map<string, number>();
+  peak = new Map<string, number>();
   async start() {
     this.server = http.createServer((req, res) => {
+      const path = req.url ?? '';
+      this.open.set(path, (this.open.get(path) ?? 0) + 1);
+      this.peak.set(path, Math.max(this.peak.get(path) ?? 0, this.open.get(path)!));
       let body = '';
       req.on('data', (c) => (body += c));
       req.on('end', () => {
-        const r = { path: req.url ?? '', headers: req.headers, body };
-        const answered = this.answer(r);
-        this.received.push({ ...r, answered });
-        res.writeHead(answered, { 'content-type': 'text/plain' }).end('ok');
+        setTimeout(() => {
+          const r = { path, headers: req.headers, body };
+          const answered = this.answer(r);
+          this.received.push({ ...r, answered });
+          this.open.set(path, this.open.get(path)! - 1);
+          res.writeHead(answered, { 'content-type': 'text/plain' }).end('ok');
+        }, this.delayMs);
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
@@ -88,6 +103,14 @@ async function until(what: string, check: () => boolean, ms = 8000) {
   while (!check()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function eventually(what: string, check: () => Promise<boolean>, ms = 15000) {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
   }
 }
 
@@ -275,5 +298,203 @@ W('a receiver that does not answer in time is retried', async ({ receiver, dir }
     await n.close();
   }
 });
+
+W('one endpoint has at most maxInFlightPerEndpoint attempts in flight', async ({ receiver, dir }) => {
+  const n = await node(dir, { webhooks: { ...fast, maxInFlightPerEndpoint: 2 } });
+  try {
+    const { headers } = await tenantWithWebhooks(n, receiver);
+    receiver.delayMs = 150;
+    // Ten agents: ten streams, so ten deliveries per endpoint could go at once.
+    for (let i = 0; i < 10; i++) await n.post('/v2/agents/create', { agentId: `c${i}`, name: `c${i}` }, headers);
+    await until('all delivered', () => receiver.ok('/raw').length === 10 && receiver.ok('/processed').length === 10);
+    assert.is(receiver.peak.get('/raw'), 2, 'raw: two at once, never more');
+    assert.is(receiver.peak.get('/processed'), 2, 'processed: two at once, never more');
+  } finally {
+    await n.close();
+  }
+});
+
+W('a delivery waiting for its retry holds no slot: the endpoint\'s other streams go on', async ({ receiver, dir }) => {
+  const n = await node(dir, { webhooks: { retrySchedule: [1500], jitter: 0, pollMs: 50, maxInFlightPerEndpoint: 1 } });
+  try {
+    const { headers } = await tenantWithWebhooks(n, receiver);
+    let failedOnce = false;
+    receiver.answer = (r) => {
+      if (r.path === '/raw' && JSON.parse(r.body).data.agentId === 'x' && !failedOnce) {
+        failedOnce = true;
+        return 500;
+      }
+      return 200;
+    };
+    await n.post('/v2/agents/create', { agentId: 'x', name: 'x' }, headers);
+    await until('x failed once', () => failedOnce);
+    await n.post('/v2/agents/create', { agentId: 'y', name: 'y' }, headers);
+    await until('x retried', () => receiver.ok('/raw').length === 2);
+    const raw = receiver.received.filter((r) => r.path === '/raw').map((r) => `${JSON.parse(r.body).data.agentId} ${r.answered}`);
+    assert.equal(raw, ['x 500', 'y 200', 'x 200'], 'y went while x waited for its retry, with one slot');
+  } finally {
+    await n.close();
+  }
+});
+
+W('an endpoint with no success for 5 days since its failing streak began is disabled with the reason, and its pending deliveries failed', async ({ receiver, dir }) => {
+  const DAY = 24 * 60 * 60 * 1000;
+  const T0 = Date.now();
+  let now = T0;
+  // Retries 1 s (of the test clock) apart; the test moves the clock by days.
+  const n = await node(dir, { clock: () => now, webhooks: { retrySchedule: Array(10).fill(1000), jitter: 0, pollMs: 20 } });
+  try {
+    const { apiKey, headers } = await tenantWithWebhooks(n, receiver);
+    const state = async () => (await n.services.read.get<EndpointStateDoc>(ENDPOINT_STATE, endpointStateId(apiKey, 'raw')))!;
+    const rawFor = (agentId: string) => receiver.received.filter((r) => r.path === '/raw' && JSON.parse(r.body).data.agentId === agentId);
+    // Raw fails, except a1 from day 4 on; processed always succeeds.
+    receiver.answer = (r) => (r.path === '/raw' && !(JSON.parse(r.body).data.agentId === 'a1' && now >= T0 + 4 * DAY) ? 500 : 200);
+    const disabled = async () => (await n.post('/v2/workspace/webhookconfig/update', {}, headers)).result.data.disabledEndpoints as string[];
+
+    await n.post('/v2/agents/create', { agentId: 'a1', name: 'one' }, headers);
+    await until('a1 failed', () => rawFor('a1').length === 1);
+    await eventually('the streak recorded', async () => (await state()).failingSince === T0);
+
+    // Day 4: a1's retry succeeds, which ends the streak; a2 then fails and starts a new one.
+    now = T0 + 4 * DAY;
+    await until('a1 delivered', () => rawFor('a1').some((r) => r.answered === 200));
+    await eventually('the streak ended', async () => (await state()).failingSince === null);
+    assert.is((await state()).lastSuccessAt, T0 + 4 * DAY);
+    await n.post('/v2/agents/create', { agentId: 'a2', name: 'two' }, headers);
+    await until('a2 failed', () => rawFor('a2').length === 1);
+    await eventually('a new streak', async () => (await state()).failingSince === T0 + 4 * DAY);
+
+    // Day 6: 6 days since the first failure ever, but 2 since the last success: still enabled.
+    now = T0 + 6 * DAY;
+    for (const name of ['two b', 'two c']) await n.post('/v2/agents/update', { agentId: 'a2', name }, headers);
+    await until('a2 failed twice', () => rawFor('a2').length === 2);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await disabled(), []);
+    assert.is((await n.post('/v2/workspace/webhooks/deliveries/get', { status: 'pending' }, headers)).result.data.length, 3, 'a2 and its two updates wait');
+
+    // Day 9 and a second: 5 days without a success.
+    now = T0 + 9 * DAY + 1000;
+    await until('a2 failed a third time', () => rawFor('a2').length === 3);
+    let off: string[] = [];
+    for (let i = 0; i < 100 && !off.includes('raw'); i++, await new Promise((r) => setTimeout(r, 20))) off = await disabled();
+    assert.equal(off, ['raw']);
+    const keyDoc = (await n.services.read.get<ApiKeyDoc>(API_KEYS, apiKey))!;
+    const events = await n.services.events.readStream(workspaceStream(keyDoc.workspaceId));
+    const event = events.find((e) => e.type === 'WebhookEndpointDisabled')!;
+    assert.ok(event, 'WebhookEndpointDisabled recorded');
+    const reason = (event.data as { reason: string; endpoint: string }).reason;
+    assert.is((event.data as { endpoint: string }).endpoint, 'raw');
+    assert.match(reason, `failed every attempt since ${new Date(T0 + 4 * DAY).toISOString()} (5 days or more without a success); last error: HTTP 500`);
+    await eventually('the pending deliveries failed', async () => (await n.post('/v2/workspace/webhooks/deliveries/get', { status: 'pending' }, headers)).result.data.length === 0);
+    const failed = (await n.post('/v2/workspace/webhooks/deliveries/get', { status: 'failed' }, headers)).result.data;
+    assert.is(failed.length, 3);
+    for (const f of failed) {
+      assert.is(f.endpoint, 'raw');
+      assert.ok(f.lastError.includes(reason), f.lastError);
+    }
+    const s = await state();
+    assert.is(s.disabledReason, reason);
+    assert.is(s.failingSince, null);
+    assert.is(s.scheduled, false);
+
+    // Nothing more is queued for it; processed goes on.
+    const before = receiver.received.length;
+    await n.post('/v2/agents/create', { agentId: 'a3', name: 'three' }, headers);
+    await until('a3 processed', () => receiver.ok('/processed').some((r) => JSON.parse(r.body).resource.agentId === 'a3'));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.is(rawFor('a3').length, 0);
+    assert.is(receiver.received.length, before + 1);
+
+    // A new URL enables it again; its next failure starts a new streak rather than disabling at once.
+    const again = await n.post('/v2/workspace/webhookconfig/update', { rawNotificationUrl: `${receiver.url}/raw` }, headers);
+    assert.equal(again.result.data.disabledEndpoints, []);
+    await n.post('/v2/agents/create', { agentId: 'a4', name: 'four' }, headers);
+    await until('a4 failed', () => rawFor('a4').length === 1);
+    await eventually('a new streak after re-enabling', async () => (await state()).failingSince === now);
+    assert.equal(await disabled(), []);
+    assert.is((await state()).disabledAt, null);
+  } finally {
+    await n.close();
+  }
+});
+
+// ---- fairness (issue 11, finding 2) ----
+
+/** A loopback port with nothing listening: connections are refused. */
+async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+/** A receiver that accepts every request and never answers (until closed). */
+async function hangingReceiver() {
+  const held: Array<{ path: string; res: http.ServerResponse }> = [];
+  const server = http.createServer((req, res) => void held.push({ path: req.url ?? '', res }));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received: (path?: string) => held.filter((h) => path === undefined || h.path === path).length,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+async function tenantAt(n: Node, email: string, rawUrl: string, processedUrl: string) {
+  const ws = (await n.post('/v2/workspace/create', { ownerEmail: email })).result.data;
+  const [apiKey, k] = Object.entries(ws.apiKeyList)[0] as [string, { authToken: string }];
+  const headers = { 'x-service-api-key': apiKey, 'x-service-auth-token': k.authToken };
+  const cfg = await n.post('/v2/workspace/webhookconfig/update', {
+    useWebhookService: true,
+    webhookServiceConfig: { rawNotificationUrl: rawUrl, processedNotificationUrl: processedUrl },
+  }, headers);
+  assert.is(cfg.result.data.useWebhookService, true, JSON.stringify(cfg));
+  return { apiKey, headers };
+}
+
+for (const kind of ['refuses connections', 'never answers'] as const) {
+  W(`a tenant whose endpoint ${kind}, with thousands of deliveries pending, does not hold up another tenant: its delivery arrives within 2 s`, async ({ receiver, dir }) => {
+    // The default retry schedule: the failing tenant's deliveries stay pending (5 s, 5 min... backoff).
+    const n = await node(dir, { webhooks: { pollMs: 50 } });
+    const hanging = kind === 'never answers' ? await hangingReceiver() : null;
+    try {
+      const bad = hanging ? hanging.url : `http://127.0.0.1:${await closedPort()}`;
+      const a = await tenantAt(n, 'a@example.com', `${bad}/raw`, `${bad}/processed`);
+      const b = await tenantAt(n, 'b@example.com', `${receiver.url}/raw`, `${receiver.url}/processed`);
+      // Two 1000-folder folders/add: 4002 deliveries for A (raw and processed), all queued before B's.
+      for (const part of [0, 1]) {
+        const folders = Array.from({ length: 1000 }, (_, i) => ({ folderId: `f${part}-${i}`, folderName: `F ${i}` }));
+        const r = await n.post('/v2/organizations/folders/add', { organizationId: 'org-a', createOrganization: true, folders }, a.headers);
+        assert.ok(r.result, JSON.stringify(r).slice(0, 300));
+      }
+      const read = n.services.read;
+      await eventually('A\'s 4002 deliveries queued (the organization and 2000 folders)', async () => (await read.count(DELIVERIES, { apiKey: a.apiKey })) === 4002);
+      assert.ok((await read.count(DELIVERIES, { apiKey: a.apiKey, status: 'pending' })) >= 3990, 'thousands pending for A');
+
+      const sent = Date.now();
+      await n.post('/v2/agents/create', { agentId: 'b1', name: 'B' }, b.headers);
+      await until('B\'s deliveries', () => receiver.ok('/raw').length === 1 && receiver.ok('/processed').length === 1, 2000);
+      assert.ok(Date.now() - sent < 2000);
+      assert.is(JSON.parse(receiver.ok('/raw')[0]!.body).data.agentId, 'b1');
+
+      // A's endpoint was being tried all along (it is failing, not idle).
+      const tried = await n.post('/v2/workspace/webhooks/deliveries/get', { pageSize: 1 }, a.headers);
+      if (hanging) {
+        assert.ok(hanging.received() >= 1, 'A\'s receiver got requests');
+        // None is answered, so all are in flight: at most 4 (the default) per endpoint.
+        assert.ok(hanging.received('/raw') <= 4 && hanging.received('/processed') <= 4, `${hanging.received()} in flight`);
+      }
+      else assert.match(tried.result.data[0].attempts[0]?.error ?? '', /ECONNREFUSED/);
+      assert.ok((await read.count(DELIVERIES, { apiKey: a.apiKey, status: 'pending' })) >= 3990, 'A\'s backlog is still there');
+    } finally {
+      await n.close();
+      await hanging?.close();
+    }
+  });
+}
 
 W.run();

@@ -1,4 +1,8 @@
-/** Webhook signatures (Standard Webhooks test vector), triggers, payload redaction. */
+/**
+ * Webhook signatures (Standard Webhooks test vector), triggers, payload redaction; the
+ * sender's per-endpoint scheduling and retention sweep on an in-memory store; the webhook
+ * configuration variables.
+ */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { signPayload, verifySignature } from '../src/webhooks/signature.js';
@@ -6,6 +10,15 @@ import { triggerOf } from '../src/webhooks/triggers.js';
 import { processedPayload, rawPayload } from '../src/webhooks/payloads.js';
 import { streamName } from '../src/ids.js';
 import type { RecordedEvent } from '../src/ports/event-store.js';
+import type { ReadStore } from '../src/ports/read-store.js';
+import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
+import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
+import { CommandHandler } from '../src/runtime/command-handler.js';
+import { WebhookDeliverer, type WebhookOptions } from '../src/webhooks/deliverer.js';
+import { DELIVERIES, ENDPOINT_STATE, endpointStateId, type DeliveryDoc, type EndpointStateDoc } from '../src/webhooks/outbox.js';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { key } from '../src/ids.js';
+import type { Lease } from '../src/runtime/lease.js';
 
 const U = suite('webhooks: signatures, triggers, payloads');
 
@@ -47,3 +60,174 @@ U('payloads redact secrets; processed reads like a sentence', () => {
 });
 
 U.run();
+
+const DAY = 24 * 60 * 60 * 1000;
+
+/** An outbox document as the follow loop writes it (`head` left out: as queued by the previous version). */
+function delivery(apiKey: string, n: number, stream: string, set: Partial<DeliveryDoc> = {}): DeliveryDoc {
+  const webhookId = `e${n}_raw`;
+  return {
+    _id: key(apiKey, webhookId),
+    apiKey,
+    workspaceId: `ws-${apiKey}`,
+    webhookId,
+    endpoint: 'raw',
+    eventId: `e${n}`,
+    eventType: 'AgentCreated',
+    stream,
+    position: String(n).padStart(12, '0'),
+    url: 'http://127.0.0.1:9/raw',
+    body: '{}',
+    status: 'pending',
+    attempts: [],
+    nextAttemptAt: 0,
+    leaseUntil: 0,
+    createdAt: 0,
+    completedAt: null,
+    lastError: null,
+    ...set,
+  } as Omit<DeliveryDoc, 'head'> as DeliveryDoc;
+}
+
+interface Bench {
+  read: ReadStore;
+  /** Documents returned by `find` on the deliverer's read store so far. */
+  rows: () => number;
+  deliverer: WebhookDeliverer;
+  clock: { now: number };
+  close(): Promise<void>;
+}
+
+async function bench(docs: DeliveryDoc[], options: WebhookOptions = {}): Promise<Bench> {
+  const read = new SqliteReadStore(':memory:');
+  const events = new SqliteEventStore(':memory:');
+  await read.transaction(async (tx) => {
+    for (const d of docs) await tx.upsert(DELIVERIES, d);
+  });
+  let rows = 0;
+  const counted = new Proxy(read, {
+    get(target, prop) {
+      const v = Reflect.get(target, prop, target);
+      if (prop === 'find') {
+        return async (...args: Parameters<ReadStore['find']>) => {
+          const out = await target.find(...args);
+          rows += out.length;
+          return out;
+        };
+      }
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+  const clock = { now: 10 * DAY };
+  const deliverer = new WebhookDeliverer(events, counted, new CommandHandler(events), () => clock.now, { pollMs: 20, ...options });
+  await deliverer.init();
+  return {
+    read,
+    rows: () => rows,
+    deliverer,
+    clock,
+    async close() {
+      await deliverer.stop();
+      await events.close();
+      await read.close();
+    },
+  };
+}
+
+async function eventually(what: string, check: () => Promise<boolean>, ms = 5000) {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const Q = suite('webhooks: per-endpoint scheduling and retention');
+
+Q('one send step serves every endpoint with work, reading no more because another endpoint has a backlog of 3000', async () => {
+  // A: 3000 deliveries, each of its own stream, so all 3000 are due heads. B: two of one stream,
+  // queued after all of A's. Queued by the previous version (no heads): init marks them.
+  const docs = Array.from({ length: 3000 }, (_, i) => delivery('A', i, `agent:A:${i}`));
+  docs.push(delivery('B', 5000, 'agent:B:b'), delivery('B', 5001, 'agent:B:b'));
+  // Running, but its own loops idle (a lease never held): the test takes the one step itself.
+  const idle = { held: false, start() {}, async stop() {} } as unknown as Lease;
+  const b = await bench(docs, { concurrency: 16, maxInFlightPerEndpoint: 4, lease: idle });
+  b.deliverer.start();
+  try {
+    assert.is(await b.read.count(DELIVERIES, { apiKey: 'A', head: true }), 3000);
+    const [b0, b1] = await b.read.getMany<DeliveryDoc>(DELIVERIES, [docs[3000]!._id, docs[3001]!._id]);
+    assert.equal([b0!.head, b1!.head], [true, false], 'per-stream order: only the oldest of B\'s stream is its head');
+    const a = (await b.read.get<EndpointStateDoc>(ENDPOINT_STATE, endpointStateId('A', 'raw')))!;
+    assert.equal([a.scheduled, a.dueAt], [true, 0]);
+
+    const before = b.rows();
+    await b.deliverer.sendStep();
+    const read = b.rows() - before;
+    // At most 2 x concurrency endpoints and 2 x maxInFlightPerEndpoint heads per endpoint served.
+    assert.ok(read <= 2 * 16 + 2 * 2 * 4, `one step read ${read} documents`);
+    // Those attempts find no key config ("Not sent"): each settles at once. B's head was attempted
+    // in this very step, A had 4 (its bound); B's second delivery became the head of its stream.
+    await eventually('the attempts settled', async () => (await b.read.count(DELIVERIES, { status: 'failed' })) === 5);
+    const [b0after, b1after] = await b.read.getMany<DeliveryDoc>(DELIVERIES, [docs[3000]!._id, docs[3001]!._id]);
+    assert.is(b0after!.status, 'failed');
+    assert.match(b0after!.lastError!, /Not sent/);
+    assert.equal([b0after!.head, b1after!.head, b1after!.status], [false, true, 'pending']);
+    assert.is(await b.read.count(DELIVERIES, { apiKey: 'A', status: 'failed' }), 4);
+  } finally {
+    await b.close();
+  }
+});
+
+Q('the retention sweep deletes succeeded and failed deliveries older than the retention, and keeps pending and newer ones', async () => {
+  const now = 10 * DAY;
+  const docs = [
+    delivery('K', 1, 's1', { status: 'succeeded', completedAt: now - 8 * DAY }),
+    delivery('K', 2, 's2', { status: 'failed', completedAt: now - 7 * DAY - 1 }),
+    delivery('K', 3, 's3', { status: 'succeeded', completedAt: now - 6 * DAY }),
+    delivery('K', 4, 's4', { status: 'failed', completedAt: now - 1000 }),
+    // Pending for 30 days, behind a head that is not due: never swept, never sent.
+    delivery('K', 5, 's5', { createdAt: now - 30 * DAY, nextAttemptAt: now + 30 * DAY }),
+  ];
+  const b = await bench(docs, { retentionMs: 7 * DAY, pruneEveryMs: 60_000 });
+  const left = async () => (await b.read.find<DeliveryDoc>(DELIVERIES, {}, { sort: 'position' })).map((d) => d.eventId);
+  try {
+    // The sweep runs when the sender starts, then every pruneEveryMs of the deliverer's clock.
+    b.deliverer.start();
+    await eventually('the first sweep', async () => (await left()).length === 3);
+    assert.equal(await left(), ['e3', 'e4', 'e5']);
+    b.clock.now += 1.5 * DAY;
+    await eventually('the next sweep', async () => (await left()).length === 2);
+    assert.equal(await left(), ['e4', 'e5']);
+    assert.is((await b.read.get<DeliveryDoc>(DELIVERIES, docs[4]!._id))!.status, 'pending');
+  } finally {
+    await b.close();
+  }
+});
+
+Q('configuration: WEBHOOK_* variables, defaults and bad values', () => {
+  const c = loadConfig({});
+  assert.equal(
+    [c.webhookConcurrency, c.webhookMaxInFlightPerEndpoint, c.webhookDisableAfterDays, c.webhookRetentionDays],
+    [16, 4, 5, 7],
+  );
+  const set = loadConfig({ WEBHOOK_CONCURRENCY: '4', WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: '1', WEBHOOK_DISABLE_AFTER_DAYS: '0', WEBHOOK_RETENTION_DAYS: '30' });
+  assert.equal([set.webhookConcurrency, set.webhookMaxInFlightPerEndpoint, set.webhookDisableAfterDays, set.webhookRetentionDays], [4, 1, 0, 30]);
+  const failsOn = (env: Record<string, string>, variable: string) => {
+    try {
+      loadConfig(env);
+    } catch (e) {
+      assert.instance(e, ConfigError);
+      assert.is((e as ConfigError).variable, variable);
+      return;
+    }
+    assert.unreachable(`${JSON.stringify(env)} was accepted`);
+  };
+  failsOn({ WEBHOOK_CONCURRENCY: '0' }, 'WEBHOOK_CONCURRENCY');
+  failsOn({ WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: 'two' }, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT');
+  failsOn({ WEBHOOK_CONCURRENCY: '2', WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: '4' }, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT');
+  failsOn({ WEBHOOK_DISABLE_AFTER_DAYS: '-1' }, 'WEBHOOK_DISABLE_AFTER_DAYS');
+  failsOn({ WEBHOOK_RETENTION_DAYS: '0' }, 'WEBHOOK_RETENTION_DAYS');
+});
+
+Q.run();
+

@@ -8,10 +8,10 @@ import type { Projection } from '../runtime/projection.js';
 import { GenerationalReadStore } from '../runtime/generations.js';
 import { PRESENCE } from '../presence/store.js';
 import { IDEMPOTENCY_KEYS } from '../http/idempotency.js';
-import { DELIVERIES } from '../webhooks/outbox.js';
+import { DELIVERIES, ENDPOINT_STATE } from '../webhooks/outbox.js';
 import { LEASES } from '../runtime/lease.js';
 
-export const SHARED_COLLECTIONS: readonly string[] = [PRESENCE, IDEMPOTENCY_KEYS, DELIVERIES, LEASES];
+export const SHARED_COLLECTIONS: readonly string[] = [PRESENCE, IDEMPOTENCY_KEYS, DELIVERIES, ENDPOINT_STATE, LEASES];
 
 /** The read store the service uses: `base` seen through the live read-model generation. */
 export function openReadModels(base: ReadStore, projections: readonly Projection[], refreshMs?: number): Promise<GenerationalReadStore> {

@@ -9,12 +9,23 @@
  *    the deliveries are durable. Delivery ids derive from event ids: never a duplicate with
  *    a new id. On its very first run (no checkpoint) it starts at the log's head: turning
  *    the deliverer on never replays history to receivers.
- * 2. **Send**: picks, per (key, stream, endpoint) queue, the oldest pending delivery (so a
- *    stream's events arrive in order; a later one waits while an earlier one is retried),
- *    claims it with a short lease (several processes never send the same delivery at once),
- *    POSTs it with a 10 s timeout, and records the attempt. 2xx: succeeded. 410 Gone: failed,
- *    and the endpoint is disabled (`WebhookEndpointDisabled` on the key's workspace) until
- *    its URL is set again. Anything else: retried on the schedule with jitter, then failed.
+ * 2. **Send**: serves endpoints (an API key's raw or processed URL slot) round-robin. Each
+ *    endpoint has a state document (src/webhooks/outbox.ts) saying when it next has work;
+ *    the sender reads the few endpoints due first and, per endpoint, its due *head*
+ *    deliveries (the oldest pending one of each (key, stream, endpoint) queue, so a stream's
+ *    events arrive in order; a later one waits while an earlier one is retried). At most
+ *    `maxInFlightPerEndpoint` attempts run per endpoint and `concurrency` in all; a delivery
+ *    waiting for its retry holds no slot. An attempt claims its delivery with a short lease
+ *    (several processes never send the same delivery at once), POSTs it with a timeout, and
+ *    records the outcome. 2xx: succeeded. 410 Gone: failed, and the endpoint is disabled
+ *    (`WebhookEndpointDisabled` on the key's workspace) until its URL is set again. Anything
+ *    else: retried on the schedule with jitter, then failed. An endpoint with no success
+ *    since a failing streak began `disableAfterMs` ago is disabled the same way. Deliveries
+ *    done longer than `retentionMs` ago are deleted by a periodic sweep.
+ *
+ * Why per endpoint: one key's dead endpoint with thousands of pending deliveries must not
+ * delay another key's delivery. The sender never reads "the first N pending deliveries of
+ * everyone"; what one send step reads is bounded by the concurrency, whatever the backlogs.
  *
  * Neither loop is on a request's path: requests never wait for either. The follow loop
  * writes to the read store only when a batch queues deliveries (or, at most once a second,
@@ -23,7 +34,7 @@
 import { randomUUID } from 'node:crypto';
 import { Wakeup } from '../runtime/wakeup.js';
 import { LOG_START, type EventStore, type LogPosition, type RecordedEvent } from '../ports/event-store.js';
-import { CheckpointConflictError, type ReadStore } from '../ports/read-store.js';
+import { CheckpointConflictError, type ReadStore, type ReadTx } from '../ports/read-store.js';
 import type { CommandHandler } from '../runtime/command-handler.js';
 import type { RunnerLogger } from '../runtime/projection-runner.js';
 import type { Lease } from '../runtime/lease.js';
@@ -32,7 +43,17 @@ import { ENDPOINT_URL_FIELD, type ServiceState, type WebhookEndpoint } from '../
 import { API_KEYS, type ApiKeyDoc } from '../../projections/workspaces.js';
 import { key } from '../ids.js';
 import { workspaceStream } from '../http/routes/workspace.js';
-import { DELIVERIES, MAX_ATTEMPT_LOG, WEBHOOK_CHECKPOINT, outboxIndexes, type Attempt, type DeliveryDoc } from './outbox.js';
+import {
+  DELIVERIES,
+  ENDPOINT_STATE,
+  MAX_ATTEMPT_LOG,
+  WEBHOOK_CHECKPOINT,
+  endpointStateId,
+  outboxIndexes,
+  type Attempt,
+  type DeliveryDoc,
+  type EndpointStateDoc,
+} from './outbox.js';
 import { processedPayload, rawPayload } from './payloads.js';
 import { signPayload } from './signature.js';
 import { triggerOf } from './triggers.js';
@@ -41,20 +62,33 @@ import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc } from '../runtime/p
 const S = 1000;
 const MIN = 60 * S;
 const H = 60 * MIN;
+const DAY = 24 * H;
 /**
  * Delay before retry n (after failed attempt n): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h,
  * each ±20 % jitter: 8 attempts over about 27.6 hours, then the delivery is failed.
  */
 export const DEFAULT_RETRY_SCHEDULE = [5 * S, 5 * MIN, 30 * MIN, 2 * H, 5 * H, 10 * H, 10 * H];
 export const DEFAULT_TIMEOUT_MS = 10 * S;
+export const DEFAULT_CONCURRENCY = 16;
+export const DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT = 4;
+export const DEFAULT_DISABLE_AFTER_MS = 5 * DAY;
+export const DEFAULT_RETENTION_MS = 7 * DAY;
 
 export interface WebhookOptions {
   retrySchedule?: number[];
   /** Fraction of each delay added or taken at random. Default 0.2. */
   jitter?: number;
   timeoutMs?: number;
-  /** Deliveries in flight at once (each to a different stream). Default 8. */
+  /** Attempts in flight at once, all endpoints together. Default 16. */
   concurrency?: number;
+  /** Attempts in flight at once to one endpoint (each of a different stream). Default 4. */
+  maxInFlightPerEndpoint?: number;
+  /** An endpoint with no success for this long since its first failure is disabled; 0: never. Default 5 days. */
+  disableAfterMs?: number;
+  /** Succeeded and failed deliveries are deleted this long after they completed. Default 7 days. */
+  retentionMs?: number;
+  /** How often the retention sweep runs, by the deliverer's clock. Default 10 minutes. */
+  pruneEveryMs?: number;
   /** How often to look for new events and due retries without being woken. Default 1000. */
   pollMs?: number;
   batchSize?: number;
@@ -83,11 +117,18 @@ export class WebhookDeliverer {
   private readonly follow = new Wakeup();
   private readonly send = new Wakeup();
   private readonly inflight = new Map<string, Promise<void>>();
+  /** Attempts in flight per endpoint (endpoint state id). */
+  private readonly endpointLoad = new Map<string, number>();
+  private prunedAt = -Infinity;
   private stopping = new AbortController();
   private readonly schedule: number[];
   private readonly jitter: number;
   private readonly timeoutMs: number;
   private readonly concurrency: number;
+  private readonly perEndpoint: number;
+  private readonly disableAfterMs: number;
+  private readonly retentionMs: number;
+  private readonly pruneEveryMs: number;
   private readonly pollMs: number;
   private readonly batchSize: number;
   private readonly log: RunnerLogger;
@@ -104,7 +145,11 @@ export class WebhookDeliverer {
     this.schedule = options.retrySchedule ?? DEFAULT_RETRY_SCHEDULE;
     this.jitter = options.jitter ?? 0.2;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.concurrency = options.concurrency ?? 8;
+    this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+    this.perEndpoint = Math.min(options.maxInFlightPerEndpoint ?? DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT, this.concurrency);
+    this.disableAfterMs = options.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
+    this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
+    this.pruneEveryMs = options.pruneEveryMs ?? 10 * MIN;
     this.pollMs = options.pollMs ?? 1000;
     this.batchSize = options.batchSize ?? 500;
     this.log = options.logger ?? silent;
@@ -118,6 +163,7 @@ export class WebhookDeliverer {
 
   async init(): Promise<void> {
     await this.read.ensureIndexes(outboxIndexes);
+    await this.markHeads();
     this.checkpoint = this.persisted = await this.read.getCheckpoint(WEBHOOK_CHECKPOINT);
     if (this.checkpoint === null) {
       const head = await this.events.headPosition();
@@ -244,7 +290,7 @@ export class WebhookDeliverer {
     }
     try {
       await this.read.transaction(async (tx) => {
-        for (const d of docs) if (!(await tx.get(DELIVERIES, d._id))) await tx.upsert(DELIVERIES, d);
+        await this.insert(tx, docs);
         await tx.setCheckpoint(WEBHOOK_CHECKPOINT, last, this.persisted);
       });
     } catch (error) {
@@ -297,12 +343,27 @@ export class WebhookDeliverer {
     );
   }
 
+  /** Adds the deliveries not queued yet, each its queue's head when the queue has no pending one, and schedules their endpoints. */
+  private async insert(tx: ReadTx, docs: readonly DeliveryDoc[]): Promise<void> {
+    // Queues known to hold a pending delivery: a later one of the batch is not their head.
+    const busy = new Set<string>();
+    const touched = new Map<string, DeliveryDoc>();
+    for (const d of docs) {
+      if (await tx.get(DELIVERIES, d._id)) continue;
+      const queue = key(d.apiKey, d.endpoint, d.stream);
+      d.head = !busy.has(queue) && (await tx.find(DELIVERIES, { apiKey: d.apiKey, endpoint: d.endpoint, stream: d.stream, status: 'pending' }, { limit: 1 })).length === 0;
+      await tx.upsert(DELIVERIES, d);
+      busy.add(queue);
+      touched.set(endpointStateId(d.apiKey, d.endpoint), d);
+    }
+    // The config queued these, so the endpoints are enabled (again, after a new URL).
+    for (const d of touched.values()) await this.reschedule(tx, d, (s) => (s.disabledAt !== null ? { disabledAt: null, disabledReason: null } : {}));
+  }
+
   /** Queues one event's deliveries again, whatever the checkpoint (`collab projections retry`). */
   async requeue(e: RecordedEvent): Promise<void> {
     const docs = await this.deliveriesFor([e]);
-    await this.read.transaction(async (tx) => {
-      for (const d of docs) if (!(await tx.get(DELIVERIES, d._id))) await tx.upsert(DELIVERIES, d);
-    });
+    await this.read.transaction((tx) => this.insert(tx, docs));
   }
 
   private newDelivery(e: RecordedEvent, apiKey: string, workspaceId: string, endpoint: WebhookEndpoint, url: string): DeliveryDoc {
@@ -321,6 +382,7 @@ export class WebhookDeliverer {
       url,
       body: JSON.stringify(endpoint === 'raw' ? rawPayload(e) : processedPayload(e)),
       status: 'pending',
+      head: false,
       attempts: [],
       nextAttemptAt: now,
       leaseUntil: 0,
@@ -349,6 +411,10 @@ export class WebhookDeliverer {
         await this.send.sleep(wait);
         continue;
       }
+      if (this.clock() - this.prunedAt >= this.pruneEveryMs) {
+        this.prunedAt = this.clock();
+        await this.prune().catch((error) => this.log.error({ err: error }, 'webhook retention sweep failed'));
+      }
       try {
         const nextDue = await this.sendStep();
         if (nextDue !== null) wait = Math.min(wait, nextDue - this.clock());
@@ -359,53 +425,98 @@ export class WebhookDeliverer {
     }
   }
 
-  /** Starts the due deliveries; returns when the next known one falls due (ms), or null. */
+  /**
+   * Starts due deliveries, one per endpoint per round in round-robin order, until the slots
+   * are taken; returns when the next known one falls due (ms), or null. It reads at most
+   * 2 x concurrency endpoint documents and, per endpoint it serves, 2 x maxInFlightPerEndpoint
+   * head deliveries: no more when another endpoint has a backlog. (Of the endpoints due, at
+   * most `concurrency` can have nothing to start: each of those has an attempt in flight.)
+   */
   async sendStep(): Promise<number | null> {
     const now = this.clock();
-    const pending = await this.read.find<DeliveryDoc>(DELIVERIES, { status: 'pending' }, { sort: 'position', limit: 1000 });
-    const heads = new Set<string>();
+    // Full: an attempt that ends pokes the loop.
+    if (this.inflight.size >= this.concurrency) return null;
+    const endpoints = await this.read.find<EndpointStateDoc>(ENDPOINT_STATE, { scheduled: true }, { sort: 'dueAt', limit: 2 * this.concurrency });
     let nextDue: number | null = null;
-    for (const d of pending) {
-      const queue = key(d.apiKey, d.stream, d.endpoint);
-      if (heads.has(queue)) continue;
-      heads.add(queue);
-      if (this.inflight.has(d._id)) continue;
-      const due = Math.max(d.nextAttemptAt, d.leaseUntil);
-      if (due > now) {
-        nextDue = nextDue === null ? due : Math.min(nextDue, due);
-        continue;
+    const ready: EndpointStateDoc[] = [];
+    for (const ep of endpoints) {
+      if (ep.dueAt > now) {
+        nextDue = ep.dueAt;
+        break;
       }
-      if (this.inflight.size >= this.concurrency) break;
-      const p = this.attempt(d._id)
-        .catch((error) => this.log.error({ err: error, delivery: d.webhookId }, 'webhook attempt failed'))
-        .finally(() => {
-          this.inflight.delete(d._id);
-          this.send.poke();
-        });
-      this.inflight.set(d._id, p);
+      if (this.loadOf(ep._id) < this.perEndpoint) ready.push(ep);
+    }
+    const heads = new Map<string, DeliveryDoc[]>();
+    for (let progress = true; progress && this.inflight.size < this.concurrency; ) {
+      progress = false;
+      for (const ep of ready) {
+        if (this.inflight.size >= this.concurrency) break;
+        if (this.loadOf(ep._id) >= this.perEndpoint) continue;
+        let due = heads.get(ep._id);
+        if (!due) {
+          const rows = await this.read.find<DeliveryDoc>(
+            DELIVERIES,
+            { apiKey: ep.apiKey, endpoint: ep.endpoint, head: true },
+            { sort: 'nextAttemptAt', limit: 2 * this.perEndpoint },
+          );
+          due = rows.filter((d) => d.nextAttemptAt <= now && d.leaseUntil <= now && !this.inflight.has(d._id));
+          heads.set(ep._id, due);
+        }
+        const d = due.shift();
+        if (!d) continue;
+        this.launch(d);
+        progress = true;
+      }
     }
     return nextDue;
   }
 
+  private loadOf(endpointId: string): number {
+    return this.endpointLoad.get(endpointId) ?? 0;
+  }
+
+  private launch(d: DeliveryDoc) {
+    const ep = endpointStateId(d.apiKey, d.endpoint);
+    this.endpointLoad.set(ep, this.loadOf(ep) + 1);
+    const p = this.attempt(d._id)
+      .catch((error) => this.log.error({ err: error, delivery: d.webhookId }, 'webhook attempt failed'))
+      .finally(() => {
+        this.inflight.delete(d._id);
+        const left = this.loadOf(ep) - 1;
+        if (left > 0) this.endpointLoad.set(ep, left);
+        else this.endpointLoad.delete(ep);
+        this.send.poke();
+      });
+    this.inflight.set(d._id, p);
+  }
+
   private async attempt(id: string): Promise<void> {
     const now = this.clock();
+    // The claim also moves the delivery's due time to the claim's end: the endpoint's next
+    // head is then found without skipping it, and a crashed sender's claim simply falls due.
+    const claimUntil = now + this.timeoutMs + 5000;
     const d = await this.read.transaction(async (tx) => {
       const cur = await tx.get<DeliveryDoc>(DELIVERIES, id);
-      if (!cur || cur.status !== 'pending' || cur.leaseUntil > now || cur.nextAttemptAt > now) return null;
-      await tx.patch(DELIVERIES, id, { leaseUntil: now + this.timeoutMs + 5000 });
+      if (!cur || cur.status !== 'pending' || !cur.head || cur.leaseUntil > now || cur.nextAttemptAt > now) return null;
+      await tx.patch(DELIVERIES, id, { leaseUntil: claimUntil, nextAttemptAt: claimUntil });
+      await this.reschedule(tx, cur, () => ({ servedAt: now }));
       return cur;
     });
-    if (!d || !this.running) return this.release(d);
+    if (!d) return;
+    if (!this.running) return this.release(d);
     const cfg = await this.configFor(d.apiKey);
     const url = cfg?.webhook.config[ENDPOINT_URL_FIELD[d.endpoint]];
     const stop = !cfg || !cfg.webhook.enabled
       ? 'the webhook service was turned off'
       : cfg.webhook.disabledEndpoints.includes(d.endpoint)
-        ? 'the endpoint is disabled (it answered 410 Gone)'
+        ? `the endpoint is disabled${await this.disabledReason(d)}`
         : !url
           ? 'the endpoint has no URL any more'
           : null;
-    if (stop || !url) return this.finish(d, { status: 'failed', lastError: `Not sent: ${stop}.` });
+    if (stop || !url) {
+      await this.settle(d, { status: 'failed', lastError: `Not sent: ${stop}.` });
+      return;
+    }
 
     const authToken = cfg!.webhook.config.authToken;
     const timestamp = Math.floor(this.clock() / 1000);
@@ -441,46 +552,217 @@ export class WebhookDeliverer {
     const count = d.attempts.length + 1;
     const http = attempt.httpStatus;
     if (http !== undefined && http >= 200 && http < 300) {
-      return this.finish(d, { status: 'succeeded', attempts, url, lastError: null });
+      await this.settle(d, { status: 'succeeded', attempts, url, lastError: null }, () => ({
+        failingSince: null,
+        failingUrl: null,
+        lastSuccessAt: attempt.at,
+      }));
+      return;
     }
+    // A failure continues the endpoint's failing streak, or starts one (a new URL starts afresh).
+    const failing = (s: EndpointStateDoc): Partial<EndpointStateDoc> => ({
+      failingSince: s.failingSince !== null && s.failingUrl === url ? s.failingSince : attempt.at,
+      failingUrl: url,
+      lastFailureAt: attempt.at,
+    });
     const lastError = http !== undefined ? `HTTP ${http}` : attempt.error!;
     if (http === 410) {
-      await this.disableEndpoint(d, url);
-      return this.finish(d, { status: 'failed', attempts, url, lastError: 'HTTP 410 Gone: endpoint disabled' });
+      await this.settle(d, { status: 'failed', attempts, url, lastError: 'HTTP 410 Gone: endpoint disabled' }, failing);
+      return this.disable(d, `${url} answered 410 Gone`);
     }
+    let state: EndpointStateDoc | null;
     if (count > this.schedule.length) {
-      return this.finish(d, { status: 'failed', attempts, url, lastError: `${lastError}; gave up after ${count} attempts` });
+      state = await this.settle(d, { status: 'failed', attempts, url, lastError: `${lastError}; gave up after ${count} attempts` }, failing);
+    } else {
+      const base = this.schedule[count - 1]!;
+      const delay = Math.max(0, Math.round(base * (1 + this.jitter * (2 * Math.random() - 1))));
+      state = await this.settle(d, { attempts, url, lastError, nextAttemptAt: this.clock() + delay }, failing);
     }
-    const base = this.schedule[count - 1]!;
-    const delay = Math.max(0, Math.round(base * (1 + this.jitter * (2 * Math.random() - 1))));
-    await this.read.transaction((tx) =>
-      tx.patch(DELIVERIES, d._id, { attempts, url, lastError, nextAttemptAt: this.clock() + delay, leaseUntil: 0 }).then(() => undefined),
-    );
+    const since = state?.failingSince ?? null;
+    if (this.disableAfterMs > 0 && since !== null && this.clock() - since >= this.disableAfterMs) {
+      await this.disable(
+        d,
+        `${url} failed every attempt since ${new Date(since).toISOString()} (${duration(this.disableAfterMs)} or more without a success); last error: ${lastError}`,
+      );
+    }
   }
 
-  private async finish(d: DeliveryDoc, set: Partial<DeliveryDoc>) {
-    await this.read.transaction((tx) =>
-      tx.patch(DELIVERIES, d._id, { ...set, completedAt: this.clock(), leaseUntil: 0 }).then(() => undefined),
-    );
+  /**
+   * Records an attempt's outcome (`set`: a done status, or the next attempt's time) and the
+   * endpoint's health (`endpoint`). A done delivery hands its queue to the next pending one of
+   * its stream. Returns the endpoint's state, or null when the delivery was no longer pending.
+   */
+  private async settle(
+    d: DeliveryDoc,
+    set: Partial<DeliveryDoc>,
+    endpoint?: (s: EndpointStateDoc) => Partial<EndpointStateDoc>,
+  ): Promise<EndpointStateDoc | null> {
+    const now = this.clock();
+    const done = set.status !== undefined && set.status !== 'pending';
+    return this.read.transaction(async (tx) => {
+      const cur = await tx.get<DeliveryDoc>(DELIVERIES, d._id);
+      if (!cur || cur.status !== 'pending') return null;
+      await tx.patch(DELIVERIES, d._id, done ? { ...set, head: false, completedAt: now, leaseUntil: 0 } : { ...set, leaseUntil: 0 });
+      if (done) await this.promote(tx, d);
+      return this.reschedule(tx, d, endpoint);
+    });
   }
 
-  /** Gives a claimed delivery back untouched (shutting down mid-send). */
+  /** Gives a claimed delivery back untouched (shutting down mid-send): due again at once. */
   private async release(d: DeliveryDoc | null) {
     if (!d) return;
-    await this.read.transaction((tx) => tx.patch(DELIVERIES, d._id, { leaseUntil: 0 }).then(() => undefined));
+    await this.settle(d, { nextAttemptAt: this.clock() });
   }
 
-  private async disableEndpoint(d: DeliveryDoc, url: string) {
+  /** The next pending delivery of `d`'s queue (by log position) becomes its head. */
+  private async promote(tx: ReadTx, d: Pick<DeliveryDoc, 'apiKey' | 'endpoint' | 'stream'>) {
+    const [next] = await tx.find<DeliveryDoc>(
+      DELIVERIES,
+      { apiKey: d.apiKey, endpoint: d.endpoint, stream: d.stream, status: 'pending' },
+      { sort: 'position', limit: 1 },
+    );
+    if (next && !next.head) await tx.patch(DELIVERIES, next._id, { head: true });
+  }
+
+  /**
+   * Applies `update` to the endpoint's state and sets its place in the round-robin from its
+   * earliest head: every transaction that changes an endpoint's heads ends here, so `dueAt`
+   * is never stale (and, on MongoDB, two such transactions conflict on this document).
+   */
+  private async reschedule(
+    tx: ReadTx,
+    ref: Pick<DeliveryDoc, 'apiKey' | 'workspaceId' | 'endpoint'>,
+    update?: (s: EndpointStateDoc) => Partial<EndpointStateDoc>,
+  ): Promise<EndpointStateDoc> {
+    const id = endpointStateId(ref.apiKey, ref.endpoint);
+    const cur: EndpointStateDoc = (await tx.get<EndpointStateDoc>(ENDPOINT_STATE, id)) ?? {
+      _id: id,
+      apiKey: ref.apiKey,
+      workspaceId: ref.workspaceId,
+      endpoint: ref.endpoint,
+      scheduled: false,
+      dueAt: 0,
+      servedAt: 0,
+      failingSince: null,
+      failingUrl: null,
+      lastSuccessAt: null,
+      lastFailureAt: null,
+      disabledAt: null,
+      disabledReason: null,
+    };
+    const next: EndpointStateDoc = { ...cur, ...update?.(cur) };
+    const [head] = await tx.find<DeliveryDoc>(DELIVERIES, { apiKey: ref.apiKey, endpoint: ref.endpoint, head: true }, { sort: 'nextAttemptAt', limit: 1 });
+    next.scheduled = head !== undefined;
+    if (head) next.dueAt = Math.max(head.nextAttemptAt, next.servedAt);
+    await tx.upsert(ENDPOINT_STATE, next);
+    return next;
+  }
+
+  private async disabledReason(d: DeliveryDoc): Promise<string> {
+    const s = await this.read.get<EndpointStateDoc>(ENDPOINT_STATE, endpointStateId(d.apiKey, d.endpoint));
+    return s?.disabledReason ? ` (${s.disabledReason})` : '';
+  }
+
+  /**
+   * Disables the endpoint with `reason` (the `DisableWebhookEndpoint` command: the follow
+   * loop queues nothing more for it, until an update sets its URL again) and fails its
+   * pending deliveries with that reason. The endpoint's failing streak ends here: after a new
+   * URL, the next failure starts a new one.
+   */
+  private async disable(d: DeliveryDoc, reason: string) {
     const now = this.clock();
     try {
       await this.commands.handle(
         workspaceDecider,
         workspaceStream(d.workspaceId),
-        { type: 'DisableWebhookEndpoint', data: { apiKey: d.apiKey, endpoint: d.endpoint, reason: `${url} answered 410 Gone` }, metadata: { now } },
+        { type: 'DisableWebhookEndpoint', data: { apiKey: d.apiKey, endpoint: d.endpoint, reason }, metadata: { now } },
         { requestId: `webhook-${randomUUID()}`, actor: 'system:webhooks', time: now, workspaceId: d.workspaceId, apiKey: d.apiKey, causationId: d.eventId },
       );
     } catch (error) {
-      this.log.error({ err: error, apiKey: d.apiKey }, 'could not disable a webhook endpoint that answered 410');
+      // Still enabled: the next failure tries again.
+      this.log.error({ err: error, apiKey: d.apiKey, endpoint: d.endpoint }, 'could not disable a failing webhook endpoint');
+      return;
+    }
+    this.log.warn({ apiKey: d.apiKey, endpoint: d.endpoint, reason }, 'webhook endpoint disabled');
+    await this.read.transaction((tx) =>
+      this.reschedule(tx, d, () => ({ disabledAt: now, disabledReason: reason, failingSince: null, failingUrl: null })),
+    );
+    await this.failPending(d, `Not sent: the endpoint was disabled (${reason}).`);
+  }
+
+  /**
+   * Fails the endpoint's pending deliveries, a page per transaction. One with an attempt in
+   * flight is left to it: that attempt records its own outcome, and a retry then finds the
+   * endpoint disabled.
+   */
+  private async failPending(ref: Pick<DeliveryDoc, 'apiKey' | 'workspaceId' | 'endpoint'>, lastError: string) {
+    const PAGE = 200;
+    let after: { value: string; id: string } | undefined;
+    for (;;) {
+      const page = await this.read.find<DeliveryDoc>(
+        DELIVERIES,
+        { apiKey: ref.apiKey, endpoint: ref.endpoint, status: 'pending' },
+        { sort: 'position', after, limit: PAGE },
+      );
+      if (page.length === 0) return;
+      await this.read.transaction(async (tx) => {
+        const now = this.clock();
+        for (const p of page) {
+          const cur = await tx.get<DeliveryDoc>(DELIVERIES, p._id);
+          if (!cur || cur.status !== 'pending' || cur.leaseUntil > now) continue;
+          await tx.patch(DELIVERIES, p._id, { status: 'failed', head: false, completedAt: now, leaseUntil: 0, lastError });
+        }
+        await this.reschedule(tx, ref);
+      });
+      if (page.length < PAGE) return;
+      const last = page[page.length - 1]!;
+      after = { value: last.position, id: last._id };
     }
   }
+
+  // ---- retention ----
+
+  /** Deletes the succeeded and failed deliveries completed more than the retention ago; returns how many. */
+  async prune(): Promise<number> {
+    const before = this.clock() - this.retentionMs;
+    // Pending deliveries have no completedAt: never below the cutoff.
+    const n = await this.read.transaction((tx) => tx.deleteBefore(DELIVERIES, 'completedAt', before));
+    if (n > 0) this.log.info({ deleted: n }, 'webhook deliveries past their retention deleted');
+    return n;
+  }
+
+  // ---- upgrade ----
+
+  /**
+   * Deliveries queued by a version without per-endpoint queues have no `head` and their
+   * endpoints no state: marks each queue's oldest pending delivery as its head and schedules
+   * the endpoints. Idempotent; nothing to do once done.
+   */
+  private async markHeads() {
+    for (;;) {
+      const page = await this.read.find<DeliveryDoc>(DELIVERIES, { status: 'pending', head: null }, { sort: 'position', limit: 500 });
+      if (page.length === 0) return;
+      await this.read.transaction(async (tx) => {
+        const touched = new Map<string, DeliveryDoc>();
+        for (const d of page) {
+          const [first] = await tx.find<DeliveryDoc>(
+            DELIVERIES,
+            { apiKey: d.apiKey, endpoint: d.endpoint, stream: d.stream, status: 'pending' },
+            { sort: 'position', limit: 1 },
+          );
+          await tx.patch(DELIVERIES, d._id, { head: first?._id === d._id });
+          touched.set(endpointStateId(d.apiKey, d.endpoint), d);
+        }
+        for (const d of touched.values()) await this.reschedule(tx, d);
+      });
+    }
+  }
+}
+
+/** "5 days", "36 hours", "90 minutes", "1500 ms": for disabling reasons. */
+function duration(ms: number): string {
+  if (ms % DAY === 0) return `${ms / DAY} day${ms === DAY ? '' : 's'}`;
+  if (ms % H === 0) return `${ms / H} hour${ms === H ? '' : 's'}`;
+  if (ms % MIN === 0) return `${ms / MIN} minute${ms === MIN ? '' : 's'}`;
+  return `${ms} ms`;
 }

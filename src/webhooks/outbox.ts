@@ -3,12 +3,20 @@
  * transaction that moves the deliverer's checkpoint (src/webhooks/deliverer.ts). Its `_id`
  * and `webhookId` derive from the event id, so replaying the log after a crash finds the
  * delivery already queued and never creates a second one with a new id.
+ *
+ * Beside it, one document per endpoint (an API key's raw or processed URL slot) in
+ * `webhook_endpoints`: when the sender next has work there (its place in the round-robin)
+ * and the endpoint's failing streak. The sender finds work through these documents and the
+ * indexes below, endpoint by endpoint, so one endpoint's backlog never costs another
+ * endpoint a read.
  */
 import type { Doc, IndexSpec, ReadView } from '../ports/read-store.js';
 import type { WebhookEndpoint } from '../../commands/service-config.js';
+import { key } from '../ids.js';
 import { decodePageToken, encodePageToken } from '../../queries/paging.js';
 
 export const DELIVERIES = 'webhook_deliveries';
+export const ENDPOINT_STATE = 'webhook_endpoints';
 export const WEBHOOK_CHECKPOINT = 'webhooks';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
@@ -37,7 +45,15 @@ export interface DeliveryDoc extends Doc {
   /** The exact bytes every attempt sends. */
   body: string;
   status: DeliveryStatus;
+  /**
+   * The oldest pending delivery of its (key, endpoint, stream) queue: the only one of the
+   * queue the sender may attempt (per-stream order). Set when queued into an empty queue, or
+   * when the delivery before it succeeds or fails; false once it is done.
+   * Absent on deliveries queued by versions before it (init() sets it).
+   */
+  head: boolean;
   attempts: Attempt[];
+  /** When the next attempt is due; while an attempt runs, when its claim lapses. */
   nextAttemptAt: number;
   /** A sender holds the delivery until then (several processes, one sender per delivery). */
   leaseUntil: number;
@@ -46,10 +62,49 @@ export interface DeliveryDoc extends Doc {
   lastError: string | null;
 }
 
+/** One per (API key, endpoint): the sender's schedule and the endpoint's health. */
+export interface EndpointStateDoc extends Doc {
+  apiKey: string;
+  workspaceId: string;
+  endpoint: WebhookEndpoint;
+  /** Some queue of this endpoint has a pending head delivery. */
+  scheduled: boolean;
+  /**
+   * The round-robin key (meaningful while scheduled): the later of the earliest due head
+   * and `servedAt`. The sender serves scheduled endpoints in ascending `dueAt`, so an
+   * endpoint it has just served goes behind every endpoint that has been waiting since
+   * before. Example: A has 1000 heads due since 10:00 and was served at 10:05; B's one
+   * delivery is due at 10:03. A's key is 10:05, B's 10:03: B is served first.
+   */
+  dueAt: number;
+  /** When the sender last claimed a delivery here. */
+  servedAt: number;
+  /** First failed attempt since the last success (the current failing streak), or null. */
+  failingSince: number | null;
+  /** The URL the streak is about: a new URL starts a new streak. */
+  failingUrl: string | null;
+  lastSuccessAt: number | null;
+  lastFailureAt: number | null;
+  /** Set when the deliverer disables the endpoint (410 Gone, or failing for too long). */
+  disabledAt: number | null;
+  disabledReason: string | null;
+}
+
+export const endpointStateId = (apiKey: string, endpoint: WebhookEndpoint) => key(apiKey, endpoint);
+
 export const outboxIndexes: IndexSpec[] = [
   { collection: DELIVERIES, fields: ['status', 'position'] },
   { collection: DELIVERIES, fields: ['apiKey', 'position'] },
   { collection: DELIVERIES, fields: ['apiKey', 'status', 'position'] },
+  // An endpoint's due heads, earliest first (the sender's per-endpoint lookup).
+  { collection: DELIVERIES, fields: ['apiKey', 'endpoint', 'head', 'nextAttemptAt'] },
+  // A queue's oldest pending delivery (who becomes head); an endpoint's pending ones (disabling).
+  { collection: DELIVERIES, fields: ['apiKey', 'endpoint', 'stream', 'status', 'position'] },
+  { collection: DELIVERIES, fields: ['apiKey', 'endpoint', 'status', 'position'] },
+  // The retention sweep (deleteBefore): pending deliveries have none and are never swept.
+  { collection: DELIVERIES, fields: ['completedAt'] },
+  // Endpoints with work, in round-robin order.
+  { collection: ENDPOINT_STATE, fields: ['scheduled', 'dueAt'] },
 ];
 
 /** Attempt records kept per delivery (the schedule makes at most 8). */
