@@ -132,7 +132,12 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
   });
 
   const limiter = new RateLimiter(services.config.rateLimitPerSecond, services.config.rateLimitBurst, services.clock);
-  const idempotency = new IdempotencyStore(services.read, services.config.idempotencyTtlHours * 3_600_000, services.clock);
+  const idempotency = new IdempotencyStore(
+    services.read,
+    services.config.idempotencyTtlHours * 3_600_000,
+    services.clock,
+    services.config.idempotencyMaxResponseBytes,
+  );
   const sweep = setInterval(() => {
     idempotency.sweep().catch((err) => app.log.warn({ err }, 'idempotency sweep failed'));
   }, 3_600_000);
@@ -161,7 +166,8 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
       const caller = await authenticate(req, route.auth, services);
       if (limiter.enabled) limiter.take(scopeOf(caller, req));
 
-      const idemKey = readIdempotencyKey(req.headers['idempotency-key']);
+      // A read runs every time: its Idempotency-Key is accepted and ignored (idempotency.ts).
+      const idemKey = route.mutates ? readIdempotencyKey(req.headers['idempotency-key']) : undefined;
       if (!idemKey) {
         const out = await run(route, req, caller);
         // A route that serializes its data itself (byte for byte what JSON.stringify gives,
@@ -176,6 +182,15 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
       const begun = await idempotency.begin(scope, route.path, idemKey, bodyHash(req.body));
       if ('replay' in begun) {
         return reply.status(begun.replay.status).header('idempotent-replayed', 'true').send(begun.replay.body);
+      }
+      if ('notKept' in begun) {
+        const { status, bytes, sha256 } = begun.notKept;
+        const err = new ApiError(
+          'ALREADY_EXISTS',
+          `The request with this Idempotency-Key was already applied (it answered ${status}), but its answer (${bytes} bytes) was larger than the ${idempotency.maxResponseBytes} bytes kept for a replay; read the current state instead.`,
+          { status, bytes, sha256 },
+        );
+        return reply.status(err.httpStatus).header('idempotent-replayed', 'true').send(failure(err));
       }
       try {
         const body = envelope(await run(route, req, caller));

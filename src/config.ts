@@ -26,6 +26,8 @@ export interface Config {
   rateLimitBurst: number;
   /** How long an Idempotency-Key and its response are kept. */
   idempotencyTtlHours: number;
+  /** Largest answer kept for an Idempotency-Key replay; above it only its status, size and hash are kept. */
+  idempotencyMaxResponseBytes: number;
   /** Lease time of the projection runner and webhook deliverer: another process takes over after it. */
   leaseTtlMs: number;
   /**
@@ -114,6 +116,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerSecond,
     rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', Math.max(1, rateLimitPerSecond * 2), 1, 10_000_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
+    idempotencyMaxResponseBytes: integer(env, 'IDEMPOTENCY_MAX_RESPONSE_BYTES', 262_144, 0, 100 * 1_048_576),
     leaseTtlMs: integer(env, 'LEASE_TTL_MS', 10_000, 300, 600_000),
     backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
   };

@@ -103,6 +103,7 @@ export async function missingResources(ctx: RequestContext, resources: ResourceI
 export function permissionRoutes(services: Services): AnyRoute[] {
   const get = defineRoute({
     path: '/v2/auth/permissions/get',
+    mutates: false,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), userIds: ids(), folderIds: ids().optional(), documentIds: ids().optional() }),
     async handler(data, ctx) {
@@ -113,6 +114,7 @@ export function permissionRoutes(services: Services): AnyRoute[] {
 
   const add = defineRoute({
     path: '/v2/auth/permissions/add',
+    mutates: true,
     auth: 'apiKey',
     schema: withUser(z.object(userSchema)),
     async handler(data, ctx) {
@@ -124,6 +126,7 @@ export function permissionRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/auth/permissions/remove',
+    mutates: true,
     auth: 'apiKey',
     schema: withUser(z.object(userSchema)),
     async handler(data, ctx) {

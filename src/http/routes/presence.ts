@@ -44,6 +44,7 @@ export function presenceRoutes(services: Services): AnyRoute[] {
 
   const add = defineRoute({
     path: '/v2/presence/add',
+    mutates: true,
     auth: 'apiKey',
     schema: writeSchema,
     handler: async (data, ctx) => ({ message: 'Presence added successfully.', data: await write(data, ctx, false) }),
@@ -51,6 +52,7 @@ export function presenceRoutes(services: Services): AnyRoute[] {
 
   const update = defineRoute({
     path: '/v2/presence/update',
+    mutates: true,
     auth: 'apiKey',
     schema: writeSchema,
     handler: async (data, ctx) => ({ message: 'Presence updated successfully.', data: await write(data, ctx, true) }),
@@ -58,6 +60,7 @@ export function presenceRoutes(services: Services): AnyRoute[] {
 
   const get = defineRoute({
     path: '/v2/presence/get',
+    mutates: false,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), documentId: id().optional(), userIds: ids().optional() }),
     async handler(data, ctx) {
@@ -72,6 +75,7 @@ export function presenceRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/presence/delete',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), documentId: id(), userIds: ids() }),
     async handler(data, ctx) {
