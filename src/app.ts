@@ -17,6 +17,7 @@ import { parseBody } from './http/validation.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
 import { RateLimiter, RateLimitedError } from './http/rate-limit.js';
 import { IdempotencyStore, bodyHash, readIdempotencyKey } from './http/idempotency.js';
+import { capConnections, edgeOptions } from './http/edge.js';
 import { domainRoutes } from './http/routes/domain-routes.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { presenceRoutes } from './http/routes/presence.js';
@@ -216,6 +217,8 @@ export async function buildApp(services: Services, options: BuildOptions = {}): 
   const app = Fastify({
     logger: options.logger ?? { level: services.config.logLevel },
     bodyLimit: services.config.bodyLimit,
+    // Timeouts and Node's own refusals in the envelope (src/http/edge.ts).
+    ...edgeOptions(services.config),
     // A client's x-request-id is kept when it is sane, so its logs and ours line up.
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -225,6 +228,7 @@ export async function buildApp(services: Services, options: BuildOptions = {}): 
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
   });
+  capConnections(app, services.config.maxConnections);
   await app.register(collabApp, { services });
   return app;
 }

@@ -28,6 +28,16 @@ export interface Config {
   idempotencyTtlHours: number;
   /** Largest answer kept for an Idempotency-Key replay; above it only its status, size and hash are kept. */
   idempotencyMaxResponseBytes: number;
+  /** The whole request (headers and body) must arrive within this; else 408. */
+  requestTimeoutMs: number;
+  /** The request's headers must arrive within this; else 408. */
+  headersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** A connection with no traffic either way for this long is closed; 0: never. */
+  connectionTimeoutMs: number;
+  /** Connections served at once; past it new connections get 503 (a tenth more), then are dropped. */
+  maxConnections: number;
   /** Lease time of the projection runner and webhook deliverer: another process takes over after it. */
   leaseTtlMs: number;
   /**
@@ -101,6 +111,22 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('REGIONS', 'must be a comma-separated list of region names (a-z, 0-9, -)');
   }
   const rateLimitPerSecond = integer(env, 'RATE_LIMIT_PER_SECOND', 0, 0, 1_000_000);
+  const readYourWritesTimeoutMs = integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 0, 60_000);
+  const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  // Node refuses a headers timeout longer than the request timeout, so the default follows it.
+  const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError('HEADERS_TIMEOUT_MS', `must be at most REQUEST_TIMEOUT_MS (${requestTimeoutMs}), got ${headersTimeoutMs}`);
+  }
+  // The idle-socket timeout must not beat the request timeout (a slow client then gets the
+  // 408 envelope, not a bare close) nor a write waiting for its read models.
+  const connectionTimeoutMs = integer(env, 'CONNECTION_TIMEOUT_MS', Math.max(2 * requestTimeoutMs, readYourWritesTimeoutMs + 30_000), 0, 3_600_000);
+  if (connectionTimeoutMs !== 0 && connectionTimeoutMs <= Math.max(requestTimeoutMs, readYourWritesTimeoutMs)) {
+    throw new ConfigError(
+      'CONNECTION_TIMEOUT_MS',
+      `must be 0 (off) or more than REQUEST_TIMEOUT_MS (${requestTimeoutMs}) and READ_YOUR_WRITES_TIMEOUT_MS (${readYourWritesTimeoutMs}), got ${connectionTimeoutMs}`,
+    );
+  }
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host,
@@ -111,12 +137,17 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     regions,
     bodyLimit: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 100 * 1_048_576),
-    readYourWritesTimeoutMs: integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 0, 60_000),
+    readYourWritesTimeoutMs,
     presenceTtlSeconds: integer(env, 'PRESENCE_TTL_SECONDS', 60, 1, 86_400),
     rateLimitPerSecond,
     rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', Math.max(1, rateLimitPerSecond * 2), 1, 10_000_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
     idempotencyMaxResponseBytes: integer(env, 'IDEMPOTENCY_MAX_RESPONSE_BYTES', 262_144, 0, 100 * 1_048_576),
+    requestTimeoutMs,
+    headersTimeoutMs,
+    keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000, 3_600_000),
+    connectionTimeoutMs,
+    maxConnections: integer(env, 'MAX_CONNECTIONS', 1000, 1, 1_000_000),
     leaseTtlMs: integer(env, 'LEASE_TTL_MS', 10_000, 300, 600_000),
     backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
   };

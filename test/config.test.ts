@@ -68,4 +68,27 @@ test('bad values fail fast naming the variable', () => {
   failsOn({ BACKGROUND_THREAD: 'yes' }, 'BACKGROUND_THREAD');
 });
 
+test('the edge: timeouts, connection cap, idempotency bound', () => {
+  const c = loadConfig({});
+  assert.is(c.requestTimeoutMs, 30_000);
+  assert.is(c.headersTimeoutMs, 10_000);
+  assert.is(c.keepAliveTimeoutMs, 72_000);
+  assert.is(c.connectionTimeoutMs, 60_000);
+  assert.is(c.maxConnections, 1000);
+  assert.is(c.idempotencyMaxResponseBytes, 262_144);
+  // A short request timeout pulls the headers timeout's default down with it, and a long
+  // one pushes the idle-connection timeout's up.
+  assert.is(loadConfig({ REQUEST_TIMEOUT_MS: '5000' }).headersTimeoutMs, 5000);
+  assert.is(loadConfig({ REQUEST_TIMEOUT_MS: '120000' }).connectionTimeoutMs, 240_000);
+  assert.is(loadConfig({ READ_YOUR_WRITES_TIMEOUT_MS: '60000' }).connectionTimeoutMs, 90_000);
+  assert.is(loadConfig({ CONNECTION_TIMEOUT_MS: '0' }).connectionTimeoutMs, 0);
+  failsOn({ REQUEST_TIMEOUT_MS: '0' }, 'REQUEST_TIMEOUT_MS');
+  failsOn({ HEADERS_TIMEOUT_MS: '40000' }, 'HEADERS_TIMEOUT_MS');
+  failsOn({ CONNECTION_TIMEOUT_MS: '30000' }, 'CONNECTION_TIMEOUT_MS');
+  failsOn({ CONNECTION_TIMEOUT_MS: '40000', READ_YOUR_WRITES_TIMEOUT_MS: '50000' }, 'CONNECTION_TIMEOUT_MS');
+  failsOn({ KEEP_ALIVE_TIMEOUT_MS: '10' }, 'KEEP_ALIVE_TIMEOUT_MS');
+  failsOn({ MAX_CONNECTIONS: '0' }, 'MAX_CONNECTIONS');
+  failsOn({ IDEMPOTENCY_MAX_RESPONSE_BYTES: '-1' }, 'IDEMPOTENCY_MAX_RESPONSE_BYTES');
+});
+
 test.run();

@@ -1,0 +1,218 @@
+/**
+ * The HTTP edge (issue 11, finding 6 and the 431 of 8):
+ * - over a real socket: an endless chunked body, headers sent a line at a time and an idle
+ *   connection are cut off with 408 in the failure envelope at REQUEST_TIMEOUT_MS /
+ *   HEADERS_TIMEOUT_MS (set short here); oversized headers get 431, malformed HTTP 400, an
+ *   oversized body 413, all in the envelope, and the process keeps serving; past
+ *   MAX_CONNECTIONS a connection's request gets 503 in the envelope, and past the band
+ *   after it Node closes the connection; idle keep-alive connections are closed.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import fs from 'node:fs';
+import net, { type AddressInfo } from 'node:net';
+import { tempDir } from './support/app.js';
+import { loadConfig } from '../src/config.js';
+import { openServices } from '../src/services.js';
+import { buildApp } from '../src/app.js';
+
+async function listening(env: Record<string, string>) {
+  const dataDir = tempDir('collab-edge-');
+  const services = await openServices(loadConfig({ LOG_LEVEL: 'silent', ...env, DATA_DIR: dataDir }), { webhooks: false });
+  const app = await buildApp(services, { logger: false });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (app.server.address() as AddressInfo).port;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    async close() {
+      await app.close();
+      await services.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface Exchange {
+  /** The HTTP status of the answer, or 0 when the connection closed without one. */
+  status: number;
+  headers: Record<string, string>;
+  body: any;
+  /** Milliseconds from connecting until the server closed the connection (or we gave up). */
+  closedAfterMs: number;
+  /** false when the server still had the connection open after `giveUpMs`. */
+  closedByServer: boolean;
+}
+
+/**
+ * Writes `head` on a fresh connection, then `drip` every `everyMs` until the server closes
+ * the connection or `giveUpMs` passes (the old code never closed it).
+ */
+function exchange(port: number, head: string, options: { drip?: string; everyMs?: number; giveUpMs?: number } = {}): Promise<Exchange> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const started = Date.now();
+    const chunks: Buffer[] = [];
+    let byServer = true;
+    const drip = options.drip
+      ? setInterval(() => {
+          if (!socket.destroyed && socket.writable) socket.write(options.drip!);
+        }, options.everyMs ?? 20)
+      : undefined;
+    const giveUp = setTimeout(() => {
+      byServer = false;
+      socket.destroy();
+    }, options.giveUpMs ?? 10_000);
+    socket.on('data', (d) => chunks.push(d));
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearInterval(drip);
+      clearTimeout(giveUp);
+      const text = Buffer.concat(chunks).toString('utf8');
+      const [head = '', ...rest] = text.split('\r\n\r\n');
+      const lines = head.split('\r\n');
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(lines[0] ?? '')?.[1] ?? 0);
+      const headers = Object.fromEntries(
+        lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
+      let body: unknown = rest.join('\r\n\r\n');
+      try {
+        body = JSON.parse(body as string);
+      } catch {
+        /* not JSON: left as text for the assertion message */
+      }
+      resolve({ status, headers, body, closedAfterMs: Date.now() - started, closedByServer: byServer });
+    });
+    socket.write(head);
+  });
+}
+
+const inEnvelope = (r: Exchange, http: number, message: RegExp) => {
+  assert.is(r.status, http, `status: ${JSON.stringify(r)}`);
+  assert.ok(r.body && typeof r.body === 'object' && r.body.error, `failure envelope: ${JSON.stringify(r.body)}`);
+  assert.is(r.body.error.status, 'INVALID_ARGUMENT');
+  assert.match(r.body.error.message, message);
+  assert.match(r.headers['content-type'] ?? '', /application\/json/);
+  assert.ok(r.headers['x-request-id'], 'x-request-id on a refusal too');
+};
+
+const stillServes = async (url: string) => {
+  const r = await fetch(`${url}/v2/workspace/create`, { method: 'POST', body: JSON.stringify({ data: { ownerEmail: 'a@example.com' } }), signal: AbortSignal.timeout(10_000) });
+  assert.is(r.status, 200, 'the process keeps serving');
+};
+
+const T = suite('edge: timeouts and refusals over a real socket');
+
+T('an endless chunked body is cut off with 408 in the envelope at REQUEST_TIMEOUT_MS', async () => {
+  const s = await listening({ REQUEST_TIMEOUT_MS: '600', HEADERS_TIMEOUT_MS: '300' });
+  try {
+    // No credentials needed: the open route, and a byte every 20 ms forever.
+    const r = await exchange(s.port, 'POST /v2/workspace/create HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n', { drip: '1\r\nx\r\n', everyMs: 20 });
+    assert.ok(r.closedByServer, `the server closed the connection (after ${r.closedAfterMs} ms)`);
+    inEnvelope(r, 408, /did not arrive in time: its headers must arrive within 300 ms and the whole request, body included, within 600 ms/);
+    assert.ok(r.closedAfterMs >= 500, `not cut before the deadline (${r.closedAfterMs} ms)`);
+    assert.ok(r.closedAfterMs < 3000, `cut off soon after the deadline (${r.closedAfterMs} ms)`);
+    assert.is(r.headers.connection, 'close');
+    await stillServes(s.url);
+  } finally {
+    await s.close();
+  }
+});
+
+T('headers sent a line at a time, and a connection that sends nothing: 408 at HEADERS_TIMEOUT_MS', async () => {
+  const s = await listening({ REQUEST_TIMEOUT_MS: '5000', HEADERS_TIMEOUT_MS: '400' });
+  try {
+    const slow = await exchange(s.port, 'POST /v2/workspace/create HTTP/1.1\r\n', { drip: 'x-a: b\r\n', everyMs: 50 });
+    assert.ok(slow.closedByServer && slow.closedAfterMs < 3000, `closed (after ${slow.closedAfterMs} ms)`);
+    inEnvelope(slow, 408, /headers must arrive within 400 ms/);
+    const idle = await exchange(s.port, '');
+    assert.ok(idle.closedByServer && idle.closedAfterMs < 3000, `an idle connection is closed (after ${idle.closedAfterMs} ms)`);
+    inEnvelope(idle, 408, /did not arrive in time/);
+  } finally {
+    await s.close();
+  }
+});
+
+T('oversized headers: 431 in the envelope; malformed HTTP: 400; the process keeps serving', async () => {
+  const s = await listening({});
+  try {
+    const big = await exchange(s.port, `POST /v2/workspace/create HTTP/1.1\r\nHost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    inEnvelope(big, 431, /request headers are larger than \d+ bytes/);
+    const garbage = await exchange(s.port, 'NOT HTTP AT ALL\r\n\r\n');
+    inEnvelope(garbage, 400, /not valid HTTP/);
+    await stillServes(s.url);
+  } finally {
+    await s.close();
+  }
+});
+
+T('a body over BODY_LIMIT_BYTES, declared or chunked: 413 in the envelope', async () => {
+  const s = await listening({ BODY_LIMIT_BYTES: '2048' });
+  try {
+    const declared = await exchange(s.port, 'POST /v2/workspace/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n{"data":', { giveUpMs: 5000 });
+    inEnvelope(declared, 413, /larger than 2048 bytes/);
+    const chunk = 'x'.repeat(1000);
+    const chunked = await exchange(s.port, 'POST /v2/workspace/create HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n', {
+      drip: `${chunk.length.toString(16)}\r\n${chunk}\r\n`,
+      everyMs: 5,
+      giveUpMs: 5000,
+    });
+    inEnvelope(chunked, 413, /larger than 2048 bytes/);
+    await stillServes(s.url);
+  } finally {
+    await s.close();
+  }
+});
+
+T('past MAX_CONNECTIONS: 503 UNAVAILABLE in the envelope, then served again once a connection closes; past the band, closed', async () => {
+  const s = await listening({ MAX_CONNECTIONS: '2' });
+  const held: net.Socket[] = [];
+  try {
+    for (let i = 0; i < 2; i++) {
+      const c = net.connect(s.port, '127.0.0.1');
+      c.on('error', () => {});
+      await new Promise((r) => c.once('connect', r));
+      held.push(c);
+    }
+    // Let the server accept both before the next one arrives.
+    await new Promise((r) => setTimeout(r, 100));
+    const over = await exchange(s.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', { giveUpMs: 5000 });
+    assert.is(over.status, 503, JSON.stringify(over));
+    assert.is(over.body.error.status, 'UNAVAILABLE');
+    assert.match(over.body.error.message, /connection limit \(2\)/);
+    assert.is(over.headers['retry-after'], '1');
+    assert.ok(over.closedByServer, 'the over-limit connection is closed after its answer');
+
+    // The band past the cap is a tenth of it, at least one: a third held connection fills
+    // it, and a fourth is closed as it is accepted, without an answer.
+    const third = net.connect(s.port, '127.0.0.1');
+    third.on('error', () => {});
+    await new Promise((r) => third.once('connect', r));
+    held.push(third);
+    await new Promise((r) => setTimeout(r, 100));
+    const dropped = await exchange(s.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', { giveUpMs: 5000 });
+    assert.is(dropped.status, 0, JSON.stringify(dropped));
+    assert.ok(dropped.closedByServer);
+
+    for (const c of held.splice(0)) c.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    const served = await exchange(s.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', { giveUpMs: 5000 });
+    assert.is(served.status, 200, JSON.stringify(served));
+  } finally {
+    for (const c of held) c.destroy();
+    await s.close();
+  }
+});
+
+T('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', async () => {
+  const s = await listening({ KEEP_ALIVE_TIMEOUT_MS: '1000' });
+  try {
+    const r = await exchange(s.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', { giveUpMs: 8000 });
+    assert.is(r.status, 200);
+    assert.ok(r.closedByServer, `closed by the server (after ${r.closedAfterMs} ms)`);
+  } finally {
+    await s.close();
+  }
+});
+
+T.run();
