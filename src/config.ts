@@ -2,6 +2,7 @@
  * Configuration from the environment, checked once at start: a bad value stops the process
  * with a message naming the variable, before anything listens.
  */
+import net from 'node:net';
 import path from 'node:path';
 
 export interface Config {
@@ -28,6 +29,17 @@ export interface Config {
   idempotencyTtlHours: number;
   /** Largest answer kept for an Idempotency-Key replay; above it only its status, size and hash are kept. */
   idempotencyMaxResponseBytes: number;
+  /** Workspaces one client address may create per minute (`/v2/workspace/create`); 0 turns the limit off. */
+  signupRatePerMinute: number;
+  /** Sign-ups one client address may make at once before the per-minute rate applies. */
+  signupBurst: number;
+  /**
+   * Fastify's `trustProxy`: whose X-Forwarded-For to believe for the client address.
+   * false: nobody's (the socket's peer is the client); true: everybody's; a list of
+   * addresses/CIDRs: those proxies'; a number: the nearest N hops. Plain data: the config
+   * is copied to the background thread. src/http/edge.ts turns it into Fastify's option.
+   */
+  trustProxy: boolean | number | string[];
   /** The whole request (headers and body) must arrive within this; else 408. */
   requestTimeoutMs: number;
   /** The request's headers must arrive within this; else 408. */
@@ -94,6 +106,39 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw;
 }
 
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * TRUST_PROXY: unset/false, true, a hop count, or a comma list of proxy addresses, CIDRs
+ * or proxy-addr's names (loopback, linklocal, uniquelocal). Example: `10.0.0.0/8,loopback`
+ * believes X-Forwarded-For only when the socket's peer is in 10/8 or on loopback.
+ */
+function trustProxy(env: Env): Config['trustProxy'] {
+  const name = 'TRUST_PROXY';
+  const raw = (env[name] ?? '').trim();
+  if (raw === '' || raw.toLowerCase() === 'false' || raw === '0') return false;
+  if (raw.toLowerCase() === 'true') return true;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 100) throw new ConfigError(name, `a hop count must be between 0 and 100, got ${hops}`);
+    return hops;
+  }
+  const entries = raw.split(',').map((e) => e.trim());
+  for (const entry of entries) {
+    if (PROXY_NAMES.includes(entry)) continue;
+    const [address, prefix, ...rest] = entry.split('/');
+    const family = net.isIP(address ?? '');
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (family === 0 || !prefixOk || rest.length > 0) {
+      throw new ConfigError(
+        name,
+        `must be true, false, a hop count, or a comma-separated list of addresses, CIDRs (10.0.0.0/8) or ${PROXY_NAMES.join('/')}; ${JSON.stringify(entry)} is none of these`,
+      );
+    }
+  }
+  return entries;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -143,6 +188,9 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', Math.max(1, rateLimitPerSecond * 2), 1, 10_000_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
     idempotencyMaxResponseBytes: integer(env, 'IDEMPOTENCY_MAX_RESPONSE_BYTES', 262_144, 0, 100 * 1_048_576),
+    signupRatePerMinute: integer(env, 'SIGNUP_RATE_PER_MINUTE', 10, 0, 1_000_000),
+    signupBurst: integer(env, 'SIGNUP_BURST', 5, 1, 1_000_000),
+    trustProxy: trustProxy(env),
     requestTimeoutMs,
     headersTimeoutMs,
     keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000, 3_600_000),

@@ -1,17 +1,20 @@
 /**
- * The HTTP edge (issue 11, finding 6 and the 431 of 8):
+ * The HTTP edge (issue 11, findings 6, 7 and the 431 of 8):
  * - over a real socket: an endless chunked body, headers sent a line at a time and an idle
  *   connection are cut off with 408 in the failure envelope at REQUEST_TIMEOUT_MS /
  *   HEADERS_TIMEOUT_MS (set short here); oversized headers get 431, malformed HTTP 400, an
  *   oversized body 413, all in the envelope, and the process keeps serving; past
  *   MAX_CONNECTIONS a connection's request gets 503 in the envelope, and past the band
- *   after it Node closes the connection; idle keep-alive connections are closed.
+ *   after it Node closes the connection; idle keep-alive connections are closed;
+ * - sign-up: /v2/workspace/create is throttled per client address by default (with
+ *   RATE_LIMIT_PER_SECOND off); TRUST_PROXY decides whether X-Forwarded-For names the
+ *   client; an Idempotency-Key on workspace/create never hands one client another's answer.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
-import { tempDir } from './support/app.js';
+import { harness, tempDir } from './support/app.js';
 import { loadConfig } from '../src/config.js';
 import { openServices } from '../src/services.js';
 import { buildApp } from '../src/app.js';
@@ -216,3 +219,136 @@ T('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', async (
 });
 
 T.run();
+
+const W = '/v2/workspace/create';
+const signup = (h: Awaited<ReturnType<typeof harness>>, email: string, headers: Record<string, string> = {}, remoteAddress?: string) =>
+  h.app.inject({ method: 'POST', url: W, payload: { data: { ownerEmail: email } }, headers, ...(remoteAddress ? { remoteAddress } : {}) }).then((r) => ({
+    status: r.statusCode,
+    headers: r.headers,
+    body: JSON.parse(r.body),
+  }));
+
+const U = suite('edge: sign-up throttle and proxy trust');
+
+U('300 sign-ups from one client with the default settings: the burst passes, the rest get 429 with retry-after', async () => {
+  let now = Date.now();
+  // '' is "unset": the harness turns the sign-up limit off for other suites.
+  const h = await harness({ SIGNUP_RATE_PER_MINUTE: '' }, { clock: () => now });
+  try {
+    assert.is(h.services.config.rateLimitPerSecond, 0, 'the general rate limit is off by default');
+    const answers = [];
+    for (let i = 0; i < 300; i++) answers.push(await signup(h, `u${i}@example.com`));
+    const ok = answers.filter((a) => a.status === 200);
+    assert.is(ok.length, 5, `the burst (SIGNUP_BURST, default 5): ${ok.length}`);
+    assert.ok(answers.slice(0, 5).every((a) => a.status === 200), 'the first five');
+    for (const a of answers.slice(5)) {
+      assert.is(a.status, 429);
+      assert.is(a.body.error.status, 'RESOURCE_EXHAUSTED');
+      assert.match(a.body.error.message, /Too many workspaces created from this address; retry after 6 s/);
+      assert.is(a.headers['retry-after'], '6');
+    }
+    assert.is((await h.services.read.find('workspaces', {})).length, 5, 'only five workspaces exist');
+    now += 6000; // 10 per minute: one more every 6 s
+    assert.is((await signup(h, 'later@example.com')).status, 200);
+    assert.is((await signup(h, 'later2@example.com')).status, 429);
+  } finally {
+    await h.close();
+  }
+});
+
+U('TRUST_PROXY: two clients behind a trusted proxy get separate buckets; unset, X-Forwarded-For is ignored', async () => {
+  for (const trust of ['true', '127.0.0.1', 'loopback', '1']) {
+    const h = await harness({ SIGNUP_RATE_PER_MINUTE: '10', SIGNUP_BURST: '2', TRUST_PROXY: trust }, { clock: () => 1_000_000 });
+    try {
+      const a = { 'x-forwarded-for': '203.0.113.1' };
+      const b = { 'x-forwarded-for': '203.0.113.2' };
+      assert.is((await signup(h, 'a@example.com', a)).status, 200);
+      assert.is((await signup(h, 'a@example.com', a)).status, 200);
+      assert.is((await signup(h, 'a@example.com', a)).status, 429, `TRUST_PROXY=${trust}: A is limited`);
+      assert.is((await signup(h, 'b@example.com', b)).status, 200, `TRUST_PROXY=${trust}: B has its own bucket`);
+    } finally {
+      await h.close();
+    }
+  }
+  // A proxy not in the list: its X-Forwarded-For is not believed.
+  const listed = await harness({ SIGNUP_RATE_PER_MINUTE: '10', SIGNUP_BURST: '1', TRUST_PROXY: '10.0.0.0/8' }, { clock: () => 1_000_000 });
+  try {
+    assert.is((await signup(listed, 'a@example.com', { 'x-forwarded-for': '203.0.113.1' })).status, 200);
+    assert.is((await signup(listed, 'b@example.com', { 'x-forwarded-for': '203.0.113.2' })).status, 429, 'the peer 127.0.0.1 is not a trusted proxy');
+    assert.is((await signup(listed, 'c@example.com', { 'x-forwarded-for': '203.0.113.3' }, '10.1.2.3')).status, 200, 'a peer in 10/8 is');
+  } finally {
+    await listed.close();
+  }
+  const h = await harness({ SIGNUP_RATE_PER_MINUTE: '10', SIGNUP_BURST: '2' }, { clock: () => 1_000_000 });
+  try {
+    assert.is(h.services.config.trustProxy, false);
+    assert.is((await signup(h, 'a@example.com', { 'x-forwarded-for': '203.0.113.1' })).status, 200);
+    assert.is((await signup(h, 'a@example.com', { 'x-forwarded-for': '203.0.113.1' })).status, 200);
+    assert.is((await signup(h, 'b@example.com', { 'x-forwarded-for': '203.0.113.2' })).status, 429, 'one bucket: the socket peer');
+  } finally {
+    await h.close();
+  }
+});
+
+U('SIGNUP_RATE_PER_MINUTE=0 turns the sign-up limit off', async () => {
+  const h = await harness({ SIGNUP_RATE_PER_MINUTE: '0' }, { clock: () => 1_000_000 });
+  try {
+    for (let i = 0; i < 20; i++) assert.is((await signup(h, `u${i}@example.com`)).status, 200);
+  } finally {
+    await h.close();
+  }
+});
+
+U('an Idempotency-Key on workspace/create never hands one client another\'s answer; one client\'s retry is replayed', async () => {
+  const h = await harness({ TRUST_PROXY: 'loopback' });
+  try {
+    const key = { 'idempotency-key': 'signup-1' };
+    // Two clients behind a trusted proxy, same key and same body: two workspaces.
+    const a = await signup(h, 'same@example.com', { ...key, 'x-forwarded-for': '203.0.113.1' });
+    const b = await signup(h, 'same@example.com', { ...key, 'x-forwarded-for': '203.0.113.2' });
+    assert.is(a.status, 200);
+    assert.is(b.status, 200);
+    assert.is(b.headers['idempotent-replayed'], undefined, 'B is not given A\'s answer');
+    assert.is.not(b.body.result.data.id, a.body.result.data.id);
+    // A's own retry: its first answer again, secrets redacted.
+    const retry = await signup(h, 'same@example.com', { ...key, 'x-forwarded-for': '203.0.113.1' });
+    assert.is(retry.headers['idempotent-replayed'], 'true');
+    assert.is(retry.body.result.data.id, a.body.result.data.id);
+    assert.is(retry.body.result.data.authToken, '__redacted__');
+  } finally {
+    await h.close();
+  }
+  // Behind a proxy that is not trusted every client has the proxy's address: a second
+  // client's request with the same key runs as its own (no replay, no 422).
+  const shared = await harness({});
+  try {
+    const key = { 'idempotency-key': 'signup-2' };
+    const a = await signup(shared, 'a@example.com', key);
+    const b = await signup(shared, 'b@example.com', key);
+    assert.is(a.status, 200);
+    assert.is(b.status, 200, JSON.stringify(b.body));
+    assert.is(b.headers['idempotent-replayed'], undefined);
+    assert.is.not(b.body.result.data.id, a.body.result.data.id);
+    assert.is(b.body.result.data.owner.email, 'b@example.com');
+  } finally {
+    await shared.close();
+  }
+});
+
+U('with ADMIN_TOKEN the operator\'s Idempotency-Key is the operator\'s, from any address', async () => {
+  const token = 'an-admin-token-long-enough';
+  const h = await harness({ ADMIN_TOKEN: token });
+  try {
+    const headers = { 'x-service-admin-token': token, 'idempotency-key': 'op-1' };
+    const first = await signup(h, 'op@example.com', headers, '192.0.2.1');
+    const again = await signup(h, 'op@example.com', headers, '192.0.2.2');
+    assert.is(first.status, 200);
+    assert.is(again.headers['idempotent-replayed'], 'true');
+    assert.is(again.body.result.data.id, first.body.result.data.id);
+    assert.is((await signup(h, 'op@example.com', { 'idempotency-key': 'op-1' })).status, 401, 'without the token: refused, not replayed');
+  } finally {
+    await h.close();
+  }
+});
+
+U.run();

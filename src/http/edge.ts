@@ -1,7 +1,7 @@
 /**
  * The HTTP edge, the same for the API and a worker's health server: how long a client may
  * take to send a request, how long an idle connection lives, how many connections are
- * served at once, and the refusals Node's HTTP server
+ * served at once, whose X-Forwarded-For is believed, and the refusals Node's HTTP server
  * makes before any route runs (408, 431, malformed HTTP), written in the failure envelope
  * like every other answer (semantics §1).
  *
@@ -18,7 +18,7 @@ import type { Config } from '../config.js';
 
 type EdgeConfig = Pick<
   Config,
-  'requestTimeoutMs' | 'headersTimeoutMs' | 'keepAliveTimeoutMs' | 'connectionTimeoutMs' | 'maxConnections'
+  'requestTimeoutMs' | 'headersTimeoutMs' | 'keepAliveTimeoutMs' | 'connectionTimeoutMs' | 'maxConnections' | 'trustProxy'
 >;
 
 /** The failure envelope for answers made outside Fastify's error handler. */
@@ -32,6 +32,16 @@ export const refusalBody = (status: 'INVALID_ARGUMENT' | 'UNAVAILABLE', message:
  */
 export const checkIntervalMs = (c: Pick<Config, 'requestTimeoutMs' | 'headersTimeoutMs'>) =>
   Math.min(1000, Math.max(25, Math.floor(Math.min(c.requestTimeoutMs, c.headersTimeoutMs) / 10)));
+
+/** Fastify's `trustProxy` from the config: a hop count becomes proxy-addr's hop rule. */
+function trustProxyOption(tp: Config['trustProxy']) {
+  // Fastify 5 treats a bare number as "trust nobody" (it cannot check the nearest peer),
+  // so the hop count is written out: hop 0 is the socket's peer, 1 the address that peer
+  // forwarded for, and so on. With 1 hop and `X-Forwarded-For: a, b` from peer p, p is
+  // trusted and the client is b.
+  if (typeof tp === 'number') return (_address: string, hop: number) => hop < tp;
+  return tp;
+}
 
 /** What Node's server refused, as an HTTP status and the envelope's message. */
 function refusalOf(err: NodeJS.ErrnoException, c: EdgeConfig): { http: number; message: string } {
@@ -89,6 +99,7 @@ export function edgeOptions(c: EdgeConfig) {
     keepAliveTimeout: c.keepAliveTimeoutMs,
     // Given at creation: Node checks headersTimeout <= requestTimeout there.
     http: { requestTimeout: c.requestTimeoutMs, headersTimeout: c.headersTimeoutMs, connectionsCheckingInterval: checkIntervalMs(c) },
+    trustProxy: trustProxyOption(c.trustProxy),
     clientErrorHandler: clientErrorHandler(c),
   };
 }

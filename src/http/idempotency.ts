@@ -14,8 +14,9 @@
  * 256-character ids answers about 300 KB; its retry gets that 409 with
  * `details: { status: 200, bytes, sha256 }`, and nothing is added twice.
  *
- * Keys are scoped to the caller (API key or workspace) and the route, so two tenants can
- * use the same key. Records live in the read store as
+ * Keys are scoped to the caller (API key, workspace, the operator's admin token, or, for
+ * an unauthenticated call, the client address and the exact body: app.ts `idempotencyScope`)
+ * and the route, so two callers can use the same key. Records live in the read store as
  * ephemeral state (not events): losing them costs only the replay, never data, since batch
  * commands converge when re-sent.
  *
