@@ -18,7 +18,7 @@ import { parseBody } from './http/validation.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
 import { RateLimiter, RateLimitedError } from './http/rate-limit.js';
 import { IdempotencyStore, bodyHash, readIdempotencyKey } from './http/idempotency.js';
-import { capConnections, edgeOptions } from './http/edge.js';
+import { edgeOptions, installEdge } from './http/edge.js';
 import { domainRoutes } from './http/routes/domain-routes.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { presenceRoutes } from './http/routes/presence.js';
@@ -263,7 +263,7 @@ export async function buildApp(services: Services, options: BuildOptions = {}): 
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
   });
-  capConnections(app, services.config.maxConnections);
+  installEdge(app, services.config);
   await app.register(collabApp, { services });
   return app;
 }

@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openServices, type Services } from './services.js';
 import { buildApp } from './app.js';
-import { capConnections, edgeOptions } from './http/edge.js';
+import { edgeOptions, installEdge } from './http/edge.js';
 
 export type Role = 'all' | 'api' | 'worker';
 export const ROLES: readonly Role[] = ['all', 'api', 'worker'];
@@ -32,7 +32,7 @@ export function parseServeArgs(args: string[]): { role: Role } {
  */
 async function workerApp(services: Services, config: Config) {
   const app = Fastify({ logger: { level: config.logLevel }, return503OnClosing: true, ...edgeOptions(config) });
-  capConnections(app, config.maxConnections);
+  installEdge(app, config);
   app.get('/healthz', async () => ({ status: 'ok', role: 'worker' }));
   app.get('/readyz', async (_req, reply) => {
     if (!(await services.projections.isCaughtUp())) {

@@ -15,6 +15,7 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import { harness, tempDir } from './support/app.js';
+import { startService, waitHealthy } from './support/process.js';
 import { loadConfig } from '../src/config.js';
 import { openServices } from '../src/services.js';
 import { buildApp } from '../src/app.js';
@@ -215,6 +216,31 @@ T('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', async (
     assert.ok(r.closedByServer, `closed by the server (after ${r.closedAfterMs} ms)`);
   } finally {
     await s.close();
+  }
+});
+
+T('serve --role worker has the same edge: 408 and 431 in the envelope, and one answer per request', async () => {
+  const dataDir = tempDir('collab-edge-worker-');
+  const w = await startService({ DATA_DIR: dataDir, REQUEST_TIMEOUT_MS: '600', HEADERS_TIMEOUT_MS: '300' }, 'src/cli.ts', ['serve', '--role', 'worker']);
+  try {
+    await waitHealthy(w);
+    const port = Number(new URL(w.url).port);
+    inEnvelope(await exchange(port, `GET /readyz HTTP/1.1\r\nHost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`), 431, /headers are larger/);
+    const slow = await exchange(port, 'GET /readyz HTTP/1.1\r\n', { drip: 'x-a: b\r\n', everyMs: 50 });
+    assert.ok(slow.closedByServer && slow.closedAfterMs < 3000, `cut off (after ${slow.closedAfterMs} ms)`);
+    inEnvelope(slow, 408, /headers must arrive within 300 ms/);
+    // A request answered before its body arrived (the worker's 404 reads no body) is not
+    // answered twice: the body that goes on arriving is cut off at the request timeout, and
+    // nothing follows the 404 on the connection.
+    const answered = await exchange(port, 'POST /v2/agents/get HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n', { drip: '1\r\nx\r\n', everyMs: 20 });
+    assert.ok(answered.closedByServer && answered.closedAfterMs < 3000, `cut off (after ${answered.closedAfterMs} ms)`);
+    assert.is(answered.status, 404);
+    assert.is(typeof answered.body, 'object', `only the 404 on the connection: ${JSON.stringify(answered.body)}`);
+    assert.is(answered.body.error.status, 'NOT_FOUND');
+  } finally {
+    w.child.kill('SIGTERM');
+    await w.exited;
+    fs.rmSync(dataDir, { recursive: true, force: true });
   }
 });
 

@@ -10,7 +10,7 @@
  * `408 {"error":{"status":"INVALID_ARGUMENT","message":"The request did not arrive in
  * time: ..."}}` and the connection is closed.
  */
-import http, { type ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { nanoid } from 'nanoid';
@@ -73,6 +73,14 @@ export function rawRefusal(httpStatus: number, body: unknown, requestId: string)
   );
 }
 
+/**
+ * The last response of each connection (installEdge records it). A request can be answered
+ * before its body has arrived (a 404 for an unknown route, a 413 on a declared length), and
+ * the body may then go on arriving until the request timeout: that request has had its
+ * answer, so the timeout closes the connection without writing a second one.
+ */
+const lastResponse = new WeakMap<Socket, ServerResponse<IncomingMessage>>();
+
 /** Fastify's `clientErrorHandler`: Node's own refusals, in the envelope. */
 function clientErrorHandler(c: EdgeConfig) {
   return function (this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket) {
@@ -81,10 +89,12 @@ function clientErrorHandler(c: EdgeConfig) {
     const { http: status, message } = refusalOf(err, c);
     const requestId = nanoid(16);
     this.log.debug({ err, requestId, status }, 'client error');
-    // As Node does: answer only if no answer to this socket's request has begun, else the
-    // bytes would land inside it.
-    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
-    if (socket.writable && (!inFlight || !inFlight.headersSent)) {
+    // As Node does, answer only if no answer to this socket's request has begun (else the
+    // bytes would land inside it); and not at all if that request was answered already.
+    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    const last = lastResponse.get(socket);
+    const answered = inFlight ? inFlight.headersSent : last !== undefined && last.writableEnded && !last.req.complete;
+    if (socket.writable && !answered) {
       socket.write(rawRefusal(status, refusalBody('INVALID_ARGUMENT', message), requestId));
     }
     socket.destroy(err);
@@ -105,7 +115,10 @@ export function edgeOptions(c: EdgeConfig) {
 }
 
 /**
- * The connection cap. Node's `maxConnections` drops a connection past it without a word, so
+ * What the edge needs on the server itself: the connection cap, and each connection's last
+ * response for clientErrorHandler.
+ *
+ * The connection cap: Node's `maxConnections` drops a connection past it without a word, so
  * the cap is kept here instead: connections past MAX_CONNECTIONS are still accepted, up to a
  * tenth more, and each one's first request is answered 503 UNAVAILABLE with `retry-after`
  * and `connection: close`. Past that band Node drops new connections at once, so the number
@@ -115,7 +128,9 @@ export function edgeOptions(c: EdgeConfig) {
  * the 1101st is closed by Node as it is accepted. When one of the first 1000 closes, the
  * next new connection is served again.
  */
-export function capConnections(app: FastifyInstance, max: number): void {
+export function installEdge(app: FastifyInstance, c: Pick<Config, 'maxConnections'>): void {
+  app.server.on('request', (req: IncomingMessage, res: ServerResponse) => lastResponse.set(req.socket, res));
+  const max = c.maxConnections;
   const over = new WeakSet<Socket>();
   let open = 0;
   app.server.maxConnections = max + Math.max(1, Math.ceil(max / 10));
