@@ -11,7 +11,7 @@
  * (default 256 KiB) is not kept; only its status, size and SHA-256 are. A retry then gets
  * 409 ALREADY_EXISTS saying the request was applied and its answer cannot be replayed (the
  * client reads the current state instead). Example: a folders/add of 1000 folders with
- * 256-character ids answers about 300 KB; its retry gets that 409 with
+ * 256-character ids answers over half a megabyte; its retry gets that 409 with
  * `details: { status: 200, bytes, sha256 }`, and nothing is added twice.
  *
  * Keys are scoped to the caller (API key, workspace, the operator's admin token, or, for
