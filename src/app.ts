@@ -8,6 +8,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { nanoid } from 'nanoid';
+import { createHash } from 'node:crypto';
 import { ApiError, httpStatusOf, invalidArgument } from './errors.js';
 import { MAX_JSON_DEPTH, jsonDepth } from './http/json-depth.js';
 import type { Services } from './services.js';
@@ -18,6 +19,7 @@ import { parseBody } from './http/validation.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
 import { RateLimiter, RateLimitedError } from './http/rate-limit.js';
 import { IdempotencyStore, bodyHash, readIdempotencyKey } from './http/idempotency.js';
+import { edgeOptions, installEdge } from './http/edge.js';
 import { domainRoutes } from './http/routes/domain-routes.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { presenceRoutes } from './http/routes/presence.js';
@@ -90,9 +92,30 @@ const envelopeJson = (out: Success, dataJson: string) =>
     out.pageToken !== undefined ? `,"pageToken":${JSON.stringify(out.pageToken)}` : ''
   }}}`;
 
-/** Whom rate limits and idempotency keys belong to. */
+/** Whom rate limits belong to. `req.ip` is the client's behind a trusted proxy (TRUST_PROXY). */
 const scopeOf = (caller: Caller, req: FastifyRequest) =>
   caller.tenant ? `apikey:${caller.tenant.apiKey}` : caller.workspaceId ? `workspace:${caller.workspaceId}` : `ip:${req.ip}`;
+
+/**
+ * Whom an Idempotency-Key belongs to: two callers must never get each other's answer.
+ * - API key, workspace: that credential.
+ * - The operator's admin token (ADMIN_TOKEN set): the operator, by a hash of the token, so
+ *   a new token starts afresh.
+ * - No credentials (open sign-up): the client address and the exact body. The address is
+ *   the client's only directly or behind a proxy named in TRUST_PROXY, and clients behind
+ *   one NAT share it; with the body in the scope, a second client's request with the same
+ *   key runs as its own unless it is byte for byte the first one from the same address,
+ *   which the server cannot tell from the first client retrying (and whose replay carries
+ *   no secret: they read `__redacted__`). The cost: on an open call the same key with
+ *   another body runs anew instead of answering 422.
+ * Example: A and B behind one untrusted proxy both send `Idempotency-Key: 1` to
+ * workspace/create, A with ownerEmail a@x, B with b@x: each gets its own workspace.
+ */
+function idempotencyScope(caller: Caller, req: FastifyRequest, adminToken: string | undefined, hash: string): string {
+  if (caller.tenant || caller.workspaceId) return scopeOf(caller, req);
+  if (caller.actor === 'admin' && adminToken) return `admin:${createHash('sha256').update(adminToken).digest('hex').slice(0, 16)}`;
+  return `ip:${req.ip}:body:${hash}`;
+}
 
 export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   // Any content type is read as JSON: `curl -d` without a header still works, and there is
@@ -146,7 +169,22 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
   });
 
   const limiter = new RateLimiter(services.config.rateLimitPerSecond, services.config.rateLimitBurst, services.clock);
-  const idempotency = new IdempotencyStore(services.read, services.config.idempotencyTtlHours * 3_600_000, services.clock);
+  // Sign-up has its own small bucket per client address, on by default: a workspace is
+  // cheap to ask for and costs the service for good. Example: 10 per minute, burst 5:
+  // five at once, then one every 6 s, answered 429 with retry-after in between.
+  const signups = new RateLimiter(
+    services.config.signupRatePerMinute / 60,
+    services.config.signupBurst,
+    services.clock,
+    100_000,
+    'Too many workspaces created from this address',
+  );
+  const idempotency = new IdempotencyStore(
+    services.read,
+    services.config.idempotencyTtlHours * 3_600_000,
+    services.clock,
+    services.config.idempotencyMaxResponseBytes,
+  );
   const sweep = setInterval(() => {
     idempotency.sweep().catch((err) => app.log.warn({ err }, 'idempotency sweep failed'));
   }, 3_600_000);
@@ -172,10 +210,13 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
       void reply.header('x-request-id', req.id);
       // Read caches re-validate against other processes' commits before serving this request.
       services.read.beginRequest();
+      // Before the admin token is checked, so guesses at it are throttled too.
+      if (route.auth === 'admin' && signups.enabled) signups.take(`ip:${req.ip}`);
       const caller = await authenticate(req, route.auth, services);
       if (limiter.enabled) limiter.take(scopeOf(caller, req));
 
-      const idemKey = readIdempotencyKey(req.headers['idempotency-key']);
+      // A read runs every time: its Idempotency-Key is accepted and ignored (idempotency.ts).
+      const idemKey = route.mutates ? readIdempotencyKey(req.headers['idempotency-key']) : undefined;
       if (!idemKey) {
         const out = await run(route, req, caller);
         // A route that serializes its data itself (byte for byte what JSON.stringify gives,
@@ -186,10 +227,20 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
         return reply.status(200).send(envelope(out));
       }
 
-      const scope = scopeOf(caller, req);
-      const begun = await idempotency.begin(scope, route.path, idemKey, bodyHash(req.body));
+      const hash = bodyHash(req.body);
+      const scope = idempotencyScope(caller, req, services.config.adminToken, hash);
+      const begun = await idempotency.begin(scope, route.path, idemKey, hash);
       if ('replay' in begun) {
         return reply.status(begun.replay.status).header('idempotent-replayed', 'true').send(begun.replay.body);
+      }
+      if ('notKept' in begun) {
+        const { status, bytes, sha256 } = begun.notKept;
+        const err = new ApiError(
+          'ALREADY_EXISTS',
+          `The request with this Idempotency-Key was already applied (it answered ${status}), but its answer (${bytes} bytes) was larger than the ${idempotency.maxResponseBytes} bytes kept for a replay; read the current state instead.`,
+          { status, bytes, sha256 },
+        );
+        return reply.status(err.httpStatus).header('idempotent-replayed', 'true').send(failure(err));
       }
       try {
         const body = envelope(await run(route, req, caller));
@@ -215,6 +266,8 @@ export async function buildApp(services: Services, options: BuildOptions = {}): 
   const app = Fastify({
     logger: options.logger ?? { level: services.config.logLevel },
     bodyLimit: services.config.bodyLimit,
+    // Timeouts, proxy trust and Node's own refusals in the envelope (src/http/edge.ts).
+    ...edgeOptions(services.config),
     // A client's x-request-id is kept when it is sane, so its logs and ours line up.
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -224,6 +277,7 @@ export async function buildApp(services: Services, options: BuildOptions = {}): 
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
   });
+  installEdge(app, services.config);
   await app.register(collabApp, { services });
   return app;
 }

@@ -2,6 +2,7 @@
  * Configuration from the environment, checked once at start: a bad value stops the process
  * with a message naming the variable, before anything listens.
  */
+import net from 'node:net';
 import path from 'node:path';
 
 export interface Config {
@@ -26,6 +27,29 @@ export interface Config {
   rateLimitBurst: number;
   /** How long an Idempotency-Key and its response are kept. */
   idempotencyTtlHours: number;
+  /** Largest answer kept for an Idempotency-Key replay; above it only its status, size and hash are kept. */
+  idempotencyMaxResponseBytes: number;
+  /** Workspaces one client address may create per minute (`/v2/workspace/create`); 0 turns the limit off. */
+  signupRatePerMinute: number;
+  /** Sign-ups one client address may make at once before the per-minute rate applies. */
+  signupBurst: number;
+  /**
+   * Fastify's `trustProxy`: whose X-Forwarded-For to believe for the client address.
+   * false: nobody's (the socket's peer is the client); true: everybody's; a list of
+   * addresses/CIDRs: those proxies'; a number: the nearest N hops. Plain data: the config
+   * is copied to the background thread. src/http/edge.ts turns it into Fastify's option.
+   */
+  trustProxy: boolean | number | string[];
+  /** The whole request (headers and body) must arrive within this; else 408. */
+  requestTimeoutMs: number;
+  /** The request's headers must arrive within this; else 408. */
+  headersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** A connection with no traffic either way for this long is closed; 0: never. */
+  connectionTimeoutMs: number;
+  /** Connections served at once; past it new connections get 503 (a tenth more), then are dropped. */
+  maxConnections: number;
   /** Lease time of the projection runner and webhook deliverer: another process takes over after it. */
   leaseTtlMs: number;
   /**
@@ -92,6 +116,39 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw;
 }
 
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * TRUST_PROXY: unset/false, true, a hop count, or a comma list of proxy addresses, CIDRs
+ * or proxy-addr's names (loopback, linklocal, uniquelocal). Example: `10.0.0.0/8,loopback`
+ * believes X-Forwarded-For only when the socket's peer is in 10/8 or on loopback.
+ */
+function trustProxy(env: Env): Config['trustProxy'] {
+  const name = 'TRUST_PROXY';
+  const raw = (env[name] ?? '').trim();
+  if (raw === '' || raw.toLowerCase() === 'false' || raw === '0') return false;
+  if (raw.toLowerCase() === 'true') return true;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 100) throw new ConfigError(name, `a hop count must be between 0 and 100, got ${hops}`);
+    return hops;
+  }
+  const entries = raw.split(',').map((e) => e.trim());
+  for (const entry of entries) {
+    if (PROXY_NAMES.includes(entry)) continue;
+    const [address, prefix, ...rest] = entry.split('/');
+    const family = net.isIP(address ?? '');
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (family === 0 || !prefixOk || rest.length > 0) {
+      throw new ConfigError(
+        name,
+        `must be true, false, a hop count, or a comma-separated list of addresses, CIDRs (10.0.0.0/8) or ${PROXY_NAMES.join('/')}; ${JSON.stringify(entry)} is none of these`,
+      );
+    }
+  }
+  return entries;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -114,6 +171,22 @@ export function loadConfig(env: Env = process.env): Config {
   if (webhookMaxInFlightPerEndpoint > webhookConcurrency) {
     throw new ConfigError('WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', `must not exceed WEBHOOK_CONCURRENCY (${webhookConcurrency}), got ${webhookMaxInFlightPerEndpoint}`);
   }
+  const readYourWritesTimeoutMs = integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 0, 60_000);
+  const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  // Node refuses a headers timeout longer than the request timeout, so the default follows it.
+  const headersTimeoutMs = integer(env, 'HEADERS_TIMEOUT_MS', Math.min(10_000, requestTimeoutMs), 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError('HEADERS_TIMEOUT_MS', `must be at most REQUEST_TIMEOUT_MS (${requestTimeoutMs}), got ${headersTimeoutMs}`);
+  }
+  // The idle-socket timeout must not beat the request timeout (a slow client then gets the
+  // 408 envelope, not a bare close) nor a write waiting for its read models.
+  const connectionTimeoutMs = integer(env, 'CONNECTION_TIMEOUT_MS', Math.max(2 * requestTimeoutMs, readYourWritesTimeoutMs + 30_000), 0, 3_600_000);
+  if (connectionTimeoutMs !== 0 && connectionTimeoutMs <= Math.max(requestTimeoutMs, readYourWritesTimeoutMs)) {
+    throw new ConfigError(
+      'CONNECTION_TIMEOUT_MS',
+      `must be 0 (off) or more than REQUEST_TIMEOUT_MS (${requestTimeoutMs}) and READ_YOUR_WRITES_TIMEOUT_MS (${readYourWritesTimeoutMs}), got ${connectionTimeoutMs}`,
+    );
+  }
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host,
@@ -124,11 +197,20 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     regions,
     bodyLimit: integer(env, 'BODY_LIMIT_BYTES', 1_048_576, 1024, 100 * 1_048_576),
-    readYourWritesTimeoutMs: integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 0, 60_000),
+    readYourWritesTimeoutMs,
     presenceTtlSeconds: integer(env, 'PRESENCE_TTL_SECONDS', 60, 1, 86_400),
     rateLimitPerSecond,
     rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', Math.max(1, rateLimitPerSecond * 2), 1, 10_000_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
+    idempotencyMaxResponseBytes: integer(env, 'IDEMPOTENCY_MAX_RESPONSE_BYTES', 262_144, 0, 100 * 1_048_576),
+    signupRatePerMinute: integer(env, 'SIGNUP_RATE_PER_MINUTE', 10, 0, 1_000_000),
+    signupBurst: integer(env, 'SIGNUP_BURST', 5, 1, 1_000_000),
+    trustProxy: trustProxy(env),
+    requestTimeoutMs,
+    headersTimeoutMs,
+    keepAliveTimeoutMs: integer(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000, 3_600_000),
+    connectionTimeoutMs,
+    maxConnections: integer(env, 'MAX_CONNECTIONS', 1000, 1, 1_000_000),
     leaseTtlMs: integer(env, 'LEASE_TTL_MS', 10_000, 300, 600_000),
     backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
     folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),

@@ -10,6 +10,7 @@ import { openServices, type Services } from './services.js';
 import { buildApp } from './app.js';
 import { countParked } from './ops/parked.js';
 import type { RunnerLogger } from './runtime/projection-runner.js';
+import { edgeOptions, installEdge } from './http/edge.js';
 
 export type Role = 'all' | 'api' | 'worker';
 export const ROLES: readonly Role[] = ['all', 'api', 'worker'];
@@ -32,7 +33,8 @@ export function parseServeArgs(args: string[]): { role: Role } {
  * GET /healthz and /readyz, for orchestrators.
  */
 async function workerApp(services: Services, config: Config) {
-  const app = Fastify({ logger: { level: config.logLevel }, return503OnClosing: true });
+  const app = Fastify({ logger: { level: config.logLevel }, return503OnClosing: true, ...edgeOptions(config) });
+  installEdge(app, config);
   app.get('/healthz', async () => ({ status: 'ok', role: 'worker' }));
   app.get('/readyz', async (_req, reply) => {
     if (!(await services.projections.isCaughtUp())) {

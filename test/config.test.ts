@@ -74,4 +74,40 @@ test('bad values fail fast naming the variable', () => {
   failsOn({ FOLDER_MAX_DEPTH: 'deep' }, 'FOLDER_MAX_DEPTH');
 });
 
+test('the edge: timeouts, connection cap, sign-up limit, idempotency bound, proxy trust', () => {
+  const c = loadConfig({});
+  assert.is(c.requestTimeoutMs, 30_000);
+  assert.is(c.headersTimeoutMs, 10_000);
+  assert.is(c.keepAliveTimeoutMs, 72_000);
+  assert.is(c.connectionTimeoutMs, 60_000);
+  assert.is(c.maxConnections, 1000);
+  assert.is(c.signupRatePerMinute, 10);
+  assert.is(c.signupBurst, 5);
+  assert.is(c.idempotencyMaxResponseBytes, 262_144);
+  assert.is(c.trustProxy, false);
+  // A short request timeout pulls the headers timeout's default down with it, and a long
+  // one pushes the idle-connection timeout's up.
+  assert.is(loadConfig({ REQUEST_TIMEOUT_MS: '5000' }).headersTimeoutMs, 5000);
+  assert.is(loadConfig({ REQUEST_TIMEOUT_MS: '120000' }).connectionTimeoutMs, 240_000);
+  assert.is(loadConfig({ READ_YOUR_WRITES_TIMEOUT_MS: '60000' }).connectionTimeoutMs, 90_000);
+  assert.is(loadConfig({ CONNECTION_TIMEOUT_MS: '0' }).connectionTimeoutMs, 0);
+  assert.is(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true);
+  assert.is(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
+  assert.is(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);
+  assert.equal(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.5,loopback,::1,fd00::/8' }).trustProxy, ['10.0.0.0/8', '192.168.1.5', 'loopback', '::1', 'fd00::/8']);
+  failsOn({ REQUEST_TIMEOUT_MS: '0' }, 'REQUEST_TIMEOUT_MS');
+  failsOn({ HEADERS_TIMEOUT_MS: '40000' }, 'HEADERS_TIMEOUT_MS');
+  failsOn({ CONNECTION_TIMEOUT_MS: '30000' }, 'CONNECTION_TIMEOUT_MS');
+  failsOn({ CONNECTION_TIMEOUT_MS: '40000', READ_YOUR_WRITES_TIMEOUT_MS: '50000' }, 'CONNECTION_TIMEOUT_MS');
+  failsOn({ KEEP_ALIVE_TIMEOUT_MS: '10' }, 'KEEP_ALIVE_TIMEOUT_MS');
+  failsOn({ MAX_CONNECTIONS: '0' }, 'MAX_CONNECTIONS');
+  failsOn({ SIGNUP_RATE_PER_MINUTE: 'ten' }, 'SIGNUP_RATE_PER_MINUTE');
+  failsOn({ SIGNUP_BURST: '0' }, 'SIGNUP_BURST');
+  failsOn({ IDEMPOTENCY_MAX_RESPONSE_BYTES: '-1' }, 'IDEMPOTENCY_MAX_RESPONSE_BYTES');
+  failsOn({ TRUST_PROXY: 'yes' }, 'TRUST_PROXY');
+  failsOn({ TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY');
+  failsOn({ TRUST_PROXY: '10.0.0.1,,10.0.0.2' }, 'TRUST_PROXY');
+  failsOn({ TRUST_PROXY: '101' }, 'TRUST_PROXY');
+});
+
 test.run();

@@ -60,7 +60,10 @@ const S = suite<Ctx>('tenant isolation');
 
 S.before(async (ctx) => {
   ctx.dir = tempDir('collab-isolation-');
-  ctx.services = await openServices(loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: ctx.dir }), { webhooks: { retrySchedule: [100, 200], jitter: 0, pollMs: 50 } });
+  // Every pair of tenants signs up from 127.0.0.1: no sign-up limit in this suite.
+  ctx.services = await openServices(loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: ctx.dir, SIGNUP_RATE_PER_MINUTE: '0' }), {
+    webhooks: { retrySchedule: [100, 200], jitter: 0, pollMs: 50 },
+  });
   ctx.app = await buildApp(ctx.services, { logger: false });
   await ctx.app.ready();
   ctx.received = [];

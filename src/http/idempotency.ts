@@ -1,12 +1,24 @@
 /**
- * `Idempotency-Key` on any POST: the first request with a key runs and its response is
- * kept (at least IDEMPOTENCY_TTL_HOURS, default 24 h); a retry with the same key and the same
- * body gets that response again without running anything; the same key with another body
- * is a client bug (422); a retry while the first is still running gets 409.
+ * `Idempotency-Key` on a mutating route (`mutates: true`, src/http/route.ts): the first
+ * request with a key runs and its response is kept (at least IDEMPOTENCY_TTL_HOURS, default
+ * 24 h); a retry with the same key and the same body gets that response again without
+ * running anything; the same key with another body is a client bug (422); a retry while the
+ * first is still running gets 409. On a read route the header is accepted and ignored: a
+ * read changes nothing when repeated, and keeping its answer (a permissions/get can be
+ * megabytes) would let a small request store a large one.
  *
- * Keys are scoped to the caller (API key or workspace) and the route, so two tenants can
- * use the same key. Records live in the read store as ephemeral state (not events): losing
- * them costs only the replay, never data, since batch commands converge when re-sent.
+ * What one key stores is bounded: an answer larger than IDEMPOTENCY_MAX_RESPONSE_BYTES
+ * (default 256 KiB) is not kept; only its status, size and SHA-256 are. A retry then gets
+ * 409 ALREADY_EXISTS saying the request was applied and its answer cannot be replayed (the
+ * client reads the current state instead). Example: a folders/add of 1000 folders with
+ * 256-character ids answers over half a megabyte; its retry gets that 409 with
+ * `details: { status: 200, bytes, sha256 }`, and nothing is added twice.
+ *
+ * Keys are scoped to the caller (API key, workspace, the operator's admin token, or, for
+ * an unauthenticated call, the client address and the exact body: app.ts `idempotencyScope`)
+ * and the route, so two callers can use the same key. Records live in the read store as
+ * ephemeral state (not events): losing them costs only the replay, never data, since batch
+ * commands converge when re-sent.
  *
  * A record left "pending" by a crash is taken over after PENDING_TAKEOVER_MS: the retry
  * then runs again, which is safe for the same reason.
@@ -24,12 +36,25 @@ interface IdempotencyDoc extends Doc {
   bodyHash: string;
   state: 'pending' | 'done';
   status?: number;
+  /** The answer, secrets redacted; absent when it was larger than the bound. */
   response?: unknown;
+  /** In place of an answer over the bound: its size in bytes and SHA-256 (hex). */
+  responseBytes?: number;
+  responseSha256?: string;
   startedAt: number;
   expiresAt: number;
 }
 
-export type Begin = { replay: { status: number; body: unknown } } | { recordId: string };
+/** An answer that was applied but not kept: what a retry is told about it. */
+export interface NotKept {
+  status: number;
+  bytes: number;
+  sha256: string;
+}
+
+export type Begin = { replay: { status: number; body: unknown } } | { notKept: NotKept } | { recordId: string };
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 262_144;
 
 export function readIdempotencyKey(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;
@@ -46,6 +71,8 @@ export class IdempotencyStore {
     private readonly read: ReadStore,
     private readonly ttlMs: number,
     private readonly clock: () => number = Date.now,
+    /** Largest answer (as JSON, secrets redacted) kept for replay. */
+    readonly maxResponseBytes: number = DEFAULT_MAX_RESPONSE_BYTES,
   ) {}
 
   async begin(scope: string, route: string, idemKey: string, hash: string): Promise<Begin> {
@@ -64,6 +91,9 @@ export class IdempotencyStore {
         if (existing.state === 'pending') {
           throw new ApiError('ABORTED', 'A request with this Idempotency-Key is still in progress.', undefined, 409);
         }
+        if (existing.response === undefined && existing.responseSha256 !== undefined) {
+          return { notKept: { status: existing.status!, bytes: existing.responseBytes!, sha256: existing.responseSha256 } };
+        }
         return { replay: { status: existing.status!, body: existing.response } };
       }
       const doc: IdempotencyDoc = { _id: id, bodyHash: hash, state: 'pending', startedAt: now, expiresAt: now + this.ttlMs };
@@ -73,8 +103,15 @@ export class IdempotencyStore {
   }
 
   async complete(recordId: string, status: number, response: unknown): Promise<void> {
+    const kept = redactSecrets(response);
+    const json = JSON.stringify(kept) ?? 'null';
+    const bytes = Buffer.byteLength(json);
+    const patch =
+      bytes <= this.maxResponseBytes
+        ? { state: 'done' as const, status, response: kept }
+        : { state: 'done' as const, status, responseBytes: bytes, responseSha256: createHash('sha256').update(json).digest('hex') };
     await this.read.transaction(async (tx) => {
-      await tx.patch(IDEMPOTENCY_KEYS, recordId, { state: 'done', status, response: redactSecrets(response) });
+      await tx.patch(IDEMPOTENCY_KEYS, recordId, patch);
     });
   }
 

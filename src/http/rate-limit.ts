@@ -11,8 +11,11 @@ import { ApiError } from '../errors.js';
 import { evictOldest } from '../runtime/evict.js';
 
 export class RateLimitedError extends ApiError {
-  constructor(readonly retryAfterSeconds: number) {
-    super('RESOURCE_EXHAUSTED', `Rate limit exceeded for this API key; retry after ${retryAfterSeconds} s.`);
+  constructor(
+    readonly retryAfterSeconds: number,
+    what = 'Rate limit exceeded for this API key',
+  ) {
+    super('RESOURCE_EXHAUSTED', `${what}; retry after ${retryAfterSeconds} s.`);
   }
 }
 
@@ -29,6 +32,8 @@ export class RateLimiter {
     private readonly burst: number,
     private readonly clock: () => number = Date.now,
     private readonly maxCallers = 100_000,
+    /** The start of the 429's message, naming what was exceeded. */
+    private readonly what?: string,
   ) {}
 
   get enabled(): boolean {
@@ -44,7 +49,7 @@ export class RateLimiter {
     if (refilled < 1) {
       const wait = Math.ceil((1 - refilled) / this.perSecond);
       this.buckets.set(caller, { tokens: refilled, at: now });
-      throw new RateLimitedError(Math.max(1, wait));
+      throw new RateLimitedError(Math.max(1, wait), this.what);
     }
     this.buckets.delete(caller); // re-insert: Map order doubles as least-recently-used order
     this.buckets.set(caller, { tokens: refilled - 1, at: now });

@@ -27,6 +27,13 @@ export interface Success {
 
 export interface RouteDef<S extends z.ZodType = z.ZodType> {
   path: string;
+  /**
+   * Whether the route changes anything (appends events, writes presence, grants, signs a
+   * token). Required, so every route is classified where it is defined: only mutating
+   * routes keep an Idempotency-Key's answer (src/http/idempotency.ts), since repeating a
+   * read changes nothing and its answer can be large (a permissions/get page).
+   */
+  mutates: boolean;
   auth: AuthMode;
   schema: S;
   /** Writes wait for read models before answering (read-your-writes). Default true. */
@@ -40,6 +47,7 @@ export interface RouteDef<S extends z.ZodType = z.ZodType> {
 
 export interface AnyRoute {
   path: string;
+  mutates: boolean;
   auth: AuthMode;
   schema: z.ZodType;
   handler: (data: unknown, ctx: RequestContext) => Promise<Success>;

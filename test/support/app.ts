@@ -42,7 +42,9 @@ export function tempDir(prefix = 'collab-test-'): string {
 
 export async function harness(env: Record<string, string> = {}, options: { clock?: () => number } = {}): Promise<Harness> {
   const dataDir = env.DATA_DIR ?? tempDir();
-  const config: Config = loadConfig({ LOG_LEVEL: 'silent', ...env, DATA_DIR: dataDir });
+  // Suites create many workspaces from one address (app.inject's 127.0.0.1): the sign-up
+  // limit is off here unless a test sets it (test/edge.test.ts does).
+  const config: Config = loadConfig({ LOG_LEVEL: 'silent', SIGNUP_RATE_PER_MINUTE: '0', ...env, DATA_DIR: dataDir });
   // BACKGROUND_THREAD=true in `env` (or TEST_BACKGROUND_THREAD=1 for a whole run) puts the
   // background work on its worker thread as serve does; a test clock stays in-thread.
   const thread = !options.clock && (env.BACKGROUND_THREAD === 'true' || process.env.TEST_BACKGROUND_THREAD === '1');

@@ -31,7 +31,8 @@ export async function startService(env: Record<string, string>, script = 'src/se
   const port = env.PORT ?? String(await freePort());
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script), ...args], {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env, PORT: port },
+    // The suites create many workspaces from 127.0.0.1: no sign-up limit unless `env` sets one.
+    env: { ...process.env, LOG_LEVEL: 'warn', HOST: '127.0.0.1', SIGNUP_RATE_PER_MINUTE: '0', ...env, PORT: port },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -44,6 +44,7 @@ const groupResult = (s: AgentGroupState) =>
 export function agentRoutes(services: Services): AnyRoute[] {
   const get = defineRoute({
     path: '/v2/agents/get',
+    mutates: false,
     auth: 'apiKey',
     schema: z.object({
       agentId: id().optional(),
@@ -64,6 +65,7 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const create = defineRoute({
     path: '/v2/agents/create',
+    mutates: true,
     auth: 'apiKey',
     schema: agentConfigSchema.extend({ agentId: id().optional() }),
     async handler({ agentId: given, ...config }, ctx) {
@@ -83,6 +85,7 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const update = defineRoute({
     path: '/v2/agents/update',
+    mutates: true,
     auth: 'apiKey',
     schema: agentChangesSchema.extend({ agentId: id() }),
     async handler({ agentId, ...changes }, ctx) {
@@ -103,6 +106,7 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/agents/delete',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ agentId: id() }),
     async handler({ agentId }, ctx) {
@@ -117,6 +121,7 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const groupCreate = defineRoute({
     path: '/v2/agents/groups/create',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({
       groupId: id().optional(),
@@ -138,6 +143,7 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const groupUpdate = defineRoute({
     path: '/v2/agents/groups/update',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({
       groupId: id(),
@@ -158,6 +164,7 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const groupDelete = defineRoute({
     path: '/v2/agents/groups/delete',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ groupId: id() }),
     async handler({ groupId }, ctx) {
@@ -173,6 +180,7 @@ export function agentRoutes(services: Services): AnyRoute[] {
   const membership = (path: string, type: 'AddAgentsToGroup' | 'RemoveAgentsFromGroup', message: string) =>
     defineRoute({
       path,
+      mutates: true,
       auth: 'apiKey',
       schema: z.object({ groupId: id(), agentIds: agentIdList().min(1) }),
       async handler(data, ctx) {
@@ -188,6 +196,7 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const groupGet = defineRoute({
     path: '/v2/agents/groups/get',
+    mutates: false,
     auth: 'apiKey',
     schema: z.object({ groupId: id().optional() }),
     async handler({ groupId }, ctx) {

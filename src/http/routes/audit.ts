@@ -19,6 +19,7 @@ const millis = z.number().int().min(0).max(8.64e15);
 export function auditRoutes(services: Services): AnyRoute[] {
   const events = defineRoute({
     path: '/v2/audit/events/get',
+    mutates: false,
     auth: 'apiKey',
     schema: z.object({
       organizationId: id().optional(),

@@ -54,6 +54,7 @@ async function current(ctx: RequestContext, tree: Tree, organizationId: string, 
 export function documentRoutes(services: Services): AnyRoute[] {
   const add = defineRoute({
     path: '/v2/organizations/documents/add',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({
       organizationId: id(),
@@ -104,6 +105,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
 
   const get = defineRoute({
     path: '/v2/organizations/documents/get',
+    mutates: false,
     auth: 'apiKey',
     schema: z.object({
       organizationId: id(),
@@ -123,6 +125,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
 
   const update = defineRoute({
     path: '/v2/organizations/documents/update',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), documents: items(docSchema) }),
     async handler(data, ctx) {
@@ -142,6 +145,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/organizations/documents/delete',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), documentIds: ids() }),
     async handler(data, ctx) {
@@ -163,6 +167,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
 
   const move = defineRoute({
     path: '/v2/organizations/documents/move',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), documentIds: ids(30), folderId: id() }),
     async handler(data, ctx) {
@@ -190,6 +195,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
 
   const access = defineRoute({
     path: '/v2/organizations/documents/access/update',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({
       organizationId: id(),
@@ -223,6 +229,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
 
   const disable = defineRoute({
     path: '/v2/organizations/documents/access/disablestate/update',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), documentIds: ids(), disabled: z.boolean().optional() }),
     async handler(data, ctx) {

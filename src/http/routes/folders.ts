@@ -30,6 +30,7 @@ const parent = () => id().nullable().optional();
 export function folderRoutes(services: Services): AnyRoute[] {
   const add = defineRoute({
     path: '/v2/organizations/folders/add',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({
       organizationId: id(),
@@ -53,6 +54,7 @@ export function folderRoutes(services: Services): AnyRoute[] {
 
   const update = defineRoute({
     path: '/v2/organizations/folders/update',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({
       organizationId: id(),
@@ -70,6 +72,7 @@ export function folderRoutes(services: Services): AnyRoute[] {
 
   const access = defineRoute({
     path: '/v2/organizations/folders/access/update',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({
       organizationId: id(),
@@ -93,6 +96,7 @@ export function folderRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/organizations/folders/delete',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), folderId: id() }),
     async handler(data, ctx) {
@@ -109,6 +113,7 @@ export function folderRoutes(services: Services): AnyRoute[] {
 
   const get = defineRoute({
     path: '/v2/organizations/folders/get',
+    mutates: false,
     auth: 'apiKey',
     schema: z.object({
       organizationId: id(),

@@ -33,6 +33,7 @@ async function members(ctx: RequestContext, command: GroupCommand, userIds: read
 export function groupRoutes(services: Services): AnyRoute[] {
   const add = defineRoute({
     path: '/v2/organizations/usergroups/add',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({
       organizationId: id(),
@@ -57,6 +58,7 @@ export function groupRoutes(services: Services): AnyRoute[] {
 
   const addUsers = defineRoute({
     path: '/v2/organizations/usergroups/users/add',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), organizationUserGroupId: id(), userIds: ids() }),
     async handler(data, ctx) {
@@ -81,6 +83,7 @@ export function groupRoutes(services: Services): AnyRoute[] {
 
   const removeUsers = defineRoute({
     path: '/v2/organizations/usergroups/users/delete',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), organizationUserGroupId: id(), userIds: ids().optional(), deleteAll: z.boolean().optional() }),
     async handler(data, ctx) {

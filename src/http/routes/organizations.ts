@@ -16,6 +16,7 @@ const orgSchema = z.object({ organizationId: id(), organizationName: text(256).o
 export function organizationRoutes(services: Services): AnyRoute[] {
   const add = defineRoute({
     path: '/v2/organizations/add',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizations: items(orgSchema) }),
     async handler(data, ctx) {
@@ -31,6 +32,7 @@ export function organizationRoutes(services: Services): AnyRoute[] {
 
   const update = defineRoute({
     path: '/v2/organizations/update',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizations: items(orgSchema) }),
     async handler(data, ctx) {
@@ -53,6 +55,7 @@ export function organizationRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/organizations/delete',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationIds: ids() }),
     async handler(data, ctx) {
@@ -79,6 +82,7 @@ export function organizationRoutes(services: Services): AnyRoute[] {
 
   const get = defineRoute({
     path: '/v2/organizations/get',
+    mutates: false,
     auth: 'apiKey',
     schema: z.object({ organizationIds: ids(30).optional(), pageSize: pageSize(), pageToken: pageToken() }),
     async handler(data, ctx) {
@@ -98,6 +102,7 @@ export function organizationRoutes(services: Services): AnyRoute[] {
 
   const disable = defineRoute({
     path: '/v2/organizations/access/disablestate/update',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationIds: ids(), disabled: z.boolean() }),
     async handler(data, ctx) {

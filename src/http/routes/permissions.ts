@@ -103,6 +103,7 @@ export async function missingResources(ctx: RequestContext, resources: ResourceI
 export function permissionRoutes(services: Services): AnyRoute[] {
   const get = defineRoute({
     path: '/v2/auth/permissions/get',
+    mutates: false,
     auth: 'apiKey',
     // semantics §1 Limits: 100 userIds and 10,000 cells (queries/permissions.ts), refused
     // before any resolution work.
@@ -115,6 +116,7 @@ export function permissionRoutes(services: Services): AnyRoute[] {
 
   const add = defineRoute({
     path: '/v2/auth/permissions/add',
+    mutates: true,
     auth: 'apiKey',
     schema: withUser(z.object(userSchema)),
     async handler(data, ctx) {
@@ -126,6 +128,7 @@ export function permissionRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/auth/permissions/remove',
+    mutates: true,
     auth: 'apiKey',
     schema: withUser(z.object(userSchema)),
     async handler(data, ctx) {

@@ -48,6 +48,7 @@ export function presenceRoutes(services: Services): AnyRoute[] {
 
   const add = defineRoute({
     path: '/v2/presence/add',
+    mutates: true,
     auth: 'apiKey',
     schema: writeSchema,
     handler: async (data, ctx) => ({ message: 'Presence added successfully.', data: await write(data, ctx, false) }),
@@ -55,6 +56,7 @@ export function presenceRoutes(services: Services): AnyRoute[] {
 
   const update = defineRoute({
     path: '/v2/presence/update',
+    mutates: true,
     auth: 'apiKey',
     schema: writeSchema,
     handler: async (data, ctx) => ({ message: 'Presence updated successfully.', data: await write(data, ctx, true) }),
@@ -62,6 +64,7 @@ export function presenceRoutes(services: Services): AnyRoute[] {
 
   const get = defineRoute({
     path: '/v2/presence/get',
+    mutates: false,
     auth: 'apiKey',
     schema: z.object({
       organizationId: id(),
@@ -83,6 +86,7 @@ export function presenceRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/presence/delete',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), documentId: id(), userIds: ids() }),
     async handler(data, ctx) {

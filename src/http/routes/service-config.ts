@@ -69,6 +69,7 @@ function serviceOf(state: WorkspaceState, apiKey: string, service: ServiceName) 
 export function serviceConfigRoutes(_services: Services): AnyRoute[] {
   const email = defineRoute({
     path: '/v2/workspace/emailconfig/update',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({
       useEmailService: z.boolean().optional(),
@@ -93,6 +94,7 @@ export function serviceConfigRoutes(_services: Services): AnyRoute[] {
 
   const webhook = defineRoute({
     path: '/v2/workspace/webhookconfig/update',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({
       useWebhookService: z.boolean().optional(),

@@ -14,6 +14,7 @@ import { addGrants, missingResources, resourceSchema as resource } from './permi
 export function tokenRoutes(_services: Services): AnyRoute[] {
   const generate = defineRoute({
     path: '/v2/auth/generate_token',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({
       userId: id(),

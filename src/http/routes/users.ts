@@ -58,6 +58,7 @@ const userDoesNotExist = { success: false, message: 'User does not exist.' };
 export function userRoutes(services: Services): AnyRoute[] {
   const add = defineRoute({
     path: '/v2/users/add',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({
       ...scope,
@@ -113,6 +114,7 @@ export function userRoutes(services: Services): AnyRoute[] {
 
   const update = defineRoute({
     path: '/v2/users/update',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ ...scope, users: items(userSchema) }),
     async handler(data, ctx) {
@@ -145,6 +147,7 @@ export function userRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/users/delete',
+    mutates: true,
     auth: 'apiKey',
     schema: z.object({ ...scope, userIds: ids() }),
     async handler(data, ctx) {
@@ -183,6 +186,7 @@ export function userRoutes(services: Services): AnyRoute[] {
 
   const get = defineRoute({
     path: '/v2/users/get',
+    mutates: false,
     auth: 'apiKey',
     schema: z.object({
       ...scope,

@@ -11,6 +11,7 @@ import { defineRoute, type AnyRoute } from '../route.js';
 export function webhookRoutes(services: Services): AnyRoute[] {
   const deliveries = defineRoute({
     path: '/v2/workspace/webhooks/deliveries/get',
+    mutates: false,
     auth: 'apiKey',
     schema: z.object({
       status: z.enum(['pending', 'succeeded', 'failed']).optional(),

@@ -81,6 +81,7 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
 
   const createWorkspaceRoute = defineRoute({
     path: '/v2/workspace/create',
+    mutates: true,
     auth: 'admin',
     schema: z.object({
       ownerEmail: email(),
@@ -95,6 +96,7 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
 
   const createApiKey = defineRoute({
     path: '/v2/workspace/apikey/create',
+    mutates: true,
     auth: 'workspace',
     schema: z.object({
       ownerEmail: email(),
@@ -170,6 +172,7 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
 
   const getAuthTokens = defineRoute({
     path: '/v2/workspace/authtokens/get',
+    mutates: false,
     auth: 'workspace',
     schema: z.object({ apiKey: id() }),
     async handler(data, ctx) {
@@ -184,6 +187,7 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
 
   const resetAuthToken = defineRoute({
     path: '/v2/workspace/authtoken/reset',
+    mutates: true,
     auth: 'workspace',
     schema: z.object({ apiKey: id(), tokenId: id().optional() }),
     async handler(data, ctx) {
