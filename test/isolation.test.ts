@@ -60,7 +60,7 @@ const S = suite<Ctx>('tenant isolation');
 
 S.before(async (ctx) => {
   ctx.dir = tempDir('collab-isolation-');
-  ctx.services = await openServices(loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: ctx.dir }), { webhooks: { retrySchedule: [100, 200], jitter: 0, pollMs: 50 } });
+  ctx.services = await openServices(loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: ctx.dir, WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' }), { webhooks: { retrySchedule: [100, 200], jitter: 0, pollMs: 50 } });
   ctx.app = await buildApp(ctx.services, { logger: false });
   await ctx.app.ready();
   ctx.received = [];
