@@ -16,12 +16,14 @@
  *    events arrive in order; a later one waits while an earlier one is retried). At most
  *    `maxInFlightPerEndpoint` attempts run per endpoint and `concurrency` in all; a delivery
  *    waiting for its retry holds no slot. An attempt claims its delivery with a short lease
- *    (several processes never send the same delivery at once), POSTs it with a timeout, and
- *    records the outcome. 2xx: succeeded. 410 Gone: failed, and the endpoint is disabled
- *    (`WebhookEndpointDisabled` on the key's workspace) until its URL is set again. Anything
- *    else: retried on the schedule with jitter, then failed. An endpoint with no success
- *    since a failing streak began `disableAfterMs` ago is disabled the same way. Deliveries
- *    done longer than `retentionMs` ago are deleted by a periodic sweep.
+ *    (several processes never send the same delivery at once), POSTs it with a timeout to an
+ *    address the egress policy allows (src/webhooks/egress.ts; a blocked destination fails
+ *    the delivery at once), and records the outcome. 2xx: succeeded. 410 Gone: failed, and
+ *    the endpoint is disabled (`WebhookEndpointDisabled` on the key's workspace) until its
+ *    URL is set again. Anything else: retried on the schedule with jitter, then failed. An
+ *    endpoint with no success since a failing streak began `disableAfterMs` ago is disabled
+ *    the same way. Deliveries done longer than `retentionMs` ago are deleted by a periodic
+ *    sweep.
  *
  * Why per endpoint: one key's dead endpoint with thousands of pending deliveries must not
  * delay another key's delivery. The sender never reads "the first N pending deliveries of
