@@ -4,6 +4,7 @@
  */
 import net from 'node:net';
 import path from 'node:path';
+import { parseCidr } from './webhooks/egress.js';
 
 export interface Config {
   port: number;
@@ -68,6 +69,13 @@ export interface Config {
   webhookDisableAfterDays: number;
   /** Days a succeeded or failed webhook delivery is kept (and listed) before it is deleted. */
   webhookRetentionDays: number;
+  /**
+   * Addresses and CIDRs webhooks may reach although the egress policy refuses their range
+   * (loopback, private, link-local...: src/webhooks/egress.ts). Empty by default.
+   */
+  webhookAllowedCidrs: string[];
+  /** A fully internal deployment: webhooks may go to any address. Default false. */
+  webhookAllowPrivate: boolean;
 }
 
 export class ConfigError extends Error {
@@ -149,6 +157,20 @@ function trustProxy(env: Env): Config['trustProxy'] {
   return entries;
 }
 
+/** WEBHOOK_ALLOWED_CIDRS: `10.0.0.0/8, 127.0.0.1, fd00::/8`; each entry an address or address/prefix. */
+function cidrs(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return [];
+  const entries = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  if (entries.length > 1000) throw new ConfigError(name, `must list at most 1000 entries, got ${entries.length}`);
+  for (const e of entries) {
+    if (!parseCidr(e)) {
+      throw new ConfigError(name, `must be a comma-separated list of IP addresses or CIDRs (e.g. 10.0.0.0/8, 127.0.0.1, fd00::/8), got ${JSON.stringify(e)}`);
+    }
+  }
+  return entries;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -218,5 +240,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookMaxInFlightPerEndpoint,
     webhookDisableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 0, 365),
     webhookRetentionDays: integer(env, 'WEBHOOK_RETENTION_DAYS', 7, 1, 3650),
+    webhookAllowedCidrs: cidrs(env, 'WEBHOOK_ALLOWED_CIDRS'),
+    webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
   };
 }

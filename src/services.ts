@@ -15,6 +15,7 @@ import { CommandHandler } from './runtime/command-handler.js';
 import { ProjectionRunner, type RunnerLogger } from './runtime/projection-runner.js';
 import { allProjections } from '../projections/index.js';
 import { WebhookDeliverer, type WebhookOptions } from './webhooks/deliverer.js';
+import { egressPolicyOf } from './webhooks/egress.js';
 import { CascadeWorker } from './cascade.js';
 import { openReadModels } from './ops/read-models.js';
 import type { GenerationalReadStore } from './runtime/generations.js';
@@ -153,6 +154,7 @@ export async function assemble(
     maxInFlightPerEndpoint: config.webhookMaxInFlightPerEndpoint,
     disableAfterMs: config.webhookDisableAfterDays * DAY,
     retentionMs: config.webhookRetentionDays * DAY,
+    egress: egressPolicyOf(config),
     logger: options.logger,
     lease: new Lease(read, 'webhooks', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
     ...webhookOptions,

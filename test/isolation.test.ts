@@ -60,8 +60,8 @@ const S = suite<Ctx>('tenant isolation');
 
 S.before(async (ctx) => {
   ctx.dir = tempDir('collab-isolation-');
-  // Every pair of tenants signs up from 127.0.0.1: no sign-up limit in this suite.
-  ctx.services = await openServices(loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: ctx.dir, SIGNUP_RATE_PER_MINUTE: '0' }), {
+  // Every pair of tenants signs up from 127.0.0.1: no sign-up limit in this suite; webhooks go to a loopback receiver.
+  ctx.services = await openServices(loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: ctx.dir, SIGNUP_RATE_PER_MINUTE: '0', WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' }), {
     webhooks: { retrySchedule: [100, 200], jitter: 0, pollMs: 50 },
   });
   ctx.app = await buildApp(ctx.services, { logger: false });

@@ -42,7 +42,7 @@ F('an event whose webhooks cannot be queued is parked; later events are delivere
   const dir = tempDir('collab-parked-hooks-');
   // The log as the webhook follower reads it: the event naming organization "poison" carries
   // a value no payload can be serialized from (JSON.stringify throws on a BigInt).
-  const services = await openServices(loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dir }), {
+  const services = await openServices(loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dir, WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' }), {
     webhooks: { retrySchedule: [100], jitter: 0, pollMs: 50 },
     decorateEvents: (events) =>
       decorateEventStore(events, {

@@ -44,7 +44,7 @@ test('no secret in logs, read models, later responses or webhook bodies; auth to
   const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
   let s: Service | undefined;
   try {
-    s = await startService({ DATA_DIR: dir, LOG_LEVEL: 'trace' });
+    s = await startService({ DATA_DIR: dir, LOG_LEVEL: 'trace', WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' });
     await waitHealthy(s);
     const answers: Answer[] = [];
     const call = async (route: string, data: unknown, headers: Record<string, string> = {}, raw?: string): Promise<Answer> => {

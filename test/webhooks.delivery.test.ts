@@ -81,7 +81,7 @@ interface Node {
 const fast = { retrySchedule: [100, 200, 300], jitter: 0, pollMs: 50 };
 
 async function node(dataDir: string, options: OpenOptions = { webhooks: fast }): Promise<Node> {
-  const services = await openServices(loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir }), options);
+  const services = await openServices(loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' }), options);
   const app = await buildApp(services, { logger: false });
   await app.ready();
   return {

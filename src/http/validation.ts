@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { invalidArgument } from '../errors.js';
+import type { EgressPolicy } from '../webhooks/egress.js';
 
 /** semantics §1: ids are non-empty strings of at most 256 characters, any characters. */
 export const MAX_ID = 256;
@@ -15,6 +16,25 @@ export const ids = (max = MAX_ITEMS) => z.array(id()).min(1).max(max);
 export const text = (max = 1024) => z.string().max(max);
 export const email = () => z.string().max(320).pipe(z.email());
 export const items = <T extends z.ZodType>(item: T, max = MAX_ITEMS) => z.array(item).min(1).max(max);
+
+/**
+ * A webhook URL: http(s), at most 2048 characters, and not naming an address the egress
+ * policy refuses (`http://127.1/`, `http://[::ffff:10.0.0.1]/`, `http://localhost/`...).
+ * `allowEmpty`: `''` removes the stored URL.
+ */
+export const webhookUrl = (policy: EgressPolicy, options: { allowEmpty?: boolean } = {}) =>
+  z
+    .string()
+    .max(2048)
+    .superRefine((s, ctx) => {
+      if (s === '' && options.allowEmpty) return;
+      if (!/^https?:\/\//i.test(s) || !URL.canParse(s)) {
+        ctx.addIssue({ code: 'custom', message: 'must be an http(s) URL' });
+        return;
+      }
+      const why = policy.literalRefusal(s);
+      if (why) ctx.addIssue({ code: 'custom', message: `is not allowed by the destination policy: ${why}` });
+    });
 
 export function fieldPath(path: readonly PropertyKey[]): string {
   let out = '';

@@ -16,12 +16,14 @@
  *    events arrive in order; a later one waits while an earlier one is retried). At most
  *    `maxInFlightPerEndpoint` attempts run per endpoint and `concurrency` in all; a delivery
  *    waiting for its retry holds no slot. An attempt claims its delivery with a short lease
- *    (several processes never send the same delivery at once), POSTs it with a timeout, and
- *    records the outcome. 2xx: succeeded. 410 Gone: failed, and the endpoint is disabled
- *    (`WebhookEndpointDisabled` on the key's workspace) until its URL is set again. Anything
- *    else: retried on the schedule with jitter, then failed. An endpoint with no success
- *    since a failing streak began `disableAfterMs` ago is disabled the same way. Deliveries
- *    done longer than `retentionMs` ago are deleted by a periodic sweep.
+ *    (several processes never send the same delivery at once), POSTs it with a timeout to an
+ *    address the egress policy allows (src/webhooks/egress.ts; a blocked destination fails
+ *    the delivery at once), and records the outcome. 2xx: succeeded. 410 Gone: failed, and
+ *    the endpoint is disabled (`WebhookEndpointDisabled` on the key's workspace) until its
+ *    URL is set again. Anything else: retried on the schedule with jitter, then failed. An
+ *    endpoint with no success since a failing streak began `disableAfterMs` ago is disabled
+ *    the same way. Deliveries done longer than `retentionMs` ago are deleted by a periodic
+ *    sweep.
  *
  * Why per endpoint: one key's dead endpoint with thousands of pending deliveries must not
  * delay another key's delivery. The sender never reads "the first N pending deliveries of
@@ -56,6 +58,7 @@ import {
 } from './outbox.js';
 import { processedPayload, rawPayload } from './payloads.js';
 import { signPayload } from './signature.js';
+import { DestinationBlockedError, EgressPolicy, postWebhook, systemResolver, type Resolver } from './egress.js';
 import { triggerOf } from './triggers.js';
 import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc } from '../runtime/parked.js';
 
@@ -95,6 +98,10 @@ export interface WebhookOptions {
   logger?: RunnerLogger;
   /** With several processes: follow and send only while holding this lease (src/runtime/lease.ts). */
   lease?: Lease;
+  /** Where webhooks may go (src/webhooks/egress.ts). Default: the strict policy, nothing allowlisted. */
+  egress?: EgressPolicy;
+  /** Resolves endpoint hostnames (tests inject answers). Default: the system resolver. */
+  resolve?: Resolver;
 }
 
 const ENDPOINTS: WebhookEndpoint[] = ['raw', 'processed'];
@@ -133,6 +140,8 @@ export class WebhookDeliverer {
   private readonly batchSize: number;
   private readonly log: RunnerLogger;
   private readonly lease: Lease | undefined;
+  private readonly egress: EgressPolicy;
+  private readonly resolve: Resolver;
   private stale = false;
 
   constructor(
@@ -154,6 +163,8 @@ export class WebhookDeliverer {
     this.batchSize = options.batchSize ?? 500;
     this.log = options.logger ?? silent;
     this.lease = options.lease;
+    this.egress = options.egress ?? new EgressPolicy();
+    this.resolve = options.resolve ?? systemResolver;
   }
 
   /** Whether this process delivers now (it holds the lease, or runs alone). */
@@ -532,22 +543,32 @@ export class WebhookDeliverer {
     }
     const started = this.clock();
     const attempt: Attempt = { at: started, durationMs: 0 };
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    let blocked = false;
     try {
-      const res = await fetch(url, {
-        method: 'POST',
-        headers,
-        body: d.body,
-        redirect: 'manual',
-        signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.stopping.signal]),
-      });
-      await res.body?.cancel().catch(() => undefined);
-      attempt.httpStatus = res.status;
+      attempt.httpStatus = await postWebhook(
+        { url, headers, body: d.body, signal: AbortSignal.any([timeout, this.stopping.signal]) },
+        this.egress,
+        this.resolve,
+      );
     } catch (error) {
       if (this.stopping.signal.aborted) return this.release(d);
-      const e = error as Error & { cause?: { code?: string } };
-      attempt.error = e.name === 'TimeoutError' ? `timed out after ${this.timeoutMs} ms` : (e.cause?.code ?? e.message);
+      if (error instanceof DestinationBlockedError) {
+        blocked = true;
+        attempt.error = error.message;
+      } else if (timeout.aborted) {
+        attempt.error = `timed out after ${this.timeoutMs} ms`;
+      } else {
+        attempt.error = errorCode(error);
+      }
     }
-    attempt.durationMs = this.clock() - started;
+    if (blocked) {
+      // Neither the time the resolution took nor when it ended: a blocked attempt tells the
+      // tenant nothing about the operator's network. at = now, duration 0.
+      attempt.at = this.clock();
+    } else {
+      attempt.durationMs = this.clock() - started;
+    }
     const attempts = [...d.attempts, attempt].slice(-MAX_ATTEMPT_LOG);
     const count = d.attempts.length + 1;
     const http = attempt.httpStatus;
@@ -571,8 +592,11 @@ export class WebhookDeliverer {
       return this.disable(d, `${url} answered 410 Gone`);
     }
     let state: EndpointStateDoc | null;
-    if (count > this.schedule.length) {
-      state = await this.settle(d, { status: 'failed', attempts, url, lastError: `${lastError}; gave up after ${count} attempts` }, failing);
+    // A blocked destination fails its delivery at once: retrying cannot change the answer
+    // while the URL and the policy stay, and a retried head would hold its stream's later
+    // events back for a day. It continues the endpoint's failing streak like any failure.
+    if (blocked || count > this.schedule.length) {
+      state = await this.settle(d, { status: 'failed', attempts, url, lastError: blocked ? lastError : `${lastError}; gave up after ${count} attempts` }, failing);
     } else {
       const base = this.schedule[count - 1]!;
       const delay = Math.max(0, Math.round(base * (1 + this.jitter * (2 * Math.random() - 1))));
@@ -757,6 +781,14 @@ export class WebhookDeliverer {
       });
     }
   }
+}
+
+/** What an attempt records of a network error: its code (ECONNREFUSED, ENOTFOUND...), else its message. */
+function errorCode(error: unknown): string {
+  const e = error as Error & { code?: unknown; cause?: { code?: unknown }; errors?: { code?: unknown }[] };
+  // With several addresses Node tries each and fails with an AggregateError of their errors.
+  const code = e.code ?? e.cause?.code ?? e.errors?.[0]?.code;
+  return typeof code === 'string' ? code : (e.message ?? String(error));
 }
 
 /** "5 days", "36 hours", "90 minutes", "1500 ms": for disabling reasons. */

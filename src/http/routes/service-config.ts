@@ -11,20 +11,15 @@ import { workspaceDecider, type WorkspaceState } from '../../../commands/workspa
 import type { ServiceName } from '../../../commands/service-config.js';
 import { redactConfig } from '../../../projections/workspaces.js';
 import { DEFAULT_EMAIL_TRIGGERS, DEFAULT_WEBHOOK_TRIGGERS, WEBHOOK_TRIGGERS } from '../../webhooks/triggers.js';
+import { egressPolicyOf } from '../../webhooks/egress.js';
 import type { Services } from '../../services.js';
 import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import { text } from '../validation.js';
+import { text, webhookUrl } from '../validation.js';
 import { workspaceStream } from './workspace.js';
 
 /** A config value; `''` removes the stored one. */
 const value = () => z.string().max(2048).optional();
-const urlOrEmpty = () =>
-  z
-    .string()
-    .max(2048)
-    .refine((s) => s === '' || (/^https?:\/\//i.test(s) && URL.canParse(s)), { message: 'must be an http(s) URL' })
-    .optional();
 const emailOrEmpty = () =>
   z.union([z.literal(''), z.string().max(320).pipe(z.email())]).optional();
 
@@ -36,7 +31,6 @@ const emailFields = {
   commentTemplateId: value(),
   tagTemplateId: value(),
 };
-const webhookFields = { authToken: value(), rawNotificationUrl: urlOrEmpty(), processedNotificationUrl: urlOrEmpty() };
 
 const defined = (o: Record<string, string | undefined>): Record<string, string> =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Record<string, string>;
@@ -66,7 +60,13 @@ function serviceOf(state: WorkspaceState, apiKey: string, service: ServiceName) 
   return state.keys[apiKey].services[service];
 }
 
-export function serviceConfigRoutes(_services: Services): AnyRoute[] {
+export function serviceConfigRoutes(services: Services): AnyRoute[] {
+  // A URL naming a refused address literally is refused here; one naming a host is checked
+  // when the deliverer resolves it (src/webhooks/egress.ts).
+  const egress = egressPolicyOf(services.config);
+  const urlOrEmpty = () => webhookUrl(egress, { allowEmpty: true }).optional();
+  const webhookFields = { authToken: value(), rawNotificationUrl: urlOrEmpty(), processedNotificationUrl: urlOrEmpty() };
+
   const email = defineRoute({
     path: '/v2/workspace/emailconfig/update',
     mutates: true,

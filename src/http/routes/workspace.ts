@@ -11,7 +11,8 @@ import { hashSecret, newId, newSecret, streamName } from '../../ids.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
-import { email, id, text } from '../validation.js';
+import { email, id, text, webhookUrl } from '../validation.js';
+import { egressPolicyOf } from '../../webhooks/egress.js';
 
 export const workspaceStream = (workspaceId: string) => streamName('workspace', workspaceId);
 
@@ -32,12 +33,6 @@ const defaultSettings = (): ApiKeySettings => ({
 });
 
 const configString = () => z.string().max(2048).optional();
-const httpUrl = () =>
-  z
-    .string()
-    .max(2048)
-    .refine((s) => /^https?:\/\//i.test(s) && URL.canParse(s), { message: 'must be an http(s) URL' })
-    .optional();
 
 /** Creates a workspace with one testing key; shared by the route and the CLI. */
 export async function createWorkspace(
@@ -78,6 +73,8 @@ export async function createWorkspace(
 export function workspaceRoutes(services: Services): AnyRoute[] {
   const regions = services.config.regions;
   const region = () => z.enum(regions as [string, ...string[]]).optional();
+  const egress = egressPolicyOf(services.config);
+  const httpUrl = () => webhookUrl(egress).optional();
 
   const createWorkspaceRoute = defineRoute({
     path: '/v2/workspace/create',
