@@ -3,6 +3,7 @@
  * with a message naming the variable, before anything listens.
  */
 import path from 'node:path';
+import { parseKeyMaterial } from './secrets/envelope.js';
 
 export interface Config {
   port: number;
@@ -34,6 +35,12 @@ export interface Config {
    * on the main thread (tests, debugging).
    */
   backgroundThread: boolean;
+  /**
+   * The master key of secrets at rest (src/secrets/), 32 bytes from SECRETS_KEY (base64 or
+   * hex); unset: DATA_DIR/secrets.key, created on first start. Required when both
+   * EVENTSTORE_URL and MONGODB_URL are set (processes on several hosts share no DATA_DIR).
+   */
+  secretsKey?: Uint8Array;
 }
 
 export class ConfigError extends Error {
@@ -82,6 +89,20 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw;
 }
 
+function secretsKey(env: Env, external: boolean): Uint8Array | undefined {
+  const raw = env.SECRETS_KEY;
+  if (raw === undefined || raw === '') {
+    if (external) {
+      throw new ConfigError('SECRETS_KEY', 'is required when EVENTSTORE_URL and MONGODB_URL are both set (every process must share one master key); generate one with `openssl rand -base64 32`');
+    }
+    return undefined;
+  }
+  const bytes = parseKeyMaterial(raw);
+  // The value itself is never echoed: it is (meant to be) a secret.
+  if (!bytes) throw new ConfigError('SECRETS_KEY', `must be 32 bytes in base64 or 64 hex digits (got ${raw.trim().length} characters); generate one with \`openssl rand -base64 32\``);
+  return bytes;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -99,12 +120,15 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('REGIONS', 'must be a comma-separated list of region names (a-z, 0-9, -)');
   }
   const rateLimitPerSecond = integer(env, 'RATE_LIMIT_PER_SECOND', 0, 0, 1_000_000);
+  const eventStoreUrl = url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover']);
+  const mongodbUrl = url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']);
+  const key = secretsKey(env, eventStoreUrl !== undefined && mongodbUrl !== undefined);
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host,
     dataDir: path.resolve(env.DATA_DIR || './data'),
-    eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover']),
-    mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
+    eventStoreUrl,
+    mongodbUrl,
     adminToken,
     logLevel,
     regions,
@@ -116,5 +140,6 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
     leaseTtlMs: integer(env, 'LEASE_TTL_MS', 10_000, 300, 600_000),
     backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
+    ...(key ? { secretsKey: key } : {}),
   };
 }

@@ -37,6 +37,8 @@ import { processedPayload, rawPayload } from './payloads.js';
 import { signPayload } from './signature.js';
 import { triggerOf } from './triggers.js';
 import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc } from '../runtime/parked.js';
+import type { SecretStore } from '../secrets/store.js';
+import { SecretUnavailableError } from '../errors.js';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -61,6 +63,8 @@ export interface WebhookOptions {
   logger?: RunnerLogger;
   /** With several processes: follow and send only while holding this lease (src/runtime/lease.ts). */
   lease?: Lease;
+  /** Opens the stored (sealed) authToken for sending (src/secrets/store.ts); without it, stored values are used as they are. */
+  secrets?: Pick<SecretStore, 'openString'>;
 }
 
 const ENDPOINTS: WebhookEndpoint[] = ['raw', 'processed'];
@@ -92,6 +96,7 @@ export class WebhookDeliverer {
   private readonly batchSize: number;
   private readonly log: RunnerLogger;
   private readonly lease: Lease | undefined;
+  private readonly secrets: WebhookOptions['secrets'];
   private stale = false;
 
   constructor(
@@ -109,6 +114,7 @@ export class WebhookDeliverer {
     this.batchSize = options.batchSize ?? 500;
     this.log = options.logger ?? silent;
     this.lease = options.lease;
+    this.secrets = options.secrets;
   }
 
   /** Whether this process delivers now (it holds the lease, or runs alone). */
@@ -407,7 +413,8 @@ export class WebhookDeliverer {
           : null;
     if (stop || !url) return this.finish(d, { status: 'failed', lastError: `Not sent: ${stop}.` });
 
-    const authToken = cfg!.webhook.config.authToken;
+    const authToken = await this.openAuthToken(d.apiKey, cfg!.webhook.config.authToken);
+    if (authToken === null) return this.finish(d, { status: 'failed', lastError: 'Not sent: the webhook authToken cannot be decrypted (its data key is gone).' });
     const timestamp = Math.floor(this.clock() / 1000);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
@@ -462,6 +469,17 @@ export class WebhookDeliverer {
     await this.read.transaction((tx) =>
       tx.patch(DELIVERIES, d._id, { ...set, completedAt: this.clock(), leaseUntil: 0 }).then(() => undefined),
     );
+  }
+
+  /** The clear authToken (stored sealed: src/secrets/), undefined when none is set, null when it cannot be decrypted. */
+  private async openAuthToken(apiKey: string, stored: string | undefined): Promise<string | undefined | null> {
+    if (!stored || !this.secrets) return stored;
+    try {
+      return await this.secrets.openString(apiKey, stored);
+    } catch (error) {
+      if (error instanceof SecretUnavailableError) return null;
+      throw error;
+    }
   }
 
   /** Gives a claimed delivery back untouched (shutting down mid-send). */

@@ -12,10 +12,13 @@ import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { email, id, text } from '../validation.js';
+import { sealServiceConfig } from '../../secrets/configs.js';
+import { keyLifecycleRoutes } from './key-lifecycle.js';
 
 export const workspaceStream = (workspaceId: string) => streamName('workspace', workspaceId);
 
-const newToken = () => {
+/** A fresh auth token: the secret (returned once) and what is stored (its hash). */
+export const newToken = () => {
   const secret = newSecret();
   return { secret, tokenId: newId(), tokenHash: hashSecret(secret) };
 };
@@ -140,11 +143,12 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
         setDefaultEmailTriggers: data.setDefaultEmailTriggers ?? false,
         requireAutoOrgUser: data.requireAutoOrgUser ?? false,
         enablePrivateComments: data.enablePrivateComments ?? false,
-        ...(data.emailServiceConfig ? { emailServiceConfig: dropUndefined(data.emailServiceConfig) } : {}),
-        ...(data.webhookServiceConfig ? { webhookServiceConfig: dropUndefined(data.webhookServiceConfig) } : {}),
       };
       const production = data.type === 'production';
       const apiKey = newId();
+      // The service configs' secrets are sealed with the new key's own data key (src/secrets/).
+      if (data.emailServiceConfig) settings.emailServiceConfig = await sealServiceConfig(services.secrets, apiKey, dropUndefined(data.emailServiceConfig));
+      if (data.webhookServiceConfig) settings.webhookServiceConfig = await sealServiceConfig(services.secrets, apiKey, dropUndefined(data.webhookServiceConfig));
       await ctx.execute(workspaceDecider, workspaceStream(workspaceId), {
         type: 'CreateApiKey',
         data: {
@@ -200,7 +204,7 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
     },
   });
 
-  return [createWorkspaceRoute, createApiKey, getAuthTokens, resetAuthToken];
+  return [createWorkspaceRoute, createApiKey, getAuthTokens, resetAuthToken, ...keyLifecycleRoutes()];
 }
 
 function dropUndefined(o: Record<string, string | undefined>): Record<string, string> {
