@@ -19,6 +19,8 @@ import { rebuildReadModels } from '../src/ops/rebuild.js';
 import { allProjections } from '../projections/index.js';
 import { countParked } from '../src/ops/parked.js';
 import { SecretUnavailableError } from '../src/errors.js';
+import { DELIVERIES, type DeliveryDoc } from '../src/webhooks/outbox.js';
+import { SECRET_KEYS, keyRingId } from '../src/secrets/store.js';
 
 let now = 1_700_000_000_000;
 const H = 3_600_000;
@@ -33,6 +35,23 @@ const ok = (r: { status: number; body: any }) => {
   assert.is(r.status, 200, JSON.stringify(r.body));
   return r.body.result.data;
 };
+/** Queues a delivery for `apiKey` as the follower would, and waits until the sender has dealt with it. */
+async function deliveryOutcome(h: Harness, t: Tenant, id: string): Promise<DeliveryDoc> {
+  const doc: DeliveryDoc = {
+    _id: `test-${id}`, apiKey: t.apiKey, workspaceId: t.workspaceId, webhookId: id, endpoint: 'raw', eventId: id, eventType: 'OrganizationAdded',
+    stream: `organization-["${t.apiKey}","o1"]`, position: '0', url: 'https://hooks.invalid/x', body: '{}', status: 'pending', attempts: [],
+    nextAttemptAt: 0, leaseUntil: 0, createdAt: now, completedAt: null, lastError: null,
+  };
+  await h.services.read.transaction((tx) => tx.upsert(DELIVERIES, doc));
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const d = await h.services.read.get<DeliveryDoc>(DELIVERIES, doc._id);
+    if (d && d.status !== 'pending') return d;
+    if (Date.now() > deadline) throw new Error(`delivery ${id} still pending: ${JSON.stringify(d)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 const tokenFor = async (h: Harness, headers: Record<string, string>) =>
   ok(await h.post('/v2/auth/generate_token', { userId: 'u1', userProperties: { name: 'U', email: 'u@example.com' } }, headers)).token as string;
 const kidOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid as string;
@@ -166,6 +185,11 @@ S('API key deletion: tokens stop at once, reads forget it, events stay for audit
   assert.not.ok(JSON.stringify(audit).includes('enc:v1:'), 'the audit index shows no ciphertext either');
   // The other tenant is untouched.
   assert.is(ok(await h.post('/v2/agents/get', { agentId: 'a1' }, other.headers)).agent.name, 'B');
+  // A delivery still queued for it is not sent.
+  const d = await deliveryOutcome(h, t, 'after-delete');
+  assert.is(d.status, 'failed');
+  assert.is(d.lastError, 'Not sent: the webhook service was turned off.');
+  assert.equal(d.attempts, []);
   // A rebuild replays ciphertext nobody can open: no crash, nothing parked, same answers.
   const r = await rebuildReadModels({ events: h.services.events, generations: h.services.generations, projections: allProjections });
   assert.is(r.to, r.from + 1);
@@ -175,6 +199,29 @@ S('API key deletion: tokens stop at once, reads forget it, events stay for audit
   assert.ok((await h.services.read.find(AUDIT_EVENTS, { apiKey: t.apiKey })).length >= audit.length);
   assert.is(ok(await h.post('/v2/agents/get', { agentId: 'a1' }, other.headers)).agent.name, 'B');
   assert.is((await h.post('/v2/agents/get', {}, t.headers)).status, 403);
+});
+
+S('a lost data key: no crash; deliveries fail saying so, generate_token names the way out; setting the secret again or rotating recovers', async ({ h, t }) => {
+  ok(await h.post('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { authToken: 'whsec-lost-0123456789', rawNotificationUrl: 'https://hooks.invalid/x' } }, t.headers));
+  await tokenFor(h, t.headers);
+  // The key store loses the key's ring (a restore without it, say).
+  await h.services.read.transaction((tx) => tx.delete(SECRET_KEYS, keyRingId(t.apiKey)));
+  const d = await deliveryOutcome(h, t, 'lost-key');
+  assert.is(d.status, 'failed');
+  assert.is(d.lastError, 'Not sent: the webhook authToken cannot be decrypted (its data key is gone).');
+  const refusedToken = await h.post('/v2/auth/generate_token', { userId: 'u1', userProperties: { name: 'U', email: 'u@example.com' } }, t.headers);
+  assert.is(refusedToken.status, 400);
+  assert.is(refusedToken.body.error.status, 'FAILED_PRECONDITION');
+  assert.match(refusedToken.body.error.message, /\/v2\/workspace\/apikey\/signingkey\/rotate/);
+  // Reads never needed the key.
+  assert.is(ok(await h.post('/v2/workspace/webhookconfig/update', { processedNotificationUrl: 'https://hooks.invalid/p' }, t.headers)).webhookServiceConfig.authToken, '__redacted__');
+  // Recovery: a new secret and a new signing key, sealed with a new data key.
+  ok(await h.post('/v2/workspace/webhookconfig/update', { webhookServiceConfig: { authToken: 'whsec-new-0123456789' } }, t.headers));
+  const { state } = await h.services.commands.load(workspaceDecider, workspaceStream(t.workspaceId));
+  const stored = state.status === 'active' ? state.keys[t.apiKey]!.services.webhook.config.authToken! : '';
+  assert.is(await h.services.secrets.open(t.apiKey, stored), 'whsec-new-0123456789');
+  ok(await h.post('/v2/workspace/apikey/signingkey/rotate', { apiKey: t.apiKey }, t.workspaceHeaders));
+  assert.ok(await verifyUserToken(h.services, await tokenFor(h, t.headers)));
 });
 
 S.run();
