@@ -60,6 +60,27 @@ test('no secret in clear in events.db, readmodels.db or their WAL files', async 
   }
 });
 
+test('sealing is bounded: at most 1000 values at secret positions per agent configuration, refused before anything is stored', async () => {
+  const h = await harness();
+  try {
+    const t = await h.tenant();
+    const events = (await h.services.events.readAll()).length;
+    const tooMany = await h.post('/v2/agents/create', { name: 'x', contextGathering: { strategyOptions: { list: Array(1001).fill(1) } } }, t.headers);
+    assert.is(tooMany.status, 400, JSON.stringify(tooMany.body));
+    assert.is(tooMany.body.error.status, 'INVALID_ARGUMENT');
+    assert.match(tooMany.body.error.message, /at most 1000 values under contextGathering\.strategyOptions and execution\.mcpServers\[\]\.auth .*got 1001/);
+    const update = await h.post('/v2/agents/update', { agentId: 'nope', execution: { mcpServers: [{ name: 's', url: 'https://m.example', auth: { type: 'x', list: Array(1001).fill('v') } }] } }, t.headers);
+    assert.is(update.status, 400);
+    assert.is((await h.services.events.readAll()).length, events, 'nothing stored');
+    const atLimit = await h.post('/v2/agents/create', { agentId: 'a', name: 'x', contextGathering: { strategyOptions: { list: Array(1000).fill(1) } } }, t.headers);
+    assert.is(atLimit.status, 200, JSON.stringify(atLimit.body));
+    const stored = (await h.services.events.readAll()).at(-1)!;
+    assert.ok(JSON.stringify(stored.data).length < 150_000, 'the sealed configuration stays small');
+  } finally {
+    await h.close();
+  }
+});
+
 test.run();
 
 secretsAtRestContract('embedded SQLite stores, through the ports', async () => {

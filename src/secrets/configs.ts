@@ -13,6 +13,7 @@
 import { SERVICE_SECRET_FIELDS, REDACTED } from '../../commands/service-config.js';
 import { agentSecretValues, mapAgentSecrets, type AgentConfig } from '../agents/config.js';
 import { isSealed } from './envelope.js';
+import { invalidArgument } from '../errors.js';
 import type { SecretStore } from './store.js';
 
 /** The config with each secret field (webhook `authToken`, email `apiKey`, ...) sealed; `''` (remove) and the placeholder kept. */
@@ -35,9 +36,23 @@ export async function legacyServiceSecrets(secrets: SecretStore, apiKey: string,
   return Object.fromEntries(clear.map((v) => [v, seal(v)]));
 }
 
+/**
+ * Values at secret positions an agent configuration may hold. Each is sealed on its own, and
+ * a sealed value is about 66 bytes plus 4/3 of its JSON: without a bound, a 64 KiB
+ * configuration of one-digit options (`[1,1,1,...]`, two bytes each) would be stored as
+ * about 2 MB. With it, sealing adds at most about 66 KB.
+ */
+export const MAX_AGENT_SECRET_VALUES = 1000;
+
 /** The configuration (or an update's changes) with every value at a secret position sealed. */
 export async function sealAgentSecrets<T extends Partial<AgentConfig>>(secrets: SecretStore, apiKey: string, config: T): Promise<T> {
-  if (!agentSecretValues(config).some((v) => v !== REDACTED)) return config;
+  const values = agentSecretValues(config);
+  if (values.length > MAX_AGENT_SECRET_VALUES) {
+    throw invalidArgument(
+      `An agent configuration holds at most ${MAX_AGENT_SECRET_VALUES} values under contextGathering.strategyOptions and execution.mcpServers[].auth (they are stored encrypted one by one); got ${values.length}.`,
+    );
+  }
+  if (!values.some((v) => v !== REDACTED)) return config;
   const seal = await secrets.sealer(apiKey);
   return mapAgentSecrets(config, (leaf) => (leaf === REDACTED ? leaf : seal(leaf)));
 }
