@@ -13,7 +13,6 @@ import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { email, id, text } from '../validation.js';
 import { sealServiceConfig } from '../../secrets/configs.js';
-import { keyLifecycleRoutes } from './key-lifecycle.js';
 
 export const workspaceStream = (workspaceId: string) => streamName('workspace', workspaceId);
 
@@ -204,7 +203,7 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
     },
   });
 
-  return [createWorkspaceRoute, createApiKey, getAuthTokens, resetAuthToken, ...keyLifecycleRoutes()];
+  return [createWorkspaceRoute, createApiKey, getAuthTokens, resetAuthToken];
 }
 
 function dropUndefined(o: Record<string, string | undefined>): Record<string, string> {
