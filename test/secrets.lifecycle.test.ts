@@ -151,7 +151,7 @@ S('API key deletion: tokens stop at once, reads forget it, events stay for audit
   ok(await h.post('/v2/organizations/add', { organizations: [{ organizationId: 'o1' }] }, t.headers));
   const userToken = await tokenFor(h, t.headers);
   const other = await h.tenant();
-  ok(await h.post('/v2/agents/create', { agentId: 'a1', name: 'B' }, other.headers));
+  ok(await h.post('/v2/agents/create', { agentId: 'a1', name: 'B', execution: { mcpServers: [{ name: 's', url: 'https://mcp.example.com', auth: 'other-kept-secret' }] } }, other.headers));
 
   const del = ok(await h.post('/v2/workspace/apikey/delete', { apiKey: t.apiKey }, t.workspaceHeaders));
   assert.equal(del, { apiKey: t.apiKey, deleted: true });
@@ -199,6 +199,14 @@ S('API key deletion: tokens stop at once, reads forget it, events stay for audit
   assert.ok((await h.services.read.find(AUDIT_EVENTS, { apiKey: t.apiKey })).length >= audit.length);
   assert.is(ok(await h.post('/v2/agents/get', { agentId: 'a1' }, other.headers)).agent.name, 'B');
   assert.is((await h.post('/v2/agents/get', {}, t.headers)).status, 403);
+  // The key store is not a read model: a second rebuild (which drops the first generation's
+  // collections) leaves it alone. The other tenant's secret still opens; the deleted one's not.
+  await rebuildReadModels({ events: h.services.events, generations: h.services.generations, projections: allProjections });
+  const otherAgent = (await h.services.events.readAll()).find((e) => e.type === 'AgentCreated' && e.metadata.apiKey === other.apiKey)!;
+  const otherSealed = (otherAgent.data as { config: { execution: { mcpServers: Array<{ auth: string }> } } }).config.execution.mcpServers[0]!.auth;
+  assert.match(otherSealed, /^enc:v1:/);
+  assert.is(await h.services.secrets.open(other.apiKey, otherSealed), 'other-kept-secret');
+  assert.ok(await h.services.secrets.isShredded(t.apiKey));
 });
 
 S('a lost data key: no crash; deliveries fail saying so, generate_token names the way out; setting the secret again or rotating recovers', async ({ h, t }) => {
