@@ -209,6 +209,16 @@ S('API key deletion: tokens stop at once, reads forget it, events stay for audit
   assert.ok(await h.services.secrets.isShredded(t.apiKey));
 });
 
+S('a refused API key creation leaves no data key behind', async ({ h, t }) => {
+  const rings = async () => (await h.services.read.find(SECRET_KEYS, {})).length;
+  const before = await rings();
+  const refused = await h.post('/v2/workspace/apikey/create', { ownerEmail: 'o@example.com', type: 'production', useWebhookService: true, webhookServiceConfig: { authToken: 'whsec-refused-0123', rawNotificationUrl: 'https://hooks.example.com/x' } }, t.workspaceHeaders);
+  assert.is(refused.status, 403, JSON.stringify(refused.body));
+  assert.is(await rings(), before);
+  ok(await h.post('/v2/workspace/apikey/create', { ownerEmail: 'o@example.com', type: 'testing', useWebhookService: true, webhookServiceConfig: { authToken: 'whsec-ok-0123', rawNotificationUrl: 'https://hooks.example.com/x' } }, t.workspaceHeaders));
+  assert.is(await rings(), before + 1);
+});
+
 S('a lost data key: no crash; deliveries fail saying so, generate_token names the way out; setting the secret again or rotating recovers', async ({ h, t }) => {
   ok(await h.post('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { authToken: 'whsec-lost-0123456789', rawNotificationUrl: 'https://hooks.invalid/x' } }, t.headers));
   await tokenFor(h, t.headers);

@@ -145,11 +145,8 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
       };
       const production = data.type === 'production';
       const apiKey = newId();
-      // The service configs' secrets are sealed with the new key's own data key (src/secrets/).
-      if (data.emailServiceConfig) settings.emailServiceConfig = await sealServiceConfig(services.secrets, apiKey, dropUndefined(data.emailServiceConfig));
-      if (data.webhookServiceConfig) settings.webhookServiceConfig = await sealServiceConfig(services.secrets, apiKey, dropUndefined(data.webhookServiceConfig));
-      await ctx.execute(workspaceDecider, workspaceStream(workspaceId), {
-        type: 'CreateApiKey',
+      const command = {
+        type: 'CreateApiKey' as const,
         data: {
           apiKey,
           apiKeyName: data.apiKeyName ?? `${data.type} key`,
@@ -163,7 +160,17 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
           ...(token ? { token: { tokenId: token.tokenId, tokenHash: token.tokenHash } } : {}),
         },
         metadata: { now: ctx.now },
-      });
+      };
+      const stream = workspaceStream(workspaceId);
+      if (data.emailServiceConfig || data.webhookServiceConfig) {
+        // The service configs' secrets are sealed with the new key's own data key
+        // (src/secrets/), which sealing creates: a refusal (a production key over the limit,
+        // say) is found first, on the current state, so it leaves no data key behind.
+        workspaceDecider.decide(command, (await services.commands.load(workspaceDecider, stream)).state);
+        if (data.emailServiceConfig) settings.emailServiceConfig = await sealServiceConfig(services.secrets, apiKey, dropUndefined(data.emailServiceConfig));
+        if (data.webhookServiceConfig) settings.webhookServiceConfig = await sealServiceConfig(services.secrets, apiKey, dropUndefined(data.webhookServiceConfig));
+      }
+      await ctx.execute(workspaceDecider, stream, command);
       return {
         message: 'API key created successfully.',
         data: { apiKey, ...(token ? { authToken: token.secret } : {}) },
