@@ -2,8 +2,9 @@
  * Agent aggregate, one stream per API key and agent id (semantics §6).
  *
  * - A custom agent is created, updated (every update bumps `version`) and deleted. Its
- *   events carry the whole configuration, secrets included: the write side keeps them;
- *   projections and responses only ever see `redactAgentConfig` of it.
+ *   events carry the whole configuration, secrets included (sealed by the route: commands
+ *   arrive with them encrypted): the write side keeps them; projections and responses only
+ *   ever see `redactAgentConfig` of it.
  * - A built-in agent's id (src/agents/catalogue.ts) is reserved: its stream only records
  *   the key's `enabled` choice, the one change a built-in accepts.
  * - A deleted agent's id may be used again: the new agent starts over at version 1.
@@ -11,7 +12,7 @@
 import { alreadyExists, assertNever, failedPrecondition, invalidArgument, notFound } from '../src/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import { isBuiltInAgent } from '../src/agents/catalogue.js';
-import { MAX_AGENT_CONFIG_BYTES, agentConfigBytes, restoreSecrets, type AgentChanges, type AgentConfig } from '../src/agents/config.js';
+import { MAX_AGENT_CONFIG_BYTES, agentConfigBytes, resealLegacy, restoreSecrets, type AgentChanges, type AgentConfig } from '../src/agents/config.js';
 
 // ---- events ----
 
@@ -51,7 +52,8 @@ export function evolve(state: AgentState, event: AgentEvent): AgentState {
 
 export type AgentCommand =
   | Command<'CreateAgent', { agentId: string; config: AgentConfig }>
-  | Command<'UpdateAgent', { agentId: string; changes: AgentChanges }>
+  /** `legacySealed`: sealed forms of clear secrets the stored config holds from before encryption at rest (src/agents/config.ts resealLegacy). */
+  | Command<'UpdateAgent', { agentId: string; changes: AgentChanges; legacySealed?: Record<string, string> }>
   | Command<'DeleteAgent', { agentId: string }>;
 
 // ---- decide ----
@@ -94,7 +96,7 @@ export function decide(command: AgentCommand, state: AgentState): AgentEvent[] {
       if (state.status !== 'active') throw agentNotFound();
       const changes = Object.fromEntries(Object.entries(command.data.changes).filter(([, v]) => v !== undefined));
       if (Object.keys(changes).length === 0) throw invalidArgument('Nothing to update: give at least one field to change.');
-      const config = restoreSecrets({ ...state.config, ...changes } as AgentConfig, state.config);
+      const config = resealLegacy(restoreSecrets({ ...state.config, ...changes } as AgentConfig, state.config), command.data.legacySealed);
       checkSize(config);
       return [{ type: 'AgentUpdated', data: { agentId, config, version: state.version + 1, updatedAt: now } }];
     }

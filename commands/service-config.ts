@@ -10,9 +10,13 @@
  *   default triggers. `triggers: null` means "never configured": everything is delivered.
  * - A webhook endpoint the deliverer disabled (its receiver answered 410 Gone) is enabled
  *   again by an update that sets its URL.
- * - Secrets (the webhook `authToken`, the email provider's `apiKey`) stay on the write side.
+ * - Secrets (the webhook `authToken`, the email provider's `apiKey`) stay on the write side,
+ *   sealed (src/secrets/): the route seals what the client sends. A secret stored in clear
+ *   before encryption at rest is sealed when the next update carries it into a new event
+ *   (`legacySealed`, computed by the route), so new events never hold it in clear.
  */
 import { invalidArgument } from '../src/errors.js';
+import { isSealed } from '../src/secrets/envelope.js';
 import type { ApiKeySettings } from './workspace.js';
 
 export type ServiceName = 'email' | 'webhook';
@@ -24,6 +28,9 @@ export const ENDPOINT_URL_FIELD: Record<WebhookEndpoint, string> = {
 };
 
 export const REDACTED = '__redacted__';
+
+/** Fields that hold secrets wherever they appear in a service config: sealed when stored, redacted when read. */
+export const SERVICE_SECRET_FIELDS: ReadonlySet<string> = new Set(['apiKey', 'authToken', 'secret', 'password', 'token']);
 
 export interface ServiceState {
   enabled: boolean;
@@ -49,6 +56,8 @@ export interface ServiceConfigUpdate {
   triggers?: string[];
   /** Seeded on first enable (generated outside decide, like ids). */
   defaultTriggers: string[];
+  /** Sealed forms of the clear (pre-encryption) secrets the stored config holds, by clear value. */
+  legacySealed?: Record<string, string>;
 }
 
 function validate(service: ServiceName, s: ServiceState) {
@@ -71,6 +80,13 @@ export function mergeServiceConfig(cur: ServiceState, u: ServiceConfigUpdate): S
     if (v === REDACTED) continue;
     if (v === '') delete config[k];
     else config[k] = v;
+  }
+  const legacy = u.legacySealed;
+  if (legacy) {
+    for (const k of SERVICE_SECRET_FIELDS) {
+      const v = config[k];
+      if (v !== undefined && !isSealed(v) && Object.hasOwn(legacy, v)) config[k] = legacy[v]!;
+    }
   }
   const enabled = u.enabled ?? cur.enabled;
   const triggers = u.triggers ?? (enabled && cur.triggers === null ? u.defaultTriggers : cur.triggers);

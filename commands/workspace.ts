@@ -6,10 +6,18 @@
  * concurrent "create production key" requests can never both take the last slot.
  * Auth-token secrets never enter events: commands carry their SHA-256 hashes only. What the
  * service itself must use later (service configs' tokens for webhook delivery, the key's
- * JWT signing secret) is kept in events and aggregate state only, never in a read model.
+ * JWT signing keys) is kept in events and aggregate state only, never in a read model, and
+ * only sealed (src/secrets/): commands carry values the route already encrypted with the API
+ * key's data key, since decide stays pure. Events written before encryption at rest hold
+ * clear values; state keeps whatever the events hold, and readers open it either way.
+ *
+ * Deleting an API key removes it from the state (its production slot is free again) and
+ * remembers its id, so a repeated deletion is a no-op the route can still finish (shredding
+ * the key's data keys) instead of NOT_FOUND.
  */
 import { ApiError, assertNever, failedPrecondition, notFound, permissionDenied, resourceExhausted } from '../src/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
+import { SIGNING_KEY_RETENTION_MS } from '../src/tokens/lifetime.js';
 import {
   initialServices,
   mergeServiceConfig,
@@ -47,6 +55,7 @@ export type WorkspaceEvent =
       authTokenHash: string;
       createdAt: number;
     }>
+  | DomainEvent<'WorkspaceAuthTokenRotated', { workspaceId: string; authTokenHash: string; rotatedAt: number }>
   | DomainEvent<'WorkspaceSettingsChanged', {
       workspaceId: string;
       plan?: Plan;
@@ -64,6 +73,7 @@ export type WorkspaceEvent =
       settings: ApiKeySettings;
       createdAt: number;
     }>
+  | DomainEvent<'ApiKeyDeleted', { workspaceId: string; apiKey: string; deletedAt: number }>
   | DomainEvent<'ApiKeyAuthTokenCreated', { apiKey: string; tokenId: string; tokenHash: string; createdAt: number }>
   | DomainEvent<'ApiKeyAuthTokenRevoked', { apiKey: string; tokenId: string; revokedAt: number }>
   // Email/webhook config (commands/service-config.ts): the whole resulting service state.
@@ -78,16 +88,34 @@ export type WorkspaceEvent =
       updatedAt: number;
     }>
   | DomainEvent<'WebhookEndpointDisabled', { workspaceId: string; apiKey: string; endpoint: WebhookEndpoint; reason: string; disabledAt: number }>
-  // The key's secret for signing /v2/auth/generate_token JWTs: write side only, never read back out.
-  | DomainEvent<'ApiKeyTokenSigningSecretCreated', { workspaceId: string; apiKey: string; secret: string; createdAt: number }>;
+  // The key's first secret for signing /v2/auth/generate_token JWTs: write side only, never
+  // read back out; sealed. Events from before key ids and encryption at rest have no `kid`
+  // (the key is LEGACY_KID) and a clear `secret`.
+  | DomainEvent<'ApiKeyTokenSigningSecretCreated', { workspaceId: string; apiKey: string; kid?: string; secret: string; createdAt: number }>
+  // A new signing key; the previous one verifies the tokens it signed until they expire,
+  // unless revoked (`revokedKids` also drops keys whose tokens have all expired).
+  | DomainEvent<'ApiKeyTokenSigningKeyRotated', { workspaceId: string; apiKey: string; kid: string; secret: string; revokedKids: string[]; rotatedAt: number }>;
 
 // ---- state ----
+
+/** A user-token signing key: the current one (`retiredAt` null) signs, retired ones only verify. */
+export interface SigningKey {
+  kid: string;
+  /** Sealed (clear in events from before encryption at rest). */
+  secret: string;
+  createdAt: number;
+  retiredAt: number | null;
+}
+
+/** The `kid` of a signing key created before key ids existed; tokens without a `kid` name it. */
+export const LEGACY_KID = 'k0';
 
 export interface KeyState {
   type: ApiKeyType;
   tokenIds: string[];
   services: KeyServices;
-  tokenSigningSecret?: string;
+  /** Oldest first; the last one is current. Empty until the first token is issued. */
+  signingKeys: SigningKey[];
 }
 
 export type WorkspaceState =
@@ -99,6 +127,8 @@ export type WorkspaceState =
       productionKeysEnabled: boolean;
       maxProductionKeys: number;
       keys: Record<string, KeyState>;
+      /** API keys deleted from this workspace. */
+      deletedKeys: string[];
     };
 
 /** Until the operator says otherwise, a workspace that may create production keys gets this many. */
@@ -126,6 +156,7 @@ export function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceS
       productionKeysEnabled: false,
       maxProductionKeys: DEFAULT_MAX_PRODUCTION_KEYS,
       keys: {},
+      deletedKeys: [],
     };
   }
   if (state.status !== 'active') return state;
@@ -139,13 +170,23 @@ export function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceS
         maxProductionKeys: maxProductionKeys ?? state.maxProductionKeys,
       };
     }
+    case 'WorkspaceAuthTokenRotated':
+      // Only the read model keeps the hash: authentication reads it there.
+      return state;
     case 'ApiKeyCreated': {
-      const key: KeyState = { type: event.data.type, tokenIds: [], services: initialServices(event.data.settings) };
+      const key: KeyState = { type: event.data.type, tokenIds: [], services: initialServices(event.data.settings), signingKeys: [] };
       return { ...state, keys: { ...state.keys, [event.data.apiKey]: key } };
+    }
+    case 'ApiKeyDeleted': {
+      if (!keyOf(state, event.data.apiKey)) return state;
+      const keys = { ...state.keys };
+      delete keys[event.data.apiKey];
+      return { ...state, keys, deletedKeys: [...state.deletedKeys, event.data.apiKey] };
     }
     case 'ApiKeyServiceConfigUpdated':
     case 'WebhookEndpointDisabled':
-    case 'ApiKeyTokenSigningSecretCreated': {
+    case 'ApiKeyTokenSigningSecretCreated':
+    case 'ApiKeyTokenSigningKeyRotated': {
       const key = keyOf(state, event.data.apiKey);
       if (!key) return state;
       return { ...state, keys: { ...state.keys, [event.data.apiKey]: evolveKey(key, event) } };
@@ -176,8 +217,18 @@ function evolveKey(key: KeyState, event: WorkspaceEvent): KeyState {
       if (w.disabledEndpoints.includes(event.data.endpoint)) return key;
       return { ...key, services: { ...key.services, webhook: { ...w, disabledEndpoints: [...w.disabledEndpoints, event.data.endpoint] } } };
     }
-    case 'ApiKeyTokenSigningSecretCreated':
-      return key.tokenSigningSecret ? key : { ...key, tokenSigningSecret: event.data.secret };
+    case 'ApiKeyTokenSigningSecretCreated': {
+      if (key.signingKeys.length > 0) return key;
+      const { kid, secret, createdAt } = event.data;
+      return { ...key, signingKeys: [{ kid: kid ?? LEGACY_KID, secret, createdAt, retiredAt: null }] };
+    }
+    case 'ApiKeyTokenSigningKeyRotated': {
+      const { kid, secret, revokedKids, rotatedAt } = event.data;
+      const kept = key.signingKeys
+        .filter((k) => !revokedKids.includes(k.kid) && k.kid !== kid)
+        .map((k) => (k.retiredAt === null ? { ...k, retiredAt: rotatedAt } : k));
+      return { ...key, signingKeys: [...kept, { kid, secret, createdAt: rotatedAt, retiredAt: null }] };
+    }
     default:
       return key;
   }
@@ -207,12 +258,17 @@ export type WorkspaceCommand =
       firstKey: NewApiKey;
     }>
   | Command<'ChangeWorkspaceSettings', { plan?: Plan; productionKeysEnabled?: boolean; maxProductionKeys?: number }>
+  /** The new token's hash (the token is generated outside); the old token stops at once. */
+  | Command<'RotateWorkspaceAuthToken', { authTokenHash: string }>
+  | Command<'DeleteApiKey', { apiKey: string }>
   | Command<'CreateApiKey', NewApiKey>
   | Command<'ResetAuthToken', { apiKey: string; revokeTokenId?: string; tokenId: string; tokenHash: string }>
   | Command<'UpdateServiceConfig', ServiceConfigUpdate & { apiKey: string }>
   | Command<'DisableWebhookEndpoint', { apiKey: string; endpoint: WebhookEndpoint; reason: string }>
-  /** Creates the key's token-signing secret unless it has one (`secret` is generated outside). */
-  | Command<'EnsureTokenSigningSecret', { apiKey: string; secret: string }>;
+  /** Creates the key's token-signing key unless it has one (`kid` and sealed `secret` are generated outside). */
+  | Command<'EnsureTokenSigningSecret', { apiKey: string; kid: string; secret: string }>
+  /** A new current signing key; `revokePrevious` stops every token the others signed at once. */
+  | Command<'RotateTokenSigningKey', { apiKey: string; kid: string; secret: string; revokePrevious: boolean }>;
 
 // ---- decide ----
 
@@ -274,9 +330,22 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
         (d.maxProductionKeys !== undefined && d.maxProductionKeys !== state.maxProductionKeys);
       return changed ? [{ type: 'WorkspaceSettingsChanged', data: { workspaceId: state.workspaceId, ...d } }] : [];
     }
+    case 'RotateWorkspaceAuthToken': {
+      if (state.status !== 'active') throw workspaceNotFound();
+      return [{ type: 'WorkspaceAuthTokenRotated', data: { workspaceId: state.workspaceId, authTokenHash: command.data.authTokenHash, rotatedAt: now } }];
+    }
+    case 'DeleteApiKey': {
+      if (state.status !== 'active') throw workspaceNotFound();
+      const { apiKey } = command.data;
+      if (state.deletedKeys.includes(apiKey)) return [];
+      if (!keyOf(state, apiKey)) throw notFound('API key not found in this workspace.');
+      return [{ type: 'ApiKeyDeleted', data: { workspaceId: state.workspaceId, apiKey, deletedAt: now } }];
+    }
     case 'CreateApiKey': {
       if (state.status !== 'active') throw workspaceNotFound();
-      if (keyOf(state, command.data.apiKey)) throw new ApiError('ALREADY_EXISTS', 'API key already exists.');
+      if (keyOf(state, command.data.apiKey) || state.deletedKeys.includes(command.data.apiKey)) {
+        throw new ApiError('ALREADY_EXISTS', 'API key already exists.');
+      }
       if (command.data.type === 'production') guardProductionKey(state);
       return keyEvents(state.workspaceId, command.data, now);
     }
@@ -314,11 +383,24 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
     }
     case 'EnsureTokenSigningSecret': {
       if (state.status !== 'active') throw workspaceNotFound();
-      const { apiKey, secret } = command.data;
+      const { apiKey, kid, secret } = command.data;
       const key = keyOf(state, apiKey);
       if (!key) throw notFound('API key not found in this workspace.');
-      if (key.tokenSigningSecret) return [];
-      return [{ type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: state.workspaceId, apiKey, secret, createdAt: now } }];
+      if (key.signingKeys.length > 0) return [];
+      return [{ type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: state.workspaceId, apiKey, kid, secret, createdAt: now } }];
+    }
+    case 'RotateTokenSigningKey': {
+      if (state.status !== 'active') throw workspaceNotFound();
+      const { apiKey, kid, secret, revokePrevious } = command.data;
+      const key = keyOf(state, apiKey);
+      if (!key) throw notFound('API key not found in this workspace.');
+      // Revoked: all previous keys when asked; otherwise only retired keys whose tokens have
+      // all expired (they verify nothing any more), so the list stays short however often
+      // a key is rotated. Example: rotated at t0 and again at t0 + 49 h: the t0 key goes.
+      const revokedKids = key.signingKeys
+        .filter((k) => revokePrevious || (k.retiredAt !== null && k.retiredAt + SIGNING_KEY_RETENTION_MS <= now))
+        .map((k) => k.kid);
+      return [{ type: 'ApiKeyTokenSigningKeyRotated', data: { workspaceId: state.workspaceId, apiKey, kid, secret, revokedKids, rotatedAt: now } }];
     }
     default:
       return assertNever(command, 'workspace command');

@@ -4,6 +4,8 @@
  *   reach a read model), with the execution counters list rows show;
  * - `agent_builtin_settings`: a key's `enabled` choice for a built-in agent, once made;
  * - `agent_groups`: one document per agent group with its ordered `agentIds`.
+ * A deleted API key (`ApiKeyDeleted`, workspace stream) takes all three with it: its agent
+ * configurations, even redacted, are its data.
  */
 import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc } from '../src/ports/read-store.js';
@@ -12,6 +14,7 @@ import { key } from '../src/ids.js';
 import { redactAgentConfig, type AgentConfig } from '../src/agents/config.js';
 import type { AgentEvent } from '../commands/agent.js';
 import type { AgentGroupEvent } from '../commands/agent-group.js';
+import type { WorkspaceEvent } from '../commands/workspace.js';
 
 export const AGENTS = 'agents';
 export const AGENT_BUILTIN_SETTINGS = 'agent_builtin_settings';
@@ -45,7 +48,7 @@ export interface AgentGroupDoc extends Doc {
   updatedAt: number;
 }
 
-type Ev = AgentEvent | AgentGroupEvent;
+type Ev = AgentEvent | AgentGroupEvent | Extract<WorkspaceEvent, { type: 'ApiKeyDeleted' }>;
 type Of<T extends Ev['type']> = Extract<Ev, { type: T }>['data'];
 const data = <T extends Ev['type']>(e: RecordedEvent) => e.data as Of<T>;
 const apiKeyOf = (e: RecordedEvent) => e.metadata.apiKey ?? '';
@@ -55,8 +58,13 @@ export const agentsProjection = defineProjection({
   indexes: [
     { collection: AGENTS, fields: ['apiKey', 'createdAt'] },
     { collection: AGENT_GROUPS, fields: ['apiKey', 'createdAt'] },
+    { collection: AGENT_BUILTIN_SETTINGS, fields: ['apiKey'] },
   ],
   handlers: {
+    async ApiKeyDeleted(e, tx) {
+      const { apiKey } = data<'ApiKeyDeleted'>(e);
+      for (const c of [AGENTS, AGENT_BUILTIN_SETTINGS, AGENT_GROUPS]) await tx.deleteMany(c, { apiKey });
+    },
     async AgentCreated(e, tx) {
       const d = data<'AgentCreated'>(e);
       const apiKey = apiKeyOf(e);

@@ -3,12 +3,14 @@
  * - `workspaces`: one document per workspace, with the hash of its auth token and settings;
  * - `api_keys`: one document per API key (the tenant), with its token hashes and config.
  * Service configs are stored with their secrets redacted: read models never hold a secret in
- * clear (the write side's events keep what delivery needs).
+ * clear (the write side's events keep what delivery needs, sealed).
+ * A deleted API key's document goes at once: its tokens stop authenticating with the commit.
  */
 import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc } from '../src/ports/read-store.js';
 import { defineProjection } from '../src/runtime/projection.js';
 import type { ApiKeySettings, ApiKeyType, WorkspaceEvent } from '../commands/workspace.js';
+import { SERVICE_SECRET_FIELDS } from '../commands/service-config.js';
 
 export const WORKSPACES = 'workspaces';
 export const API_KEYS = 'api_keys';
@@ -43,12 +45,10 @@ export interface ApiKeyDoc extends Doc {
 }
 
 export const REDACTED = '__redacted__';
-/** Keys whose values are secrets wherever they appear in a service config. */
-const SECRET_KEYS = new Set(['apiKey', 'authToken', 'secret', 'password', 'token']);
 
 export function redactConfig(config: Record<string, string> | undefined): Record<string, string> | undefined {
   if (!config) return undefined;
-  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, SECRET_KEYS.has(k) && v ? REDACTED : v]));
+  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, SERVICE_SECRET_FIELDS.has(k) && v ? REDACTED : v]));
 }
 
 type Of<T extends WorkspaceEvent['type']> = Extract<WorkspaceEvent, { type: T }>['data'];
@@ -72,6 +72,13 @@ export const workspacesProjection = defineProjection({
         createdAt: d.createdAt,
       };
       await tx.upsert(WORKSPACES, doc);
+    },
+    async WorkspaceAuthTokenRotated(e, tx) {
+      const d = data<'WorkspaceAuthTokenRotated'>(e);
+      await tx.patch(WORKSPACES, d.workspaceId, { authTokenHash: d.authTokenHash });
+    },
+    async ApiKeyDeleted(e, tx) {
+      await tx.delete(API_KEYS, data<'ApiKeyDeleted'>(e).apiKey);
     },
     async WorkspaceSettingsChanged(e, tx) {
       const d = data<'WorkspaceSettingsChanged'>(e);

@@ -4,7 +4,7 @@
  */
 import type { ReadView } from '../src/ports/read-store.js';
 import { key } from '../src/ids.js';
-import type { AgentConfig } from '../src/agents/config.js';
+import { redactAgentConfig, type AgentConfig } from '../src/agents/config.js';
 import { BUILT_IN_AGENTS, BUILT_IN_MANAGED_BY, builtInAgent, type BuiltInAgent } from '../src/agents/catalogue.js';
 import {
   AGENTS,
@@ -74,7 +74,10 @@ export async function getAgent(read: ReadView, apiKey: string, agentId: string) 
   const builtIn = builtInAgent(agentId);
   if (builtIn) return builtInAgentView(builtIn, await builtInEnabled(read, apiKey, builtIn));
   const doc = await read.get<AgentDoc>(AGENTS, key(apiKey, agentId));
-  return doc ? customAgentView(doc.agentId, doc.config, doc.version) : null;
+  // Redacted again on the way out: documents written by a version that redacted by key name
+  // (before semantics §6 said "by position") may still hold a `pwd` or an `accessKey` until
+  // the read models are rebuilt. Redacting twice changes nothing.
+  return doc ? customAgentView(doc.agentId, redactAgentConfig(doc.config), doc.version) : null;
 }
 
 export const getAgentGroup = (read: ReadView, apiKey: string, groupId: string) =>

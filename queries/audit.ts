@@ -7,7 +7,7 @@
  */
 import { invalidArgument } from '../src/errors.js';
 import type { Filter, ReadView } from '../src/ports/read-store.js';
-import { AUDIT_EVENTS, AUDIT_SUBJECTS, subjectKey, type AuditEventDoc, type AuditSubjectDoc, type SubjectKind } from '../projections/audit.js';
+import { AUDIT_EVENTS, AUDIT_SUBJECTS, redactForAudit, subjectKey, type AuditEventDoc, type AuditSubjectDoc, type SubjectKind } from '../projections/audit.js';
 import { decodePageToken, encodePageToken, type Cursor } from './paging.js';
 
 export interface AuditTarget {
@@ -133,7 +133,8 @@ export const auditEntryView = (e: AuditEventDoc) => ({
   ...(e.causationId !== undefined ? { causationId: e.causationId } : {}),
   stream: { category: e.category, ids: e.streamIds },
   revision: e.revision,
-  data: e.data,
+  // Redacted again on the way out, for rows a version with name-based redaction wrote.
+  data: redactForAudit(e.type, e.data),
 });
 
 export const MAX_AUDIT_SCAN = 5000;

@@ -17,6 +17,7 @@ import { RequestContext } from './http/context.js';
 import type { AnyRoute, Success } from './http/route.js';
 import { parseBody } from './http/validation.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
+import { keyLifecycleRoutes } from './http/routes/key-lifecycle.js';
 import { RateLimiter, RateLimitedError } from './http/rate-limit.js';
 import { IdempotencyStore, bodyHash, readIdempotencyKey } from './http/idempotency.js';
 import { edgeOptions, installEdge } from './http/edge.js';
@@ -30,7 +31,7 @@ import { auditRoutes } from './http/routes/audit.js';
 import { countParked } from './ops/parked.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services)];
+  return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services)];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

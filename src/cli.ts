@@ -7,6 +7,11 @@
  *                                             create a workspace; prints its credentials as JSON
  *   workspace set <id> [--plan free|paid] [--production-keys on|off] [--max-production-keys N]
  *                                             operator settings that gate production keys
+ *   workspace rotate-token <id>               a new workspace auth token (printed once); the old one stops
+ *   apikey rotate-signing-key <apiKey> [--revoke-previous] [--workspace W]
+ *                                             a new user-token signing key; old tokens stay valid until
+ *                                             they expire unless --revoke-previous
+ *   apikey delete <apiKey> [--workspace W]    delete the key: its tokens stop, its secrets are shredded
  *   audit --api-key K [--organization O [--folder F | --document D] | --agent A]
  *         [--since T] [--until T] [--type T]... [--json]
  *                                             a history in log order (src/ops/audit.ts)
@@ -35,11 +40,18 @@ import { formatProgress, formatStatus, projectionsStatus, rebuildReadModels, Reb
 import { allProjections } from '../projections/index.js';
 import { WEBHOOK_CHECKPOINT } from './webhooks/outbox.js';
 import { ParkedError, formatParked, listParked, retryParked, skipParked } from './ops/parked.js';
+import { deleteApiKey, rotateWorkspaceAuthToken } from './http/routes/key-lifecycle.js';
+import { rotateSigningKey } from './tokens/user-tokens.js';
+import { API_KEYS, type ApiKeyDoc } from '../projections/workspaces.js';
+import { notFound } from './errors.js';
 
 const USAGE = `usage:
   collab serve [--role api|worker|all]
   collab workspace create --email <email> [--name <owner name>] [--workspace-name <name>]
   collab workspace set <workspaceId> [--plan free|paid] [--production-keys on|off] [--max-production-keys <n>]
+  collab workspace rotate-token <workspaceId>
+  collab apikey rotate-signing-key <apiKey> [--revoke-previous] [--workspace <workspaceId>]
+  collab apikey delete <apiKey> [--workspace <workspaceId>]
   collab audit --api-key <key> [--organization <id> [--folder <id> | --document <id>] | --agent <id>]
                [--since <time>] [--until <time>] [--type <EventType>]... [--json]
   collab projections status [--json]
@@ -121,6 +133,37 @@ async function workspaceSet(args: string[]) {
   if (state.status !== 'active') throw new Error('bug: settings changed on a workspace that is not active');
   const { plan, productionKeysEnabled, maxProductionKeys } = state;
   process.stdout.write(JSON.stringify({ workspaceId: id, plan, productionKeysEnabled, maxProductionKeys }, null, 2) + '\n');
+}
+
+async function workspaceRotateToken(args: string[]) {
+  const { positionals } = parseArgs({ args, allowPositionals: true, options: {}, strict: true });
+  if (positionals.length !== 1) throw new UsageError('workspace rotate-token takes exactly one workspace id');
+  const out = await withServices((_s, ctx) => rotateWorkspaceAuthToken(ctx, positionals[0]!));
+  process.stdout.write(JSON.stringify(out, null, 2) + '\n');
+}
+
+/** `apikey rotate-signing-key` and `apikey delete`: the key's workspace from the read model, unless given. */
+async function apiKeyCommand(sub: string | undefined, args: string[]) {
+  if (sub !== 'rotate-signing-key' && sub !== 'delete') throw new UsageError(`unknown command: apikey ${sub ?? ''}`.trim());
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { workspace: { type: 'string' }, ...(sub === 'rotate-signing-key' ? { 'revoke-previous': { type: 'boolean', default: false } } : {}) },
+    strict: true,
+  });
+  if (positionals.length !== 1) throw new UsageError(`apikey ${sub} takes exactly one API key`);
+  const apiKey = positionals[0]!;
+  const out = await withServices(async (s, ctx) => {
+    let workspaceId = values.workspace as string | undefined;
+    if (workspaceId === undefined) {
+      await s.projections.catchUp();
+      const doc = await s.read.get<ApiKeyDoc>(API_KEYS, apiKey);
+      if (!doc) throw notFound('API key not found (give --workspace to finish the deletion of a key already removed from the read models).');
+      workspaceId = doc.workspaceId;
+    }
+    return sub === 'delete' ? deleteApiKey(ctx, workspaceId, apiKey) : rotateSigningKey(ctx, workspaceId, apiKey, values['revoke-previous'] === true);
+  });
+  process.stdout.write(JSON.stringify(out, null, 2) + '\n');
 }
 
 async function audit(args: string[]) {
@@ -222,6 +265,8 @@ export async function run(argv: string[]): Promise<number> {
     }
     if (cmd === 'workspace' && sub === 'create') await workspaceCreate(rest);
     else if (cmd === 'workspace' && sub === 'set') await workspaceSet(rest);
+    else if (cmd === 'workspace' && sub === 'rotate-token') await workspaceRotateToken(rest);
+    else if (cmd === 'apikey') await apiKeyCommand(sub, rest);
     else if (cmd === 'audit') await audit(argv.slice(1));
     else if (cmd === 'projections') await projectionsCommand(sub, rest);
     else if (cmd === undefined || cmd === 'help' || cmd === '--help') {

@@ -5,6 +5,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { parseCidr } from './webhooks/egress.js';
+import { parseKeyMaterial } from './secrets/envelope.js';
 
 export interface Config {
   port: number;
@@ -76,6 +77,12 @@ export interface Config {
   webhookAllowedCidrs: string[];
   /** A fully internal deployment: webhooks may go to any address. Default false. */
   webhookAllowPrivate: boolean;
+  /**
+   * The master key of secrets at rest (src/secrets/), 32 bytes from SECRETS_KEY (base64 or
+   * hex); unset: DATA_DIR/secrets.key, created on first start. Required when both
+   * EVENTSTORE_URL and MONGODB_URL are set (processes on several hosts share no DATA_DIR).
+   */
+  secretsKey?: Uint8Array;
 }
 
 export class ConfigError extends Error {
@@ -171,6 +178,20 @@ function cidrs(env: Env, name: string): string[] {
   return entries;
 }
 
+function secretsKey(env: Env, external: boolean): Uint8Array | undefined {
+  const raw = env.SECRETS_KEY;
+  if (raw === undefined || raw === '') {
+    if (external) {
+      throw new ConfigError('SECRETS_KEY', 'is required when EVENTSTORE_URL and MONGODB_URL are both set (every process must share one master key); generate one with `openssl rand -base64 32`');
+    }
+    return undefined;
+  }
+  const bytes = parseKeyMaterial(raw);
+  // The value itself is never echoed: it is (meant to be) a secret.
+  if (!bytes) throw new ConfigError('SECRETS_KEY', `must be 32 bytes in base64 or 64 hex digits (got ${raw.trim().length} characters); generate one with \`openssl rand -base64 32\``);
+  return bytes;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -209,12 +230,15 @@ export function loadConfig(env: Env = process.env): Config {
       `must be 0 (off) or more than REQUEST_TIMEOUT_MS (${requestTimeoutMs}) and READ_YOUR_WRITES_TIMEOUT_MS (${readYourWritesTimeoutMs}), got ${connectionTimeoutMs}`,
     );
   }
+  const eventStoreUrl = url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover']);
+  const mongodbUrl = url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']);
+  const key = secretsKey(env, eventStoreUrl !== undefined && mongodbUrl !== undefined);
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host,
     dataDir: path.resolve(env.DATA_DIR || './data'),
-    eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover']),
-    mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
+    eventStoreUrl,
+    mongodbUrl,
     adminToken,
     logLevel,
     regions,
@@ -242,5 +266,6 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetentionDays: integer(env, 'WEBHOOK_RETENTION_DAYS', 7, 1, 3650),
     webhookAllowedCidrs: cidrs(env, 'WEBHOOK_ALLOWED_CIDRS'),
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    ...(key ? { secretsKey: key } : {}),
   };
 }

@@ -69,3 +69,15 @@ export class BugError extends Error {
 export function assertNever(value: never, what = 'value'): never {
   throw new BugError(`unexpected ${what}: ${JSON.stringify(value)}`);
 }
+
+/**
+ * A secret the service must use cannot be decrypted: its API key was deleted (its data key
+ * destroyed), or the key store lost the data key. Never a crash: the caller reports it
+ * (a webhook attempt fails with this message, a token request answers FAILED_PRECONDITION).
+ */
+export class SecretUnavailableError extends ApiError {
+  constructor(message: string) {
+    super('FAILED_PRECONDITION', message);
+    this.name = 'SecretUnavailableError';
+  }
+}

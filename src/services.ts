@@ -22,6 +22,7 @@ import type { GenerationalReadStore } from './runtime/generations.js';
 import { Lease } from './runtime/lease.js';
 import { BackgroundThread } from './runtime/background.js';
 import { shareLogReads } from './runtime/shared-log-reads.js';
+import { openSecretStore, type SecretStore } from './secrets/store.js';
 
 const silentLogger = { error() {}, warn() {}, info() {} };
 
@@ -32,6 +33,8 @@ export interface Services {
   /** The same read store, with its read-model generation controls (src/runtime/generations.ts). */
   generations: GenerationalReadStore;
   commands: CommandHandler;
+  /** Seals and opens the secrets tenants configure; shreds a deleted API key's (src/secrets/store.ts). */
+  secrets: SecretStore;
   projections: ProjectionRunner;
   /** Sends webhooks (src/webhooks/); runs only when the services follow the log. */
   webhooks: WebhookDeliverer;
@@ -127,6 +130,7 @@ export async function assemble(
   const generations = await openReadModels(read, allProjections);
   read = generations;
   if (options.decorateEvents) events = options.decorateEvents(events);
+  const secrets = await openSecretStore(read, config, options.clock ?? Date.now, options.logger);
   const api = options.role === 'api';
   // serve's default: the background work runs on a worker thread (src/runtime/background.ts)
   // and this thread only observes the checkpoints it stores, as an API process does.
@@ -157,6 +161,7 @@ export async function assemble(
     egress: egressPolicyOf(config),
     logger: options.logger,
     lease: new Lease(read, 'webhooks', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
+    secrets,
     ...webhookOptions,
   });
   if (options.follow !== false && options.webhooks !== false && !observe) {
@@ -187,6 +192,7 @@ export async function assemble(
     read,
     generations,
     commands,
+    secrets,
     projections,
     webhooks,
     cascade,

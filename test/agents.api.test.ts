@@ -49,7 +49,8 @@ S('create returns the full configuration with secrets redacted, version 1', asyn
   assert.is(a.managedBy, 'customer');
   assert.is(a.enabled, true);
   assert.is(a.instructions, 'Check {{page}}');
-  assert.equal(a.contextGathering.strategyOptions, { web: { apiKey: '__redacted__', maxPages: 3 } });
+  // By position (semantics §6): every value under strategyOptions, whatever its key.
+  assert.equal(a.contextGathering.strategyOptions, { web: { apiKey: '__redacted__', maxPages: '__redacted__' } });
   assert.equal(a.execution.mcpServers[0].auth, { type: 'bearer', token: '__redacted__' });
   assert.equal(a.scope, full.scope);
   assert.is(a.unknownField, undefined);
@@ -101,10 +102,14 @@ S('update bumps version, keeps secrets sent back redacted, replaces given sectio
   const u2 = ok(await h.post('/v2/agents/update', { agentId: 'reviewer', enabled: false }, t.headers)).agent;
   assert.is(u2.version, 3);
   assert.is(u2.enabled, false);
-  // The stored secret survived the round trip: it is in the write side's latest event.
+  // The stored secret survived the round trip: it is in the write side's latest event, sealed.
   const events = await h.services.events.readAll();
   const last = events.filter((e) => e.type === 'AgentUpdated').at(-1)!;
-  assert.is((last.data as any).config.execution.mcpServers[0].auth.token, 'mcp-secret-2');
+  const stored = (last.data as any).config;
+  assert.match(stored.execution.mcpServers[0].auth.token, /^enc:v1:/);
+  assert.is(await h.services.secrets.open(t.apiKey, stored.execution.mcpServers[0].auth.token), 'mcp-secret-2');
+  assert.is(await h.services.secrets.open(t.apiKey, stored.contextGathering.strategyOptions.web.maxPages), 3);
+  assert.is(stored.execution.mcpServers[0].auth.type, 'bearer');
   fails(await h.post('/v2/agents/update', { agentId: 'reviewer' }, t.headers), 400, 'INVALID_ARGUMENT', /Nothing to update/);
   fails(await h.post('/v2/agents/update', { agentId: 'ghost', name: 'x' }, t.headers), 404, 'NOT_FOUND');
 });

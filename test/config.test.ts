@@ -36,6 +36,7 @@ test('values are read', () => {
     DATA_DIR: '/tmp/x',
     EVENTSTORE_URL: 'esdb://localhost:2113?tls=false',
     MONGODB_URL: 'mongodb://localhost:27017/collab',
+    SECRETS_KEY: 'ab'.repeat(32),
     ADMIN_TOKEN: 'a-long-enough-admin-token',
     LOG_LEVEL: 'debug',
     REGIONS: 'usa, europe',
@@ -52,7 +53,26 @@ test('values are read', () => {
   assert.equal(c.regions, ['usa', 'europe']);
   assert.is(c.backgroundThread, false);
   assert.is(c.folderMaxDepth, 250);
+  assert.equal(Buffer.from(c.secretsKey!), Buffer.alloc(32, 0xab));
   assert.is(loadConfig({ BACKGROUND_THREAD: '1' }).backgroundThread, true);
+});
+
+test('SECRETS_KEY: base64 (either alphabet) or hex, 32 bytes; required with both production stores; never echoed', () => {
+  const bytes = Buffer.from(Array.from({ length: 32 }, (_, i) => 250 - i));
+  assert.equal(Buffer.from(loadConfig({ SECRETS_KEY: bytes.toString('base64') }).secretsKey!), bytes);
+  assert.equal(Buffer.from(loadConfig({ SECRETS_KEY: bytes.toString('base64url') }).secretsKey!), bytes);
+  assert.equal(Buffer.from(loadConfig({ SECRETS_KEY: ` ${bytes.toString('hex')}\n` }).secretsKey!), bytes);
+  assert.is(loadConfig({}).secretsKey, undefined);
+  assert.is(loadConfig({ EVENTSTORE_URL: 'esdb://h:2113' }).secretsKey, undefined, 'one production store: the key file in DATA_DIR will do');
+  failsOn({ EVENTSTORE_URL: 'esdb://h:2113', MONGODB_URL: 'mongodb://h/db' }, 'SECRETS_KEY');
+  for (const bad of ['short', bytes.subarray(0, 31).toString('base64'), bytes.toString('hex').slice(1), `${bytes.toString('base64')}xx`]) {
+    failsOn({ SECRETS_KEY: bad }, 'SECRETS_KEY');
+    try {
+      loadConfig({ SECRETS_KEY: bad });
+    } catch (e) {
+      assert.not.ok((e as Error).message.includes(bad), 'the value is not echoed');
+    }
+  }
 });
 
 test('bad values fail fast naming the variable', () => {

@@ -6,11 +6,26 @@
 import { test } from 'uvu';
 import { EsdbEventStore } from '../src/adapters/esdb-event-store.js';
 import { eventStoreContract } from './contract/event-store.contract.js';
+import { secretsAtRestContract } from './contract/secrets-at-rest.contract.js';
+import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
+import { tempDir } from './support/app.js';
+import fs from 'node:fs';
+import path from 'node:path';
 
 const url = process.env.EVENTSTORE_URL;
 if (url) {
   eventStoreContract(`EventStoreDB (${new URL(url).host})`, async () => new EsdbEventStore(url)).run();
+  // Secrets at rest (issue 12): what a run appends to EventStoreDB, read back through the port.
+  secretsAtRestContract(`EventStoreDB log (${new URL(url).host}) + SQLite read store`, async () => {
+    const dir = tempDir('collab-secrets-esdb-');
+    return {
+      events: new EsdbEventStore(url),
+      read: new SqliteReadStore(path.join(dir, 'readmodels.db')),
+      cleanup: async () => fs.rmSync(dir, { recursive: true, force: true }),
+    };
+  }).run();
 } else {
   test.skip('event store contract: EventStoreDB (set EVENTSTORE_URL=esdb://host:2113?tls=false to run it)', () => {});
+  test.skip('secrets at rest: EventStoreDB (set EVENTSTORE_URL to run it)', () => {});
   test.run();
 }

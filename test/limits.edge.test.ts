@@ -229,6 +229,17 @@ A('an update whose merged configuration passes 64 KiB is refused and the stored 
   assert.is(upd.agent.version, 2);
 });
 
+A('secrets count at the size the client sent them, not their encrypted size', async ({ h, t }) => {
+  // 700 options of 60 bytes: about 50 KB sent; encrypted one by one they store far more.
+  const options = Object.fromEntries(Array.from({ length: 700 }, (_, i) => [`o${i}`, 's'.repeat(60)]));
+  const a = okData(await h.post('/v2/agents/create', { agentId: 'sealed-fits', name: 'S', contextGathering: { strategyOptions: options } }, t.headers));
+  assert.is(a.agent.contextGathering.strategyOptions.o0, '__redacted__');
+  const stored = (await h.services.events.readAll()).at(-1)!;
+  assert.ok(JSON.stringify(stored.data).length > MAX_AGENT_CONFIG_BYTES, 'stored sealed, larger than the limit');
+  // One secret of 70,000 characters is over the limit whatever its form.
+  refused(await h.post('/v2/agents/create', { agentId: 'sealed-big', name: 'S', contextGathering: { strategyOptions: { key: 'k'.repeat(70_000) } } }, t.headers), /limited to 65536 bytes/);
+});
+
 // ---- presence/get paged ----
 
 const R = suite<{ h: Harness; t: Tenant }>('limits: presence/get is paged');

@@ -8,6 +8,11 @@ import { test } from 'uvu';
 import { randomUUID } from 'node:crypto';
 import { MongoReadStore } from '../src/adapters/mongo-read-store.js';
 import { readStoreContract } from './contract/read-store.contract.js';
+import { secretsAtRestContract } from './contract/secrets-at-rest.contract.js';
+import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
+import { tempDir } from './support/app.js';
+import fs from 'node:fs';
+import path from 'node:path';
 
 const url = process.env.MONGODB_URL;
 if (url) {
@@ -19,7 +24,23 @@ if (url) {
     await store.close();
   });
   s.run();
+  // Secrets at rest (issue 12): what a run stores in MongoDB, read back through the port.
+  const secretsDb = `collab_secrets_${randomUUID().slice(0, 8)}`;
+  secretsAtRestContract(`SQLite log + MongoDB read store (database ${secretsDb})`, async () => {
+    const dir = tempDir('collab-secrets-mongo-');
+    return {
+      events: new SqliteEventStore(path.join(dir, 'events.db')),
+      read: new MongoReadStore(url, { dbName: secretsDb }),
+      async cleanup() {
+        const store = new MongoReadStore(url, { dbName: secretsDb });
+        await store.dropDatabase();
+        await store.close();
+        fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }).run();
 } else {
   test.skip('read store contract: MongoDB (set MONGODB_URL=mongodb://host:27017/?replicaSet=rs0 to run it)', () => {});
+  test.skip('secrets at rest: MongoDB (set MONGODB_URL to run it)', () => {});
   test.run();
 }

@@ -8,7 +8,8 @@
  * - in any read-model collection (every rm_* table, ephemeral ones included);
  * - in any response but the one that created it (agent secrets: in none at all);
  * - in any webhook body;
- * - auth tokens (workspace, API key) nowhere in clear, the event log included (hashes only).
+ * - auth tokens (workspace, API key) nowhere in clear, the event log included (hashes only);
+ *   since issue 12 no other secret either (sealed: src/secrets/).
  * And the comparisons of presented secrets are constant-time (a static guard over the
  * modules that compare them).
  */
@@ -21,6 +22,8 @@ import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import { tempDir } from './support/app.js';
 import { ROOT, startService, waitHealthy, type Service } from './support/process.js';
+import { loadConfig } from '../src/config.js';
+import { openServices } from '../src/services.js';
 
 interface Answer {
   route: string;
@@ -134,12 +137,21 @@ test('no secret in logs, read models, later responses or webhook bodies; auth to
     const logs = s.output();
     assert.ok(logs.split('\n').filter(Boolean).length > 20, 'trace logs were written');
 
-    // The signing secret of user tokens lives in the write side only.
+    // The signing secret of user tokens lives in the write side only, sealed (issue 12):
+    // opened here with the service's own key store to search for its clear value.
     const eventsDb = new Database(path.join(dir, 'events.db'), { readonly: true });
     const events = eventsDb.prepare('SELECT type, data FROM events').all() as Array<{ type: string; data: string }>;
     eventsDb.close();
-    const signing = events.filter((e) => e.type === 'ApiKeyTokenSigningSecretCreated').map((e) => JSON.parse(e.data)).map((d) => d.secret ?? d.tokenSigningSecret ?? Object.values(d).find((v) => typeof v === 'string' && v.length >= 32));
-    assert.ok(signing.length >= 1 && signing.every((x) => typeof x === 'string' && x.length >= 16), `signing secrets found: ${JSON.stringify(events.filter((e) => e.type === 'ApiKeyTokenSigningSecretCreated'))}`);
+    const sealedSigning = events.filter((e) => e.type === 'ApiKeyTokenSigningSecretCreated').map((e) => JSON.parse(e.data) as { apiKey: string; secret: string });
+    assert.ok(sealedSigning.length >= 1 && sealedSigning.every((d) => /^enc:v1:/.test(d.secret)), `signing secrets stored sealed: ${JSON.stringify(sealedSigning)}`);
+    const opened = await openServices(loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'silent' }), { follow: false, webhooks: false });
+    const signing: string[] = [];
+    try {
+      for (const d of sealedSigning) signing.push((await opened.secrets.open(d.apiKey, d.secret)) as string);
+    } finally {
+      await opened.close();
+    }
+    assert.ok(signing.every((x) => typeof x === 'string' && x.length >= 16), 'signing secrets opened');
 
     const readModels = new Database(path.join(dir, 'readmodels.db'), { readonly: true });
     const tables = readModels.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>;
@@ -173,7 +185,8 @@ test('no secret in logs, read models, later responses or webhook bodies; auth to
       for (const b of bodies) assert.not.ok(b.includes(secret), `${name} appears in a webhook body: ${b.slice(0, 500)}`);
       checks++;
     }
-    for (const [name, [secret]] of Object.entries(authTokens)) assert.not.ok(eventLog.includes(secret), `${name} is stored in clear in the event log`);
+    // Nothing in clear in the event log either: auth tokens are hashed, every other secret sealed.
+    for (const [name, [secret]] of Object.entries({ ...authTokens, ...others })) assert.not.ok(eventLog.includes(secret), `${name} is stored in clear in the event log`);
     console.log(`  secrets: ${checks} secrets checked against ${logs.split('\n').length} log lines, ${answers.length} answers, ${bodies.length} webhook bodies, ${tables.length} read-model tables`);
   } finally {
     if (s && s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
@@ -189,7 +202,8 @@ test('presented secrets are compared in constant time (static guard)', () => {
     'src/ids.ts': /timingSafeEqual\(/,
     'queries/credentials.ts': /secretMatches\(/,
     'src/http/auth.ts': /timingSafeEqual\(/,
-    'src/tokens/jwt.ts': /timingSafeEqual\(/,
+    // jose verifies the HMAC (constant time, WebCrypto); no signature is compared here.
+    'src/tokens/jwt.ts': /jwtVerify\(/,
     'src/webhooks/signature.ts': /timingSafeEqual\(/,
   };
   for (const [file, must] of Object.entries(sites)) {

@@ -76,13 +76,30 @@ S('a disabled endpoint is enabled again by an update that sets its URL', () => {
     .then([updated({ config: { rawNotificationUrl: 'https://b.example/raw', processedNotificationUrl: 'https://a.example/p' }, triggers: [] })]);
 });
 
-S('the token-signing secret is created once', () => {
-  const ensure = (secret: string): WorkspaceCommand => ({ type: 'EnsureTokenSigningSecret', data: { apiKey: 'k1', secret }, metadata: { now } });
-  const made: WorkspaceEvent = { type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: 'w1', apiKey: 'k1', secret: 's1', createdAt: now } };
-  spec(workspaceDecider).given(created()).when(ensure('s1')).then([made]);
-  spec(workspaceDecider).given([...created(), made]).when(ensure('s2')).thenNothing();
-  const { state } = spec(workspaceDecider).given([...created(), made, { ...made, data: { ...made.data, secret: 's2' } } as WorkspaceEvent]);
-  assert.is(state.status === 'active' && state.keys.k1!.tokenSigningSecret, 's1');
+S('the token-signing key is created once; an old event without kid is the legacy key', () => {
+  const ensure = (kid: string, secret: string): WorkspaceCommand => ({ type: 'EnsureTokenSigningSecret', data: { apiKey: 'k1', kid, secret }, metadata: { now } });
+  const made: WorkspaceEvent = { type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: 'w1', apiKey: 'k1', kid: 'kA', secret: 's1', createdAt: now } };
+  spec(workspaceDecider).given(created()).when(ensure('kA', 's1')).then([made]);
+  spec(workspaceDecider).given([...created(), made]).when(ensure('kB', 's2')).thenNothing();
+  const { state } = spec(workspaceDecider).given([...created(), made, { ...made, data: { ...made.data, kid: 'kB', secret: 's2' } } as WorkspaceEvent]);
+  assert.equal(state.status === 'active' && state.keys.k1!.signingKeys, [{ kid: 'kA', secret: 's1', createdAt: now, retiredAt: null }]);
+  // Logged before key ids: no kid, a clear secret.
+  const legacy = { type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: 'w1', apiKey: 'k1', secret: 'clear', createdAt: now } } as WorkspaceEvent;
+  const old = spec(workspaceDecider).given([...created(), legacy]).state;
+  assert.equal(old.status === 'active' && old.keys.k1!.signingKeys, [{ kid: 'k0', secret: 'clear', createdAt: now, retiredAt: null }]);
+});
+
+S('a clear secret stored before encryption at rest is sealed when an update carries it on', () => {
+  const base = [...created(settings({ useWebhookService: true, webhookServiceConfig: { authToken: 'clear-token', rawNotificationUrl: 'https://a.example/raw' } }))];
+  const legacySealed = { 'clear-token': 'enc:v1:dk1:AAAA' };
+  const { state } = spec(workspaceDecider).given(base);
+  const events = workspaceDecider.decide(upd({ config: { processedNotificationUrl: 'https://a.example/p' }, legacySealed }), state);
+  assert.is((events[0]!.data as { config: Record<string, string> }).config.authToken, 'enc:v1:dk1:AAAA');
+  // A value the client replaced is not touched by the map; without a map nothing changes.
+  const replaced = workspaceDecider.decide(upd({ config: { authToken: 'enc:v1:dk1:BBBB' }, legacySealed }), state);
+  assert.is((replaced[0]!.data as { config: Record<string, string> }).config.authToken, 'enc:v1:dk1:BBBB');
+  const plain = workspaceDecider.decide(upd({ config: { processedNotificationUrl: 'https://a.example/p' } }), state);
+  assert.is((plain[0]!.data as { config: Record<string, string> }).config.authToken, 'clear-token');
 });
 
 S.run();

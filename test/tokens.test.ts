@@ -9,12 +9,12 @@ import { API_KEYS } from '../projections/workspaces.js';
 
 const J = suite('jwt');
 const claims: UserTokenClaims = {
-  iss: 'collab-backend', sub: 'u1', apiKey: 'k1', user: { name: 'Ada', email: 'ada@example.com', isAdmin: false },
+  iss: 'collab-backend', aud: 'k1', sub: 'u1', apiKey: 'k1', user: { name: 'Ada', email: 'ada@example.com', isAdmin: false },
   resources: [], iat: 1_700_000_000, exp: 1_700_000_000 + TOKEN_LIFETIME_SECONDS, jti: 'j',
 };
-const rejects = (f: () => unknown, re: RegExp) => {
+const rejects = async (f: () => Promise<unknown>, re: RegExp) => {
   try {
-    f();
+    await f();
   } catch (err) {
     assert.instance(err, TokenError);
     assert.match((err as Error).message, re);
@@ -22,23 +22,42 @@ const rejects = (f: () => unknown, re: RegExp) => {
   }
   assert.unreachable('accepted');
 };
+const only = (kid: string, secret: string) => (k: string | undefined) => (k === kid ? secret : undefined);
+const at = (nowSeconds: number, audience = 'k1') => ({ nowSeconds, audience });
+const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
 
-J('round trip; tampered payload, signature, algorithm, wrong secret, expiry are rejected', () => {
-  const t = signToken(claims, 'secret-1');
-  assert.equal(verifyToken(t, 'secret-1', claims.iat + 10), claims);
+J('round trip with kid, iss and aud; tampered payload, signature, algorithm, wrong key or kid, audience, issuer, expiry are rejected', async () => {
+  const t = await signToken(claims, { kid: 'ka', secret: 'secret-1' });
+  assert.equal(JSON.parse(Buffer.from(t.split('.')[0]!, 'base64url').toString()), { alg: 'HS256', typ: 'JWT', kid: 'ka' });
+  assert.equal(await verifyToken(t, only('ka', 'secret-1'), at(claims.iat + 10)), claims);
   const [h, p, s] = t.split('.') as [string, string, string];
-  const forged = Buffer.from(JSON.stringify({ ...claims, sub: 'admin' })).toString('base64url');
-  rejects(() => verifyToken(`${h}.${forged}.${s}`, 'secret-1', claims.iat), /invalid token signature/);
-  rejects(() => verifyToken(`${h}.${p}.${s.slice(0, -2)}AA`, 'secret-1', claims.iat), /invalid token signature/);
-  rejects(() => verifyToken(t, 'secret-2', claims.iat), /invalid token signature/);
-  const none = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
-  rejects(() => verifyToken(`${none}.${p}.`, 'secret-1', claims.iat), /unsupported token algorithm/);
-  const hs512 = Buffer.from(JSON.stringify({ alg: 'HS512', typ: 'JWT' })).toString('base64url');
-  rejects(() => verifyToken(`${hs512}.${p}.${createHmac('sha512', 'secret-1').update(`${hs512}.${p}`).digest('base64url')}`, 'secret-1', claims.iat), /unsupported/);
-  rejects(() => verifyToken(t, 'secret-1', claims.exp), /expired/);
-  rejects(() => verifyToken(t, 'secret-1', claims.exp + 3600), /expired/);
-  rejects(() => verifyToken('a.b', 'secret-1', claims.iat), /malformed/);
-  rejects(() => verifyToken('!!.??.zz', 'secret-1', claims.iat), /malformed/);
+  await rejects(() => verifyToken(`${h}.${b64({ ...claims, sub: 'admin' })}.${s}`, only('ka', 'secret-1'), at(claims.iat)), /invalid token signature/);
+  await rejects(() => verifyToken(`${h}.${p}.${s.slice(0, -2)}AA`, only('ka', 'secret-1'), at(claims.iat)), /invalid token signature/);
+  await rejects(() => verifyToken(t, only('ka', 'secret-2'), at(claims.iat)), /invalid token signature/);
+  await rejects(() => verifyToken(t, only('kb', 'secret-1'), at(claims.iat)), /unknown or revoked token signing key/);
+  const none = b64({ alg: 'none', typ: 'JWT', kid: 'ka' });
+  await rejects(() => verifyToken(`${none}.${p}.`, only('ka', 'secret-1'), at(claims.iat)), /unsupported token algorithm/);
+  const hs512 = b64({ alg: 'HS512', typ: 'JWT', kid: 'ka' });
+  await rejects(() => verifyToken(`${hs512}.${p}.${createHmac('sha512', 'secret-1').update(`${hs512}.${p}`).digest('base64url')}`, only('ka', 'secret-1'), at(claims.iat)), /unsupported/);
+  await rejects(() => verifyToken(t, only('ka', 'secret-1'), at(claims.iat, 'k2')), /aud claim is invalid/);
+  const otherIssuer = await signToken({ ...claims, iss: 'someone-else' }, { kid: 'ka', secret: 'secret-1' });
+  await rejects(() => verifyToken(otherIssuer, only('ka', 'secret-1'), at(claims.iat)), /iss claim is invalid/);
+  const noAud = await signToken({ ...claims, aud: undefined }, { kid: 'ka', secret: 'secret-1' });
+  await rejects(() => verifyToken(noAud, only('ka', 'secret-1'), at(claims.iat)), /aud claim is invalid/);
+  await rejects(() => verifyToken(t, only('ka', 'secret-1'), at(claims.exp)), /expired/);
+  await rejects(() => verifyToken(t, only('ka', 'secret-1'), at(claims.exp + 3600)), /expired/);
+  await rejects(() => verifyToken(t, only('ka', 'secret-1'), at(claims.iat - 120)), /issued in the future/);
+  await rejects(() => verifyToken('a.b', only('ka', 'secret-1'), at(claims.iat)), /malformed/);
+  await rejects(() => verifyToken('!!.??.zz', only('ka', 'secret-1'), at(claims.iat)), /malformed/);
+});
+
+J('a token from before key ids (no kid, no aud, signed by hand as the old code did) verifies with the legacy key', async () => {
+  const { aud: _aud, ...old } = claims;
+  const header = b64({ alg: 'HS256', typ: 'JWT' });
+  const body = `${header}.${b64(old)}`;
+  const legacy = `${body}.${createHmac('sha256', 'secret-0').update(body).digest('base64url')}`;
+  assert.equal(await verifyToken(legacy, (kid) => (kid === undefined ? 'secret-0' : undefined), at(old.iat)), old);
+  await rejects(() => verifyToken(legacy, () => 'secret-0', at(old.iat, 'k2')), /another API key/);
 });
 
 J.run();
@@ -64,8 +83,13 @@ S('issues a 48 h HS256 token naming key, user and resources; verifiable, tamper-
   assert.is(res.status, 200, JSON.stringify(res.body));
   assert.is(res.body.result.message, 'Token generated successfully.');
   const token = res.body.result.data.token as string;
-  assert.equal(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()), { alg: 'HS256', typ: 'JWT' });
+  const header = JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString());
+  assert.equal(Object.keys(header).sort(), ['alg', 'kid', 'typ']);
+  assert.is(header.alg, 'HS256');
+  assert.match(header.kid, /^[A-Za-z0-9]{20}$/);
   const c = await verifyUserToken(h.services, token, { apiKey: t.apiKey });
+  assert.is(c.iss, 'collab-backend');
+  assert.is(c.aud, t.apiKey);
   assert.is(c.sub, 'user-1');
   assert.is(c.apiKey, t.apiKey);
   assert.equal(c.user, { name: 'Ada', email: 'ada@example.com', isAdmin: true });
@@ -108,9 +132,12 @@ S('the signing secret is per key, created once, never in a read model or respons
   assert.ok(await verifyUserToken(h.services, t2));
   const secrets = (await h.services.events.readAll()).filter((e) => e.type === 'ApiKeyTokenSigningSecretCreated');
   assert.is(secrets.length, 1, 'one secret per key');
-  const secret = (secrets[0]!.data as { secret: string }).secret;
+  const sealed = (secrets[0]!.data as { secret: string }).secret;
+  assert.match(sealed, /^enc:v1:/, 'stored sealed');
+  const secret = (await h.services.secrets.open(t.apiKey, sealed)) as string;
+  assert.is(secret.length, 48);
   const key = await h.services.read.get(API_KEYS, t.apiKey);
-  assert.not.ok(JSON.stringify(key).includes(secret));
+  assert.not.ok(JSON.stringify(key).includes(secret) || JSON.stringify(key).includes(sealed));
   assert.not.ok(t1.includes(secret));
   // Another key signs with its own secret: its tokens do not verify with this key's.
   const other = await h.tenant();

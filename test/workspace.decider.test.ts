@@ -1,4 +1,5 @@
 import { test } from 'uvu';
+import * as assert from 'uvu/assert';
 import {
   DEFAULT_MAX_PRODUCTION_KEYS,
   workspaceDecider,
@@ -173,6 +174,50 @@ test('ResetAuthToken refusals: unknown key, unknown token, a revoked token', () 
   given([...created, { type: 'ApiKeyAuthTokenRevoked', data: { apiKey: 'k1', tokenId: 't1', revokedAt: now } }])
     .when({ type: 'ResetAuthToken', data: { apiKey: 'k1', revokeTokenId: 't1', tokenId: 't3', tokenHash: 'h' }, metadata: meta })
     .thenFails('NOT_FOUND');
+});
+
+test('RotateWorkspaceAuthToken: the new hash is recorded; missing workspace NOT_FOUND', () => {
+  given(created)
+    .when({ type: 'RotateWorkspaceAuthToken', data: { authTokenHash: 'wh2' }, metadata: meta })
+    .then([{ type: 'WorkspaceAuthTokenRotated', data: { workspaceId: 'w1', authTokenHash: 'wh2', rotatedAt: now } }]);
+  given([]).when({ type: 'RotateWorkspaceAuthToken', data: { authTokenHash: 'x' }, metadata: meta }).thenFails('NOT_FOUND');
+});
+
+test('DeleteApiKey: the key goes (its production slot too); again: nothing; unknown key: NOT_FOUND; its id is never reused', () => {
+  const deleted: WorkspaceEvent = { type: 'ApiKeyDeleted', data: { workspaceId: 'w1', apiKey: 'k1', deletedAt: now } };
+  given(created).when({ type: 'DeleteApiKey', data: { apiKey: 'k1' }, metadata: meta }).then([deleted]);
+  given([...created, deleted]).when({ type: 'DeleteApiKey', data: { apiKey: 'k1' }, metadata: meta }).thenNothing();
+  given(created).when({ type: 'DeleteApiKey', data: { apiKey: 'other' }, metadata: meta }).thenFails('NOT_FOUND', 'API key not found in this workspace.');
+  // A deleted key takes no further commands.
+  given([...created, deleted])
+    .when({ type: 'ResetAuthToken', data: { apiKey: 'k1', tokenId: 't3', tokenHash: 'h' }, metadata: meta })
+    .thenFails('NOT_FOUND');
+  given([...created, deleted]).when(createKey(key('k1', 'testing'))).thenFails('ALREADY_EXISTS');
+  const enabled = [...created, settingsChanged({ productionKeysEnabled: true, plan: 'paid', maxProductionKeys: 1 }), keyCreated(key('p1', 'production'))];
+  given([...enabled, { type: 'ApiKeyDeleted', data: { workspaceId: 'w1', apiKey: 'p1', deletedAt: now } }])
+    .when(createKey(key('p2', 'production')))
+    .then([keyCreated(key('p2', 'production'))]);
+});
+
+test('RotateTokenSigningKey: keeps the previous key for its tokens, revokes on request, drops keys past every token lifetime', () => {
+  const H = 3_600_000;
+  const first: WorkspaceEvent = { type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: 'w1', apiKey: 'k1', kid: 'a', secret: 'sa', createdAt: now } };
+  const rotate = (kid: string, at: number, revokePrevious = false) => ({ type: 'RotateTokenSigningKey' as const, data: { apiKey: 'k1', kid, secret: `s${kid}`, revokePrevious }, metadata: { now: at } });
+  const rotated = (kid: string, at: number, revokedKids: string[]): WorkspaceEvent => ({ type: 'ApiKeyTokenSigningKeyRotated', data: { workspaceId: 'w1', apiKey: 'k1', kid, secret: `s${kid}`, revokedKids, rotatedAt: at } });
+  given([...created, first]).when(rotate('b', now + H)).then([rotated('b', now + H, [])]);
+  given([...created, first]).when(rotate('b', now + H, true)).then([rotated('b', now + H, ['a'])]);
+  // a retired at +1 h; at +1 h + 48 h + 1 min every token it signed has expired.
+  given([...created, first, rotated('b', now + H, [])]).when(rotate('c', now + 49 * H + 59_999)).then([rotated('c', now + 49 * H + 59_999, [])]);
+  given([...created, first, rotated('b', now + H, [])]).when(rotate('c', now + 49 * H + 60_000)).then([rotated('c', now + 49 * H + 60_000, ['a'])]);
+  const { state } = given([...created, first, rotated('b', now + H, [])]);
+  assert.equal(state.status === 'active' && state.keys.k1!.signingKeys, [
+    { kid: 'a', secret: 'sa', createdAt: now, retiredAt: now + H },
+    { kid: 'b', secret: 'sb', createdAt: now + H, retiredAt: null },
+  ]);
+  const revoked = given([...created, first, rotated('b', now + H, ['a'])]).state;
+  assert.equal(revoked.status === 'active' && revoked.keys.k1!.signingKeys.map((k) => k.kid), ['b']);
+  given(created).when(rotate('b', now)).then([rotated('b', now, [])]);
+  given(created).when({ ...rotate('b', now), data: { ...rotate('b', now).data, apiKey: 'nope' } }).thenFails('NOT_FOUND');
 });
 
 test('evolve ignores events that do not apply', () => {

@@ -42,6 +42,7 @@ import {
   type ReadStore,
   type ReadTx,
   type ReadView,
+  type TxOptions,
   type WriteOp,
 } from '../ports/read-store.js';
 import { BugError } from '../errors.js';
@@ -271,7 +272,7 @@ export class MongoReadStore extends MongoView implements ReadStore {
     });
   }
 
-  transaction<T>(fn: (tx: ReadTx) => Promise<T>): Promise<T> {
+  transaction<T>(fn: (tx: ReadTx) => Promise<T>, options: TxOptions = {}): Promise<T> {
     const run = async (): Promise<T> => {
       if (this.closed) throw new Error('read store is closed');
       if (!(await this.supportsTransactions())) {
@@ -283,7 +284,8 @@ export class MongoReadStore extends MongoView implements ReadStore {
         return await guard(() =>
           session.withTransaction(() => fn(new MongoTx({ ...this.ctx, session })), {
             readConcern: { level: 'snapshot' },
-            writeConcern: { w: 'majority' },
+            // Key material (TxOptions.sensitive) waits for the journal, not only for memory.
+            writeConcern: options.sensitive ? { w: 'majority', j: true } : { w: 'majority' },
           }),
         );
       } finally {

@@ -7,7 +7,8 @@
  *
  * `synchronous = NORMAL`: read models can always be rebuilt from the log, and each
  * projection's checkpoint commits in the same transaction as its documents, so a lost tail
- * after a power cut is simply replayed.
+ * after a power cut is simply replayed. The one exception, key material (the wrapped data keys
+ * of src/secrets/store.ts, which no log rebuilds), is written in `sensitive` transactions.
  */
 import Database from 'better-sqlite3';
 import type { LogPosition } from '../ports/event-store.js';
@@ -23,6 +24,7 @@ import {
   type ReadTx,
   type ReadView,
   type Scalar,
+  type TxOptions,
   type WriteOp,
 } from '../ports/read-store.js';
 import { evictOldest } from '../runtime/evict.js';
@@ -497,14 +499,24 @@ export class SqliteReadStore extends SqliteView implements ReadStore {
     }
   }
 
-  transaction<T>(fn: (tx: ReadTx) => Promise<T>): Promise<T> {
+  transaction<T>(fn: (tx: ReadTx) => Promise<T>, options: TxOptions = {}): Promise<T> {
     const run = async (): Promise<T> => {
       if (this.closed) throw new Error('read store is closed');
+      // Key material (TxOptions.sensitive): this one commit is synced to disk (NORMAL may
+      // lose the last commits on a power cut: fine for read models, which the log rebuilds,
+      // not for a data key), and what it deletes is overwritten with zeros.
+      if (options.sensitive) {
+        this.writer.pragma('synchronous = FULL');
+        this.writer.pragma('secure_delete = ON');
+      }
       this.writer.exec('BEGIN IMMEDIATE');
       try {
         const result = await fn(this.tx);
         this.writer.exec('COMMIT');
         this.cache.invalidate();
+        // The WAL still holds the pages as they were before (a deleted data key among them)
+        // until it is checkpointed and truncated; best effort, as readers may hold it.
+        if (options.sensitive) this.writer.pragma('wal_checkpoint(TRUNCATE)');
         return result;
       } catch (error) {
         this.cache.invalidate();
@@ -512,6 +524,11 @@ export class SqliteReadStore extends SqliteView implements ReadStore {
         // Tables created by the rolled-back transaction are gone again.
         this.tx.forgetTables();
         throw error;
+      } finally {
+        if (options.sensitive) {
+          this.writer.pragma('synchronous = NORMAL');
+          this.writer.pragma('secure_delete = OFF');
+        }
       }
     };
     // Serialized: the writer connection holds one transaction at a time.

@@ -3,14 +3,16 @@
  * defaults for every section a client leaves out), its type, and the secret handling of
  * semantics §6.
  *
- * Secrets: values inside `contextGathering.strategyOptions` whose key names a credential
- * (token, secret, password, apiKey, auth, credential, ...; at any depth), and every value of
- * `execution.mcpServers[].auth` except its `type`. They are stored on the write side (the
- * agent's events) and replaced by `"__redacted__"` everywhere else: read models, responses,
- * webhook payloads. An update that sends `"__redacted__"` back (a client that read the agent
- * and returns it edited) keeps the stored secret instead of storing the placeholder.
+ * Secrets, by position (semantics §6): every value inside `contextGathering.strategyOptions`
+ * (at any depth, whatever its key), and every value of `execution.mcpServers[].auth` except
+ * its `type`. They are stored on the write side only, sealed (the agent's events; the route
+ * seals them with the API key's data key: src/secrets/), and replaced by `"__redacted__"`
+ * everywhere else: read models, responses, audit, webhook payloads. An update that sends
+ * `"__redacted__"` back (a client that read the agent and returns it edited) keeps the stored
+ * secret instead of storing the placeholder.
  */
 import { z } from 'zod';
+import { isSealed, sealedPlaintextBytes } from '../secrets/envelope.js';
 
 export const REDACTED = '__redacted__';
 
@@ -122,7 +124,8 @@ export const MAX_AGENT_CONFIG_BYTES = 64 * 1024;
 /**
  * The size of a configuration as the limit counts it: the UTF-8 bytes of its JSON, as stored
  * (defaults filled in), with `instructions` left out when it is only the default copy of
- * `rawInstructions`. Why measure the stored configuration and not the request: an update
+ * `rawInstructions`, and each secret counted at its clear size, not its sealed one (sealing
+ * a thousand one-byte options makes some 70 KB the client never sent). Why measure the stored configuration and not the request: an update
  * replaces some sections and keeps the others, so the sum is what grows; and a client that
  * sends 40 KB of `rawInstructions` alone has sent 40 KB, not the 80 KB its copy would count.
  * Example: `{ name: "A", rawInstructions: 40,000 x "x" }` counts about 40.7 KB and fits;
@@ -130,57 +133,97 @@ export const MAX_AGENT_CONFIG_BYTES = 64 * 1024;
  */
 export function agentConfigBytes(config: AgentConfig): number {
   const counted = config.instructions === config.rawInstructions ? { ...config, instructions: undefined } : config;
-  return Buffer.byteLength(JSON.stringify(counted), 'utf8');
+  // A sealed leaf is written as `""` and counted as its clear JSON instead (2 bytes less).
+  let sealed = 0;
+  const json = JSON.stringify(counted, (_k, v: unknown) => {
+    if (!isSealed(v)) return v;
+    sealed += sealedPlaintextBytes(v) - 2;
+    return '';
+  });
+  return Buffer.byteLength(json, 'utf8') + sealed;
 }
 
 // ---- secrets ----
 
-const SECRET_KEY = /secret|token|passw|api[-_]?key|auth|credential|private[-_]?key|bearer|cookie|session/i;
-
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
 
-/** strategyOptions: values under a credential-like key are replaced, at any depth. */
-function redactOptions(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(redactOptions);
-  if (!isPlainObject(v)) return v;
-  return Object.fromEntries(
-    Object.entries(v).map(([k, x]) => [k, SECRET_KEY.test(k) && x !== null && x !== '' ? REDACTED : redactOptions(x)]),
-  );
+/**
+ * `v` with `f` applied to every leaf, objects and arrays kept in shape. null and '' are
+ * left as they are: they hold no secret, and a reader may need to see that nothing is set.
+ */
+function mapLeaves(v: unknown, f: (leaf: unknown) => unknown): unknown {
+  if (Array.isArray(v)) return v.map((x) => mapLeaves(x, f));
+  if (isPlainObject(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, mapLeaves(x, f)]));
+  if (v === null || v === '') return v;
+  return f(v);
 }
 
-/** mcpServers[].auth: everything but the scheme name (`type`) is a secret. */
-function redactAuth(auth: McpServer['auth']): McpServer['auth'] {
-  if (auth === null) return null;
-  if (typeof auth === 'string') return auth === '' ? '' : REDACTED;
-  return Object.fromEntries(
-    Object.entries(auth).map(([k, v]) => [k, k === 'type' && typeof v === 'string' ? v : v === null ? null : REDACTED]),
-  );
+/** mcpServers[].auth: every value but the scheme name (a top-level string `type`); a string auth is itself the secret. */
+function mapAuth(auth: McpServer['auth'], f: (leaf: unknown) => unknown): McpServer['auth'] {
+  if (!isPlainObject(auth)) return mapLeaves(auth, f) as McpServer['auth'];
+  return Object.fromEntries(Object.entries(auth).map(([k, v]) => [k, k === 'type' && typeof v === 'string' ? v : mapLeaves(v, f)]));
 }
 
-/** The configuration as every reader sees it. Never mutates its argument. */
-export function redactAgentConfig<T extends Partial<AgentConfig>>(config: T): T {
+/**
+ * The configuration with `f` applied at every secret position (semantics §6): every value,
+ * at any depth, under `contextGathering.strategyOptions`, and every value of
+ * `execution.mcpServers[].auth` but its `type`. By position, not by key name: an option
+ * called `pwd`, `accessKey` or `passphrase` is as secret as one called `apiKey`. Never
+ * mutates its argument; works on a partial configuration (an update's changes) too.
+ */
+export function mapAgentSecrets<T extends Partial<AgentConfig>>(config: T, f: (leaf: unknown) => unknown): T {
   const out: T = { ...config };
   if (config.contextGathering) {
     const cg = config.contextGathering;
     out.contextGathering = cg.strategyOptions
-      ? { ...cg, strategyOptions: redactOptions(cg.strategyOptions) as Record<string, unknown> }
+      ? { ...cg, strategyOptions: mapLeaves(cg.strategyOptions, f) as Record<string, unknown> }
       : cg;
   }
   if (config.execution) {
     out.execution = {
       ...config.execution,
-      mcpServers: config.execution.mcpServers.map((s) => ({ ...s, auth: redactAuth(s.auth) })),
+      mcpServers: config.execution.mcpServers.map((s) => ({ ...s, auth: mapAuth(s.auth, f) })),
     };
   }
   return out;
+}
+
+/** The configuration as every reader sees it: each secret position shows `"__redacted__"`. */
+export function redactAgentConfig<T extends Partial<AgentConfig>>(config: T): T {
+  return mapAgentSecrets(config, () => REDACTED);
+}
+
+/** The values at secret positions (collected in order). */
+export function agentSecretValues(config: Partial<AgentConfig>): unknown[] {
+  const found: unknown[] = [];
+  mapAgentSecrets(config, (leaf) => {
+    found.push(leaf);
+    return leaf;
+  });
+  return found;
+}
+
+/**
+ * Replaces the clear values a stored configuration still holds from before encryption at
+ * rest by their sealed forms (`legacySealed`: JSON of the clear value -> sealed value, made
+ * by the route), so an update never copies a clear secret into a new event. Pure.
+ */
+export function resealLegacy(config: AgentConfig, legacySealed: Record<string, string> | undefined): AgentConfig {
+  if (!legacySealed) return config;
+  return mapAgentSecrets(config, (leaf) => {
+    if (isSealed(leaf) || leaf === REDACTED) return leaf;
+    const k = JSON.stringify(leaf);
+    return Object.hasOwn(legacySealed, k) ? legacySealed[k] : leaf;
+  });
 }
 
 /** Where `next` holds the placeholder, put back what `prev` holds at the same place. */
 function restore(next: unknown, prev: unknown): unknown {
   if (next === REDACTED) return prev === undefined ? next : prev;
   if (isPlainObject(next) && isPlainObject(prev)) {
-    return Object.fromEntries(Object.entries(next).map(([k, v]) => [k, restore(v, prev[k])]));
+    // Own properties only: a `__proto__` key must not find Object.prototype.
+    return Object.fromEntries(Object.entries(next).map(([k, v]) => [k, restore(v, Object.hasOwn(prev, k) ? prev[k] : undefined)]));
   }
   if (Array.isArray(next) && Array.isArray(prev)) return next.map((v, i) => restore(v, prev[i]));
   return next;

@@ -77,10 +77,21 @@ export interface IndexSpec {
   unique?: boolean;
 }
 
+export interface TxOptions {
+  /**
+   * The transaction writes or erases key material (src/secrets/store.ts), which, unlike a
+   * read model, cannot be rebuilt from the log: once committed it must survive a power cut,
+   * and what it deletes must not linger in the store's free space. SQLite: synchronous=FULL
+   * and secure_delete for this transaction, then a WAL checkpoint that truncates the WAL;
+   * MongoDB: a journaled majority write concern.
+   */
+  sensitive?: boolean;
+}
+
 export interface ReadStore extends ReadView {
   ensureIndexes(specs: readonly IndexSpec[]): Promise<void>;
   /** Runs `fn` in one atomic transaction; transactions are serialized per store. */
-  transaction<T>(fn: (tx: ReadTx) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: ReadTx) => Promise<T>, options?: TxOptions): Promise<T>;
   getCheckpoint(name: string): Promise<LogPosition | null>;
   /** Drops every document of a collection (tests, rebuilds). */
   dropCollection(collection: string): Promise<void>;

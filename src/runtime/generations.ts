@@ -23,7 +23,7 @@
  * Nothing is applied twice, and nothing written after the switch lands in the old generation.
  */
 import type { LogPosition } from '../ports/event-store.js';
-import type { Doc, Filter, FindOptions, IndexSpec, ReadStore, ReadTx, WriteOp } from '../ports/read-store.js';
+import type { Doc, Filter, FindOptions, IndexSpec, ReadStore, ReadTx, TxOptions, WriteOp } from '../ports/read-store.js';
 
 export const READ_MODEL_META = 'read_model_meta';
 export const ACTIVE_ID = 'active';
@@ -163,8 +163,8 @@ export class GenerationalReadStore implements ReadStore {
     return this.s.base.ensureIndexes(specs.map((spec) => ({ ...spec, collection: this.col(spec.collection) })));
   }
 
-  transaction<T>(fn: (tx: ReadTx) => Promise<T>): Promise<T> {
-    return this.s.base.transaction((tx) => fn(new GenerationalTx(tx, this, this.pinned)));
+  transaction<T>(fn: (tx: ReadTx) => Promise<T>, options?: TxOptions): Promise<T> {
+    return this.s.base.transaction((tx) => fn(new GenerationalTx(tx, this, this.pinned)), options);
   }
 
   /**

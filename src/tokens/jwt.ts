@@ -1,18 +1,27 @@
 /**
- * The user tokens of `/v2/auth/generate_token`: compact JWTs (RFC 7519), HS256 (HMAC-SHA256)
- * with the API key's own signing secret, node:crypto only. The secret is generated once per
- * key and kept on the write side (workspace aggregate, `ApiKeyTokenSigningSecretCreated`);
- * it is never returned and never in a read model.
+ * The user tokens of `/v2/auth/generate_token`: compact JWTs (RFC 7519), HS256 with the API
+ * key's current signing key, signed and verified by `jose` (no hand-written JWT code). The
+ * signing keys are generated per API key, kept sealed on the write side (workspace aggregate:
+ * `ApiKeyTokenSigningSecretCreated`, `ApiKeyTokenSigningKeyRotated`), never returned and never
+ * in a read model.
  *
- * Verification accepts only `alg: HS256` (never `none`, never another algorithm), compares
- * signatures in constant time, and checks `exp` (and `iat`, allowing a minute of clock skew).
+ * - Header `{ alg: "HS256", typ: "JWT", kid }`: `kid` names the signing key, so a key can be
+ *   rotated while the tokens the previous one signed stay valid until they expire.
+ * - Claims: `iss` ("collab-backend"), `aud` (the API key the token was issued for), `sub`
+ *   (the user id), `apiKey`, `user`, `resources`, `iat`, `exp` (iat + 48 h), `jti`.
+ * - Verification accepts only HS256 (never `none`, never another algorithm), checks the
+ *   signature with the key `kid` names (constant time, inside jose), `typ`, `iss`, `aud`,
+ *   `exp` (strictly: a token is expired at its `exp`) and `iat` (at most a minute ahead of
+ *   this clock).
+ * - Tokens issued before key ids existed carry neither `kid` nor `aud`: they are verified
+ *   with the key's first (LEGACY_KID) key and their `apiKey` claim, until they expire
+ *   (48 h after the upgrade, at the latest).
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { SignJWT, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
+import { TOKEN_CLOCK_SKEW_SECONDS, TOKEN_LIFETIME_SECONDS } from './lifetime.js';
 
-export const TOKEN_LIFETIME_SECONDS = 48 * 60 * 60;
+export { TOKEN_LIFETIME_SECONDS };
 export const TOKEN_ISSUER = 'collab-backend';
-/** Tolerated clock difference between the signer and a verifier. */
-const SKEW_SECONDS = 60;
 
 export interface TokenResource {
   type: 'organization' | 'folder' | 'document';
@@ -24,6 +33,8 @@ export interface TokenResource {
 
 export interface UserTokenClaims {
   iss: string;
+  /** The API key the token was issued for (and checked against). Absent from tokens issued before key ids. */
+  aud?: string;
   /** The user id. */
   sub: string;
   /** The API key (tenant) the token was issued for. */
@@ -36,15 +47,13 @@ export interface UserTokenClaims {
   jti: string;
 }
 
-const b64url = (b: Buffer | string) => Buffer.from(b).toString('base64url');
-const HEADER = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
-
-const sign = (input: string, secret: string) => createHmac('sha256', secret).update(input).digest();
-
-export function signToken(claims: UserTokenClaims, secret: string): string {
-  const body = `${HEADER}.${b64url(JSON.stringify(claims))}`;
-  return `${body}.${b64url(sign(body, secret))}`;
+/** A signing key in clear (opened from its sealed form just for this use). */
+export interface SigningKeyMaterial {
+  kid: string;
+  secret: string;
 }
+
+const bytes = (secret: string) => new TextEncoder().encode(secret);
 
 export class TokenError extends Error {
   constructor(message: string) {
@@ -53,41 +62,72 @@ export class TokenError extends Error {
   }
 }
 
-function decodePart(part: string, what: string): Record<string, unknown> {
-  if (!/^[A-Za-z0-9_-]+$/.test(part)) throw new TokenError(`malformed token ${what}`);
-  try {
-    const v = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('not an object');
-    return v as Record<string, unknown>;
-  } catch {
-    throw new TokenError(`malformed token ${what}`);
-  }
+export function signToken(claims: UserTokenClaims, key: SigningKeyMaterial): Promise<string> {
+  return new SignJWT({ ...claims } as unknown as JWTPayload).setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: key.kid }).sign(bytes(key.secret));
 }
 
 /**
- * Reads the claims without checking them: only to find which key's secret to verify with.
- * Never trust the result before `verifyToken` passed.
+ * The header's `kid` and the claims, unchecked: only to find the key to verify with. Never
+ * trust the result before `verifyToken` passed.
  */
-export function unverifiedClaims(token: string): Partial<UserTokenClaims> {
-  const parts = token.split('.');
-  if (parts.length !== 3) throw new TokenError('malformed token');
-  return decodePart(parts[1]!, 'payload') as Partial<UserTokenClaims>;
+export function unverifiedToken(token: string): { kid: string | undefined; claims: Partial<UserTokenClaims> } {
+  if (typeof token !== 'string' || token.length > 16_384) throw new TokenError('malformed token');
+  try {
+    const header = decodeProtectedHeader(token);
+    const claims = decodeJwt(token) as Partial<UserTokenClaims>;
+    if (header.kid !== undefined && typeof header.kid !== 'string') throw new TokenError('malformed token header');
+    return { kid: header.kid, claims };
+  } catch (error) {
+    if (error instanceof TokenError) throw error;
+    throw new TokenError('malformed token');
+  }
 }
 
-/** Checks signature, algorithm and lifetime; returns the claims or throws TokenError. */
-export function verifyToken(token: string, secret: string, nowSeconds: number): UserTokenClaims {
-  const parts = token.split('.');
-  if (parts.length !== 3) throw new TokenError('malformed token');
-  const [h, p, s] = parts as [string, string, string];
-  const header = decodePart(h, 'header');
-  if (header.alg !== 'HS256') throw new TokenError('unsupported token algorithm');
-  if (!/^[A-Za-z0-9_-]*$/.test(s)) throw new TokenError('malformed token signature');
-  const expected = sign(`${h}.${p}`, secret);
-  const given = Buffer.from(s, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new TokenError('invalid token signature');
-  const claims = decodePart(p, 'payload') as unknown as UserTokenClaims;
-  if (typeof claims.exp !== 'number' || claims.exp <= nowSeconds) throw new TokenError('token expired');
-  if (typeof claims.iat === 'number' && claims.iat > nowSeconds + SKEW_SECONDS) throw new TokenError('token issued in the future');
-  if (typeof claims.apiKey !== 'string' || typeof claims.sub !== 'string') throw new TokenError('token lacks its subject or API key');
-  return claims;
+function tokenError(error: unknown): TokenError {
+  if (error instanceof TokenError) return error;
+  if (error instanceof errors.JWTExpired) return new TokenError('token expired');
+  if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported) return new TokenError('unsupported token algorithm');
+  if (error instanceof errors.JWSSignatureVerificationFailed) return new TokenError('invalid token signature');
+  if (error instanceof errors.JWTClaimValidationFailed) return new TokenError(`token ${error.claim} claim is invalid`);
+  return new TokenError('malformed token');
+}
+
+export interface VerifyOptions {
+  nowSeconds: number;
+  /** The API key the token must have been issued for (`aud`); required for tokens that carry a `kid`. */
+  audience: string;
+}
+
+/**
+ * Checks algorithm, signature (with the secret `secretFor` gives for the header's `kid`;
+ * undefined: no such key), type, issuer, audience and lifetime; returns the claims or throws
+ * TokenError.
+ */
+export async function verifyToken(
+  token: string,
+  secretFor: (kid: string | undefined) => string | undefined,
+  options: VerifyOptions,
+): Promise<UserTokenClaims> {
+  const { kid } = unverifiedToken(token);
+  const secret = secretFor(kid);
+  if (secret === undefined) throw new TokenError('unknown or revoked token signing key');
+  try {
+    const { payload } = await jwtVerify(token, bytes(secret), {
+      algorithms: ['HS256'],
+      typ: 'JWT',
+      issuer: TOKEN_ISSUER,
+      // Tokens from before key ids have no `aud`: their `apiKey` claim is checked below.
+      ...(kid !== undefined ? { audience: options.audience } : {}),
+      requiredClaims: ['exp', 'iat', 'sub'],
+      currentDate: new Date(options.nowSeconds * 1000),
+      clockTolerance: 0,
+    });
+    const claims = payload as unknown as UserTokenClaims;
+    if (claims.iat > options.nowSeconds + TOKEN_CLOCK_SKEW_SECONDS) throw new TokenError('token issued in the future');
+    if (typeof claims.apiKey !== 'string' || typeof claims.sub !== 'string') throw new TokenError('token lacks its subject or API key');
+    if (claims.apiKey !== options.audience) throw new TokenError('token was issued for another API key');
+    return claims;
+  } catch (error) {
+    throw tokenError(error);
+  }
 }

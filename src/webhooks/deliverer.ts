@@ -61,6 +61,8 @@ import { signPayload } from './signature.js';
 import { DestinationBlockedError, EgressPolicy, postWebhook, systemResolver, type Resolver } from './egress.js';
 import { triggerOf } from './triggers.js';
 import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc } from '../runtime/parked.js';
+import type { SecretStore } from '../secrets/store.js';
+import { SecretUnavailableError } from '../errors.js';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -102,6 +104,8 @@ export interface WebhookOptions {
   egress?: EgressPolicy;
   /** Resolves endpoint hostnames (tests inject answers). Default: the system resolver. */
   resolve?: Resolver;
+  /** Opens the stored (sealed) authToken for sending (src/secrets/store.ts); without it, stored values are used as they are. */
+  secrets?: Pick<SecretStore, 'openString'>;
 }
 
 const ENDPOINTS: WebhookEndpoint[] = ['raw', 'processed'];
@@ -142,6 +146,7 @@ export class WebhookDeliverer {
   private readonly lease: Lease | undefined;
   private readonly egress: EgressPolicy;
   private readonly resolve: Resolver;
+  private readonly secrets: WebhookOptions['secrets'];
   private stale = false;
 
   constructor(
@@ -165,6 +170,7 @@ export class WebhookDeliverer {
     this.lease = options.lease;
     this.egress = options.egress ?? new EgressPolicy();
     this.resolve = options.resolve ?? systemResolver;
+    this.secrets = options.secrets;
   }
 
   /** Whether this process delivers now (it holds the lease, or runs alone). */
@@ -529,7 +535,11 @@ export class WebhookDeliverer {
       return;
     }
 
-    const authToken = cfg!.webhook.config.authToken;
+    const authToken = await this.openAuthToken(d.apiKey, cfg!.webhook.config.authToken);
+    if (authToken === null) {
+      await this.settle(d, { status: 'failed', lastError: 'Not sent: the webhook authToken cannot be decrypted (its data key is gone).' });
+      return;
+    }
     const timestamp = Math.floor(this.clock() / 1000);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
@@ -630,6 +640,17 @@ export class WebhookDeliverer {
       if (done) await this.promote(tx, d);
       return this.reschedule(tx, d, endpoint);
     });
+  }
+
+  /** The clear authToken (stored sealed: src/secrets/), undefined when none is set, null when it cannot be decrypted. */
+  private async openAuthToken(apiKey: string, stored: string | undefined): Promise<string | undefined | null> {
+    if (!stored || !this.secrets) return stored;
+    try {
+      return await this.secrets.openString(apiKey, stored);
+    } catch (error) {
+      if (error instanceof SecretUnavailableError) return null;
+      throw error;
+    }
   }
 
   /** Gives a claimed delivery back untouched (shutting down mid-send): due again at once. */
@@ -760,9 +781,10 @@ export class WebhookDeliverer {
   /**
    * Deliveries queued by a version without per-endpoint queues have no `head` and their
    * endpoints no state: marks each queue's oldest pending delivery as its head and schedules
-   * the endpoints. Idempotent; nothing to do once done.
+   * the endpoints. Idempotent; nothing to do once done. Public for tests that queue a
+   * delivery document by hand.
    */
-  private async markHeads() {
+  async markHeads(): Promise<void> {
     for (;;) {
       const page = await this.read.find<DeliveryDoc>(DELIVERIES, { status: 'pending', head: null }, { sort: 'position', limit: 500 });
       if (page.length === 0) return;

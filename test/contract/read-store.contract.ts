@@ -136,6 +136,23 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>) 
     await store.dropCollection('other_things');
   });
 
+  s('a sensitive transaction (key material) commits, deletes and rolls back like any other; the store goes on as before', async ({ store }) => {
+    await store.transaction((tx) => tx.upsert('things', { _id: 'key', wrapped: 'material' }), { sensitive: true });
+    assert.equal(await store.get('things', 'key'), { _id: 'key', wrapped: 'material' });
+    await rejects(
+      store.transaction(async (tx) => {
+        await tx.delete('things', 'key');
+        throw new Error('boom');
+      }, { sensitive: true }),
+      /boom/,
+    );
+    assert.ok(await store.get('things', 'key'), 'rolled back');
+    await store.transaction((tx) => tx.upsert('things', { _id: 'key', shredded: true }), { sensitive: true });
+    assert.equal(await store.get('things', 'key'), { _id: 'key', shredded: true });
+    await store.transaction((tx) => tx.upsert('things', { _id: 'after', n: 1 }));
+    assert.ok(await store.get('things', 'after'));
+  });
+
   s('reads outside a transaction never see its uncommitted writes', async ({ store }) => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));

@@ -23,6 +23,7 @@ import type { Services } from '../../services.js';
 import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id, text } from '../validation.js';
+import { legacyAgentSecrets, sealAgentSecrets } from '../../secrets/configs.js';
 
 export const agentStream = (apiKey: string, agentId: string) => streamName('agent', apiKey, agentId);
 export const agentGroupStream = (apiKey: string, groupId: string) => streamName('agentGroup', apiKey, groupId);
@@ -72,7 +73,7 @@ export function agentRoutes(services: Services): AnyRoute[] {
       const agentId = given ?? newId();
       const r = await ctx.execute(agentDecider, agentStream(ctx.apiKey, agentId), {
         type: 'CreateAgent',
-        data: { agentId, config: toAgentConfig(config) },
+        data: { agentId, config: await sealAgentSecrets(services.secrets, ctx.apiKey, toAgentConfig(config)) },
         metadata: { now: ctx.now },
       });
       if (r.state.status !== 'active') throw new Error('bug: agent not active after creation');
@@ -89,9 +90,15 @@ export function agentRoutes(services: Services): AnyRoute[] {
     auth: 'apiKey',
     schema: agentChangesSchema.extend({ agentId: id() }),
     async handler({ agentId, ...changes }, ctx) {
-      const r = await ctx.execute(agentDecider, agentStream(ctx.apiKey, agentId), {
+      const stream = agentStream(ctx.apiKey, agentId);
+      // Secrets are sealed here (src/secrets/configs.ts); clear ones stored before encryption
+      // at rest are sealed as the update carries them into its event.
+      const sealed = await sealAgentSecrets(services.secrets, ctx.apiKey, changes);
+      const { state } = await services.commands.load(agentDecider, stream);
+      const legacySealed = await legacyAgentSecrets(services.secrets, ctx.apiKey, state.status === 'active' ? state.config : undefined);
+      const r = await ctx.execute(agentDecider, stream, {
         type: 'UpdateAgent',
-        data: { agentId, changes },
+        data: { agentId, changes: sealed, ...(legacySealed ? { legacySealed } : {}) },
         metadata: { now: ctx.now },
       });
       const builtIn = builtInAgent(agentId);

@@ -16,6 +16,7 @@ import type { Services } from '../../services.js';
 import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { text, webhookUrl } from '../validation.js';
+import { legacyServiceSecrets, sealServiceConfig } from '../../secrets/configs.js';
 import { workspaceStream } from './workspace.js';
 
 /** A config value; `''` removes the stored one. */
@@ -40,13 +41,22 @@ async function update(
   service: ServiceName,
   data: { enabled?: boolean; config: Record<string, string>; triggers?: string[] },
 ) {
-  const r = await ctx.execute(workspaceDecider, workspaceStream(ctx.tenant!.workspaceId), {
+  const { secrets, commands } = ctx.services;
+  const stream = workspaceStream(ctx.tenant!.workspaceId);
+  // Secrets are sealed here (src/secrets/configs.ts); clear ones stored before encryption at
+  // rest are sealed as the update carries them into its event.
+  const config = await sealServiceConfig(secrets, ctx.apiKey, data.config);
+  const { state } = await commands.load(workspaceDecider, stream);
+  const stored = state.status === 'active' && Object.hasOwn(state.keys, ctx.apiKey) ? state.keys[ctx.apiKey]!.services[service].config : undefined;
+  const legacySealed = await legacyServiceSecrets(secrets, ctx.apiKey, stored);
+  const r = await ctx.execute(workspaceDecider, stream, {
     type: 'UpdateServiceConfig',
     data: {
       apiKey: ctx.apiKey,
       service,
       ...(data.enabled !== undefined ? { enabled: data.enabled } : {}),
-      config: data.config,
+      config,
+      ...(legacySealed ? { legacySealed } : {}),
       ...(data.triggers ? { triggers: data.triggers } : {}),
       defaultTriggers: service === 'email' ? DEFAULT_EMAIL_TRIGGERS : DEFAULT_WEBHOOK_TRIGGERS,
     },

@@ -13,10 +13,12 @@ import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { email, id, text, webhookUrl } from '../validation.js';
 import { egressPolicyOf } from '../../webhooks/egress.js';
+import { sealServiceConfig } from '../../secrets/configs.js';
 
 export const workspaceStream = (workspaceId: string) => streamName('workspace', workspaceId);
 
-const newToken = () => {
+/** A fresh auth token: the secret (returned once) and what is stored (its hash). */
+export const newToken = () => {
   const secret = newSecret();
   return { secret, tokenId: newId(), tokenHash: hashSecret(secret) };
 };
@@ -139,13 +141,11 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
         setDefaultEmailTriggers: data.setDefaultEmailTriggers ?? false,
         requireAutoOrgUser: data.requireAutoOrgUser ?? false,
         enablePrivateComments: data.enablePrivateComments ?? false,
-        ...(data.emailServiceConfig ? { emailServiceConfig: dropUndefined(data.emailServiceConfig) } : {}),
-        ...(data.webhookServiceConfig ? { webhookServiceConfig: dropUndefined(data.webhookServiceConfig) } : {}),
       };
       const production = data.type === 'production';
       const apiKey = newId();
-      await ctx.execute(workspaceDecider, workspaceStream(workspaceId), {
-        type: 'CreateApiKey',
+      const command = {
+        type: 'CreateApiKey' as const,
         data: {
           apiKey,
           apiKeyName: data.apiKeyName ?? `${data.type} key`,
@@ -159,7 +159,17 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
           ...(token ? { token: { tokenId: token.tokenId, tokenHash: token.tokenHash } } : {}),
         },
         metadata: { now: ctx.now },
-      });
+      };
+      const stream = workspaceStream(workspaceId);
+      if (data.emailServiceConfig || data.webhookServiceConfig) {
+        // The service configs' secrets are sealed with the new key's own data key
+        // (src/secrets/), which sealing creates: a refusal (a production key over the limit,
+        // say) is found first, on the current state, so it leaves no data key behind.
+        workspaceDecider.decide(command, (await services.commands.load(workspaceDecider, stream)).state);
+        if (data.emailServiceConfig) settings.emailServiceConfig = await sealServiceConfig(services.secrets, apiKey, dropUndefined(data.emailServiceConfig));
+        if (data.webhookServiceConfig) settings.webhookServiceConfig = await sealServiceConfig(services.secrets, apiKey, dropUndefined(data.webhookServiceConfig));
+      }
+      await ctx.execute(workspaceDecider, stream, command);
       return {
         message: 'API key created successfully.',
         data: { apiKey, ...(token ? { authToken: token.secret } : {}) },
