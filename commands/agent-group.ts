@@ -7,6 +7,10 @@
  */
 import { alreadyExists, assertNever, invalidArgument, notFound } from '../src/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
+import { streamName } from '../src/ids.js';
+
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+export const agentGroupStream = (apiKey: string, groupId: string) => streamName('agentGroup', apiKey, groupId);
 
 // ---- events ----
 

@@ -13,6 +13,10 @@ import { alreadyExists, assertNever, failedPrecondition, invalidArgument, notFou
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import { isBuiltInAgent } from '../src/agents/catalogue.js';
 import { MAX_AGENT_CONFIG_BYTES, agentConfigBytes, resealLegacy, restoreSecrets, type AgentChanges, type AgentConfig } from '../src/agents/config.js';
+import { streamName } from '../src/ids.js';
+
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+export const agentStream = (apiKey: string, agentId: string) => streamName('agent', apiKey, agentId);
 
 // ---- events ----
 

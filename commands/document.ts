@@ -11,6 +11,11 @@
 import { ApiError, assertNever, invalidArgument, notFound } from '../src/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import type { AccessType } from './folder-tree.js';
+import { streamName } from '../src/ids.js';
+
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+export const documentStream = (apiKey: string, organizationId: string, documentId: string) =>
+  streamName('document', apiKey, organizationId, documentId);
 
 // ---- events ----
 

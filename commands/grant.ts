@@ -12,6 +12,11 @@ import { assertNever } from '../src/errors.js';
 import { key } from '../src/ids.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import type { Planned } from './outcomes.js';
+import { streamName } from '../src/ids.js';
+
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+export const grantsStream = (apiKey: string, organizationId: string, userId: string) =>
+  streamName('grants', apiKey, organizationId, userId);
 
 export type AccessRole = 'editor' | 'viewer';
 export const ACCESS_ROLES = ['editor', 'viewer'] as const;

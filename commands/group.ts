@@ -6,6 +6,11 @@
 import { ApiError, assertNever, notFound } from '../src/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import type { Planned } from './outcomes.js';
+import { streamName } from '../src/ids.js';
+
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+export const groupStream = (apiKey: string, organizationId: string, groupId: string) =>
+  streamName('usergroup', apiKey, organizationId, groupId);
 
 type GroupRef = {
   organizationId: string;

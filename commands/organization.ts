@@ -28,6 +28,10 @@ import {
   type Tree,
 } from './folder-tree.js';
 import type { Planned } from './outcomes.js';
+import { streamName } from '../src/ids.js';
+
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+export const organizationStream = (apiKey: string, organizationId: string) => streamName('organization', apiKey, organizationId);
 
 // ---- events ----
 

@@ -5,6 +5,10 @@
  */
 import { assertNever } from '../src/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
+import { streamName } from '../src/ids.js';
+
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+export const userStream = (apiKey: string, userId: string) => streamName('user', apiKey, userId);
 
 export type Profile = {
   name: string;

@@ -27,6 +27,10 @@ import {
   type ServiceName,
   type WebhookEndpoint,
 } from './service-config.js';
+import { streamName } from '../src/ids.js';
+
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+export const workspaceStream = (workspaceId: string) => streamName('workspace', workspaceId);
 
 // ---- events ----
 

@@ -32,7 +32,7 @@ import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc, ReadTx } from '../src/ports/read-store.js';
 import type { Projection } from '../src/runtime/projection.js';
 import { key } from '../src/ids.js';
-import { redactEventData } from '../src/webhooks/payloads.js';
+import { redactEventData } from '../src/redaction.js';
 import { redactConfig } from './workspaces.js';
 
 export const AUDIT_EVENTS = 'audit_events';

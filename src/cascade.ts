@@ -11,7 +11,9 @@ import type { EventMetadata, EventStore, RecordedEvent } from './ports/event-sto
 import type { ReadStore } from './ports/read-store.js';
 import type { CommandHandler } from './runtime/command-handler.js';
 import type { ProjectionRunner, RunnerLogger } from './runtime/projection-runner.js';
-import { documentStream, grantsStream, groupStream } from './http/routes/domain.js';
+import { documentStream } from '../commands/document.js';
+import { grantsStream } from '../commands/grant.js';
+import { groupStream } from '../commands/group.js';
 import { Wakeup } from './runtime/wakeup.js';
 import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc, parkedId, type ParkedDoc } from './runtime/parked.js';
 import { createHash } from 'node:crypto';

@@ -22,7 +22,7 @@ import { allProjections } from '../projections/index.js';
 import { harness, tempDir } from './support/app.js';
 import { PARKED } from '../src/runtime/parked.js';
 import { rebuildReadModels } from '../src/ops/rebuild.js';
-import { agentStream } from '../src/http/routes/agents.js';
+import { agentStream } from '../commands/agent.js';
 import { newEventId } from '../src/ids.js';
 
 const F = suite('parked events: webhook follower and cascade');

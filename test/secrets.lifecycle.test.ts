@@ -11,7 +11,7 @@ import { SignJWT } from 'jose';
 import { verifyUserToken } from '../src/tokens/user-tokens.js';
 import { TokenError } from '../src/tokens/jwt.js';
 import { workspaceDecider } from '../commands/workspace.js';
-import { workspaceStream } from '../src/http/routes/workspace.js';
+import { workspaceStream } from '../commands/workspace.js';
 import { API_KEYS } from '../projections/workspaces.js';
 import { AGENTS } from '../projections/agents.js';
 import { AUDIT_EVENTS, type AuditEventDoc } from '../projections/audit.js';

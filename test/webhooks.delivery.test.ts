@@ -17,9 +17,9 @@ import { buildApp } from '../src/app.js';
 import { tempDir } from './support/app.js';
 import { verifySignature } from '../src/webhooks/signature.js';
 import { agentDecider } from '../commands/agent.js';
-import { agentStream } from '../src/http/routes/agents.js';
+import { agentStream } from '../commands/agent.js';
 import { DELIVERIES, ENDPOINT_STATE, endpointStateId, type EndpointStateDoc } from '../src/webhooks/outbox.js';
-import { workspaceStream } from '../src/http/routes/workspace.js';
+import { workspaceStream } from '../commands/workspace.js';
 import { API_KEYS, type ApiKeyDoc } from '../projections/workspaces.js';
 
 

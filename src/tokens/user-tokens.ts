@@ -16,7 +16,7 @@ import { API_KEYS, type ApiKeyDoc } from '../../projections/workspaces.js';
 import { BugError, notFound, SecretUnavailableError } from '../errors.js';
 import { newId, newSecret } from '../ids.js';
 import type { RequestContext } from '../http/context.js';
-import { workspaceStream } from '../http/routes/workspace.js';
+import { workspaceStream } from '../../commands/workspace.js';
 import type { Services } from '../services.js';
 import { signToken, TOKEN_ISSUER, TOKEN_LIFETIME_SECONDS, TokenError, unverifiedToken, verifyToken, type TokenResource, type UserTokenClaims } from './jwt.js';
 import { SIGNING_KEY_RETENTION_MS, TOKEN_CLOCK_SKEW_SECONDS } from './lifetime.js';

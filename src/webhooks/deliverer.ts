@@ -44,7 +44,7 @@ import { workspaceDecider } from '../../commands/workspace.js';
 import { ENDPOINT_URL_FIELD, type ServiceState, type WebhookEndpoint } from '../../commands/service-config.js';
 import { API_KEYS, type ApiKeyDoc } from '../../projections/workspaces.js';
 import { key } from '../ids.js';
-import { workspaceStream } from '../http/routes/workspace.js';
+import { workspaceStream } from '../../commands/workspace.js';
 import {
   DELIVERIES,
   ENDPOINT_STATE,

@@ -11,34 +11,8 @@
  * Bodies are built once, when the delivery is queued, and every attempt sends the same bytes.
  */
 import type { RecordedEvent } from '../ports/event-store.js';
-import { redactAgentConfig, REDACTED, type AgentConfig } from '../agents/config.js';
+import { redactEventData } from '../redaction.js';
 import { categoryOf, triggerOf } from './triggers.js';
-
-/** Field names that hold secrets wherever they appear in event data. */
-const SECRET_FIELD = /^(authToken|token|secret|password|apiSecret|clientSecret|accessToken|refreshToken|privateKey|tokenHash|authTokenHash)$/;
-
-/** A copy with every secret field's value replaced (a plain loop: this runs for every event the audit index and webhooks see). */
-function redactDeep(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(redactDeep);
-  if (v === null || typeof v !== 'object') return v;
-  const src = v as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(src)) {
-    const x = src[k];
-    const value = SECRET_FIELD.test(k) && x ? REDACTED : redactDeep(x);
-    // Keys may come from clients: `__proto__` must stay an own property, as fromEntries made it.
-    if (k === '__proto__') Object.defineProperty(out, k, { value, enumerable: true, writable: true, configurable: true });
-    else out[k] = value;
-  }
-  return out;
-}
-
-export function redactEventData(type: string, data: Record<string, unknown>): Record<string, unknown> {
-  const withAgent = data.config && (type === 'AgentCreated' || type === 'AgentUpdated')
-    ? { ...data, config: redactAgentConfig(data.config as AgentConfig) }
-    : data;
-  return redactDeep(withAgent) as Record<string, unknown>;
-}
 
 function streamIds(stream: string): string[] {
   try {

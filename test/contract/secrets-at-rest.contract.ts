@@ -12,7 +12,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { workspaceDecider } from '../../commands/workspace.js';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { workspaceStream } from '../../src/http/routes/workspace.js';
+import { workspaceStream } from '../../commands/workspace.js';
 import type { EventStore } from '../../src/ports/event-store.js';
 import type { ReadStore } from '../../src/ports/read-store.js';
 import { assemble, type Services } from '../../src/services.js';

@@ -3,8 +3,8 @@
  * Responses only ever carry redacted configurations.
  */
 import { z } from 'zod';
-import { agentDecider } from '../../../commands/agent.js';
-import { agentGroupDecider, type AgentGroupState } from '../../../commands/agent-group.js';
+import { agentDecider, agentStream } from '../../../commands/agent.js';
+import { agentGroupDecider, agentGroupStream, type AgentGroupState } from '../../../commands/agent-group.js';
 import {
   agentGroupView,
   builtInAgentView,
@@ -18,15 +18,13 @@ import {
 import { builtInAgent } from '../../agents/catalogue.js';
 import { agentChangesSchema, agentConfigSchema, redactAgentConfig, toAgentConfig } from '../../agents/config.js';
 import { notFound } from '../../errors.js';
-import { newId, streamName } from '../../ids.js';
+import { newId } from '../../ids.js';
 import type { Services } from '../../services.js';
 import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id, text } from '../validation.js';
 import { legacyAgentSecrets, sealAgentSecrets } from '../../secrets/configs.js';
 
-export const agentStream = (apiKey: string, agentId: string) => streamName('agent', apiKey, agentId);
-export const agentGroupStream = (apiKey: string, groupId: string) => streamName('agentGroup', apiKey, groupId);
 
 const agentIdList = () => z.array(id()).max(1000);
 

@@ -20,7 +20,9 @@ import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id, ids, items, text } from '../validation.js';
-import { accessType, documentStream, eachItem, item, keyed, organizationStream, pageSize, pageToken, unique } from './domain.js';
+import { accessType, eachItem, item, keyed, pageSize, pageToken, unique } from './domain.js';
+import { documentStream } from '../../../commands/document.js';
+import { organizationStream } from '../../../commands/organization.js';
 
 const docSchema = z.object({
   documentId: id(),

@@ -5,17 +5,8 @@
 import { z } from 'zod';
 import { ACCESS_TYPES } from '../../../commands/folder-tree.js';
 import { ApiError } from '../../errors.js';
-import { streamName } from '../../ids.js';
 import { MAX_PAGE_SIZE } from '../../../queries/paging.js';
 
-export const organizationStream = (apiKey: string, organizationId: string) => streamName('organization', apiKey, organizationId);
-export const documentStream = (apiKey: string, organizationId: string, documentId: string) =>
-  streamName('document', apiKey, organizationId, documentId);
-export const userStream = (apiKey: string, userId: string) => streamName('user', apiKey, userId);
-export const grantsStream = (apiKey: string, organizationId: string, userId: string) =>
-  streamName('grants', apiKey, organizationId, userId);
-export const groupStream = (apiKey: string, organizationId: string, groupId: string) =>
-  streamName('usergroup', apiKey, organizationId, groupId);
 
 export const accessType = () => z.enum(ACCESS_TYPES);
 export const pageSize = () => z.number().int().min(1).max(MAX_PAGE_SIZE).optional();

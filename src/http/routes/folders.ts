@@ -14,7 +14,8 @@ import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id, ids, items, text } from '../validation.js';
-import { accessType, keyed, organizationStream, pageSize, pageToken, type Outcome } from './domain.js';
+import { accessType, keyed, pageSize, pageToken, type Outcome } from './domain.js';
+import { organizationStream } from '../../../commands/organization.js';
 import type { OrganizationCommand } from '../../../commands/organization.js';
 
 /** Runs one folders batch command and returns its per-item outcomes, keyed by folder id. */

@@ -15,7 +15,10 @@ import type { RequestContext } from '../context.js';
 import type { GroupCommand } from '../../../commands/group.js';
 import { id, ids, items, text } from '../validation.js';
 import { organizationTree } from './documents.js';
-import { eachItem, grantsStream, groupStream, keyed, organizationStream, unique } from './domain.js';
+import { eachItem, keyed, unique } from './domain.js';
+import { grantsStream } from '../../../commands/grant.js';
+import { groupStream } from '../../../commands/group.js';
+import { organizationStream } from '../../../commands/organization.js';
 
 async function members(ctx: RequestContext, command: GroupCommand, userIds: readonly string[] | null) {
   const run = capturing(groupDecider, plan);

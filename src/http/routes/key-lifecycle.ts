@@ -19,7 +19,8 @@ import { rotateSigningKey } from '../../tokens/user-tokens.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id } from '../validation.js';
-import { newToken, workspaceStream } from './workspace.js';
+import { newToken } from './workspace.js';
+import { workspaceStream } from '../../../commands/workspace.js';
 
 export async function rotateWorkspaceAuthToken(ctx: RequestContext, workspaceId: string) {
   const token = newToken();

@@ -9,7 +9,8 @@ import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id, ids, items, text } from '../validation.js';
-import { eachItem, item, keyed, organizationStream, pageSize, pageToken, unique } from './domain.js';
+import { eachItem, item, keyed, pageSize, pageToken, unique } from './domain.js';
+import { organizationStream } from '../../../commands/organization.js';
 
 const orgSchema = z.object({ organizationId: id(), organizationName: text(256).optional() });
 

@@ -14,7 +14,10 @@ import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id, ids, items } from '../validation.js';
-import { documentStream, grantsStream, keyed, organizationStream, type Outcome } from './domain.js';
+import { keyed, type Outcome } from './domain.js';
+import { documentStream } from '../../../commands/document.js';
+import { grantsStream } from '../../../commands/grant.js';
+import { organizationStream } from '../../../commands/organization.js';
 
 export const resourceSchema = z
   .object({

@@ -17,7 +17,7 @@ import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { text, webhookUrl } from '../validation.js';
 import { legacyServiceSecrets, sealServiceConfig } from '../../secrets/configs.js';
-import { workspaceStream } from './workspace.js';
+import { workspaceStream } from '../../../commands/workspace.js';
 
 /** A config value; `''` removes the stored one. */
 const value = () => z.string().max(2048).optional();

@@ -21,7 +21,12 @@ import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { email, id, ids, items, text } from '../validation.js';
 import { organizationTree } from './documents.js';
-import { documentStream, eachItem, firstById, grantsStream, groupStream, item, keyed, organizationStream, pageSize, pageToken, unique, userStream } from './domain.js';
+import { eachItem, firstById, item, keyed, pageSize, pageToken, unique } from './domain.js';
+import { documentStream } from '../../../commands/document.js';
+import { grantsStream } from '../../../commands/grant.js';
+import { groupStream } from '../../../commands/group.js';
+import { organizationStream } from '../../../commands/organization.js';
+import { userStream } from '../../../commands/user.js';
 
 const role = () => z.enum(ACCESS_ROLES);
 const userSchema = z.object({

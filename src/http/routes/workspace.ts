@@ -4,10 +4,10 @@
  * only as hashes.
  */
 import { z } from 'zod';
-import { workspaceDecider, type ApiKeySettings, type NewApiKey } from '../../../commands/workspace.js';
+import { workspaceDecider, workspaceStream, type ApiKeySettings, type NewApiKey } from '../../../commands/workspace.js';
 import { apiKeyOfWorkspace, tokenMetadata } from '../../../queries/credentials.js';
 import { notFound } from '../../errors.js';
-import { hashSecret, newId, newSecret, streamName } from '../../ids.js';
+import { hashSecret, newId, newSecret } from '../../ids.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
@@ -15,7 +15,6 @@ import { email, id, text, webhookUrl } from '../validation.js';
 import { egressPolicyOf } from '../../webhooks/egress.js';
 import { sealServiceConfig } from '../../secrets/configs.js';
 
-export const workspaceStream = (workspaceId: string) => streamName('workspace', workspaceId);
 
 /** A fresh auth token: the secret (returned once) and what is stored (its hash). */
 export const newToken = () => {
