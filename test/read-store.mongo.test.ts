@@ -7,12 +7,15 @@
 import { test } from 'uvu';
 import { randomUUID } from 'node:crypto';
 import { MongoReadStore } from '../src/adapters/mongo-read-store.js';
+import { parseMongoUrl } from '../src/adapters/mongo-url.js';
 import { readStoreContract } from './contract/read-store.contract.js';
 
 const url = process.env.MONGODB_URL;
 if (url) {
   const dbName = `collab_contract_${randomUUID().slice(0, 8)}`;
-  const s = readStoreContract(`MongoDB (${new URL(url).host}, database ${dbName})`, async () => new MongoReadStore(url, { dbName }));
+  const open = async () => new MongoReadStore(url, { dbName });
+  // A second store on the same database: another process, for the interleaved cases.
+  const s = readStoreContract(`MongoDB (${parseMongoUrl(url).hosts.join(',')}, database ${dbName})`, open, { openPeer: open });
   s.after(async () => {
     const store = new MongoReadStore(url, { dbName });
     await store.dropDatabase();
