@@ -2,10 +2,12 @@
  * Configuration from the environment, checked once at start: a bad value stops the process
  * with a message naming the variable, before anything listens.
  */
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import { parseCidr } from './webhooks/egress.js';
 import { parseKeyMaterial } from './secrets/envelope.js';
+import { MongoUrlError, parseMongoUrl, redactMongoPassword } from './adapters/mongo-url.js';
 
 export interface Config {
   port: number;
@@ -131,6 +133,32 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw;
 }
 
+/**
+ * MONGODB_URL: a MongoDB connection string, which `new URL()` cannot check (a replica set
+ * lists several hosts: `mongodb://h1:27017,h2:27017/collab?replicaSet=rs0`). The message
+ * never repeats the value: it may hold a password.
+ */
+function mongoUrl(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    parseMongoUrl(raw);
+  } catch (error) {
+    if (error instanceof MongoUrlError) throw new ConfigError(name, error.message);
+    throw error;
+  }
+  // The driver's own parser knows its options and their values (`?w=majorty` stops the
+  // start here, not at the first request). It loads only when MongoDB is configured, and a
+  // client that is made but not connected opens nothing.
+  const { MongoClient } = createRequire(import.meta.url)('mongodb') as typeof import('mongodb');
+  try {
+    new MongoClient(raw);
+  } catch (error) {
+    throw new ConfigError(name, `the MongoDB driver refuses it: ${redactMongoPassword((error as Error).message, raw)}`);
+  }
+  return raw;
+}
+
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
 
 /**
@@ -231,7 +259,7 @@ export function loadConfig(env: Env = process.env): Config {
     );
   }
   const eventStoreUrl = url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover']);
-  const mongodbUrl = url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']);
+  const mongodbUrl = mongoUrl(env, 'MONGODB_URL');
   const key = secretsKey(env, eventStoreUrl !== undefined && mongodbUrl !== undefined);
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),

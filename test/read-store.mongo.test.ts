@@ -7,6 +7,7 @@
 import { test } from 'uvu';
 import { randomUUID } from 'node:crypto';
 import { MongoReadStore } from '../src/adapters/mongo-read-store.js';
+import { parseMongoUrl } from '../src/adapters/mongo-url.js';
 import { readStoreContract } from './contract/read-store.contract.js';
 import { secretsAtRestContract } from './contract/secrets-at-rest.contract.js';
 import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
@@ -17,7 +18,9 @@ import path from 'node:path';
 const url = process.env.MONGODB_URL;
 if (url) {
   const dbName = `collab_contract_${randomUUID().slice(0, 8)}`;
-  const s = readStoreContract(`MongoDB (${new URL(url).host}, database ${dbName})`, async () => new MongoReadStore(url, { dbName }));
+  const open = async () => new MongoReadStore(url, { dbName });
+  // A second store on the same database: another process, for the interleaved cases.
+  const s = readStoreContract(`MongoDB (${parseMongoUrl(url).hosts.join(',')}, database ${dbName})`, open, { openPeer: open });
   s.after(async () => {
     const store = new MongoReadStore(url, { dbName });
     await store.dropDatabase();

@@ -1,13 +1,35 @@
 /**
  * The read store contract, written once and run against every adapter: the embedded one
  * always (read-store.sqlite.test.ts), MongoDB whenever MONGODB_URL is set.
+ *
+ * `openPeer`, where given, opens a second store on the same data, as another process would:
+ * the cases that need two transactions interleaved across processes run only then. (The
+ * embedded store cannot interleave them in one process: its writer takes SQLite's write lock
+ * at BEGIN and a second connection waits for it synchronously, which is also why the write
+ * skew those cases look for cannot happen there.)
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { rejects } from '../support/assert.js';
 import { CheckpointConflictError, type ReadStore } from '../../src/ports/read-store.js';
 
-export function readStoreContract(name: string, open: () => Promise<ReadStore>) {
+export interface ReadStoreContractOptions {
+  /** A second store on the same data as the last `open()` (another process's view). */
+  openPeer?: () => Promise<ReadStore>;
+}
+
+/** Settles `p`, or fails once `ms` have passed (a correctness deadline: "ends promptly", not a speed check). */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer!: NodeJS.Timeout;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not settled within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, deadline]).finally(() => clearTimeout(timer));
+}
+
+const cpName = () => `cp-${Math.random().toString(36).slice(2)}`;
+
+export function readStoreContract(name: string, open: () => Promise<ReadStore>, options: ReadStoreContractOptions = {}) {
   const s = suite<{ store: ReadStore }>(`read store contract: ${name}`);
   s.before.each(async (ctx) => {
     ctx.store = await open();
@@ -190,6 +212,102 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>) 
     assert.is(await store.getCheckpoint(name), '0005');
     assert.is(await store.get('things', 'lost'), null);
   });
+
+  s('creating a checkpoint that exists is a conflict at once: nothing written, the store goes on', async ({ store }) => {
+    const name = cpName();
+    await store.transaction((tx) => tx.setCheckpoint(name, '0005', null));
+    let calls = 0;
+    const e = await within(
+      rejects(
+        store.transaction(async (tx) => {
+          calls++;
+          await tx.upsert('things', { _id: 'dup-cp', tenant: 'D' });
+          await tx.setCheckpoint(name, '0009', null);
+        }),
+      ),
+      10_000,
+      'creating an existing checkpoint',
+    );
+    assert.instance(e, CheckpointConflictError);
+    assert.is((e as CheckpointConflictError).actual, '0005');
+    assert.is(calls, 1, 'a conflict is not retried');
+    assert.is(await store.get('things', 'dup-cp'), null);
+    assert.is(await store.getCheckpoint(name), '0005');
+    await store.transaction((tx) => tx.setCheckpoint(name, '0009', '0005'));
+    assert.is(await store.getCheckpoint(name), '0009');
+  });
+
+  s('a compare-and-set to the current value succeeds and keeps it', async ({ store }) => {
+    const name = cpName();
+    await store.transaction((tx) => tx.setCheckpoint(name, '0005', null));
+    await store.transaction((tx) => tx.setCheckpoint(name, '0005', '0005'));
+    assert.is(await store.getCheckpoint(name), '0005');
+    assert.instance(await rejects(store.transaction((tx) => tx.setCheckpoint(name, '0005', '0004'))), CheckpointConflictError);
+  });
+
+  if (options.openPeer) {
+    const openPeer = options.openPeer;
+
+    s('two processes creating the same checkpoint: one wins, the other gets a conflict promptly', async ({ store }) => {
+      const peer = await openPeer();
+      try {
+        const name = cpName();
+        const create = (s: ReadStore, at: string) => s.transaction((tx) => tx.setCheckpoint(name, at, null));
+        const results = await within(Promise.allSettled([create(store, '0001'), create(peer, '0002')]), 20_000, 'two creations');
+        const won = results.filter((r) => r.status === 'fulfilled');
+        const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+        assert.is(won.length, 1, JSON.stringify(results.map((r) => r.status)));
+        assert.instance(lost[0]!.reason, CheckpointConflictError);
+        assert.ok(['0001', '0002'].includes((await store.getCheckpoint(name))!));
+      } finally {
+        await peer.close();
+      }
+    });
+
+    s('a compare-and-set to the same value conflicts with a move committed meanwhile (the rebuild switch)', async ({ store }) => {
+      // A is the rebuild switch: it reads, then sets the live checkpoint to its own value so
+      // that a batch committing meanwhile conflicts with it. B is such a batch, in another
+      // process, committing between A's first read and A's compare-and-set. Serializable
+      // outcomes: A before B (B sees the switch) or A fails. Not allowed: both commit while B
+      // did not see the switch (the switch went live behind an acknowledged batch).
+      const peer = await openPeer();
+      try {
+        const name = cpName();
+        await store.transaction((tx) => tx.setCheckpoint(name, '0005', null));
+        let attempts = 0;
+        let aStarted!: () => void;
+        const started = new Promise<void>((r) => (aStarted = r));
+        let bDone!: () => void;
+        const moved = new Promise<void>((r) => (bDone = r));
+        const a = store.transaction(async (tx) => {
+          attempts++;
+          await tx.get('things', 'switch');
+          if (attempts === 1) {
+            aStarted();
+            await moved;
+          }
+          await tx.setCheckpoint(name, '0005', '0005');
+          await tx.upsert('things', { _id: 'switch', tenant: 'S' });
+        });
+        await started;
+        let bSawSwitch: boolean | null = null;
+        await peer.transaction(async (tx) => {
+          bSawSwitch = (await tx.get('things', 'switch')) !== null;
+          await tx.upsert('things', { _id: 'batch', tenant: 'S' });
+          await tx.setCheckpoint(name, '0009', '0005');
+        });
+        bDone();
+        const outcome = await within(a.then(() => 'committed', (e: unknown) => e), 20_000, 'the switch');
+        assert.is(bSawSwitch, false);
+        assert.instance(outcome, CheckpointConflictError, 'the switch must not commit behind a batch it did not see');
+        assert.is(await store.getCheckpoint(name), '0009');
+        assert.is(await store.get('things', 'switch'), null);
+        assert.ok(await store.get('things', 'batch'));
+      } finally {
+        await peer.close();
+      }
+    });
+  }
 
   s('listCollections names the collections that exist; a dropped one is gone', async ({ store }) => {
     await store.transaction((tx) => tx.upsert('listed_things', { _id: 'x' }));
