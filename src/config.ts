@@ -4,6 +4,7 @@
  */
 import net from 'node:net';
 import path from 'node:path';
+import { checkEventStoreUrl } from './adapters/esdb-connection-string.js';
 import { parseCidr } from './webhooks/egress.js';
 
 export interface Config {
@@ -124,6 +125,18 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return raw;
 }
 
+/**
+ * EVENTSTORE_URL: an EventStoreDB connection string as the client reads it, one host or a
+ * cluster's seeds (`esdb://a:2113,b:2113,c:2113?tls=false`): src/adapters/esdb-connection-string.ts.
+ */
+function eventStoreUrl(env: Env): string | undefined {
+  const raw = env.EVENTSTORE_URL;
+  if (raw === undefined || raw === '') return undefined;
+  const checked = checkEventStoreUrl(raw);
+  if ('problem' in checked) throw new ConfigError('EVENTSTORE_URL', checked.problem);
+  return raw;
+}
+
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
 
 /**
@@ -213,7 +226,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host,
     dataDir: path.resolve(env.DATA_DIR || './data'),
-    eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover']),
+    eventStoreUrl: eventStoreUrl(env),
     mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
     adminToken,
     logLevel,
