@@ -5,6 +5,7 @@
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
+import { checkEventStoreUrl } from './adapters/esdb-connection-string.js';
 import { parseCidr } from './webhooks/egress.js';
 import { parseKeyMaterial } from './secrets/envelope.js';
 import { MongoUrlError, parseMongoUrl, redactMongoPassword } from './adapters/mongo-url.js';
@@ -118,20 +119,6 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `must be true or false, got ${JSON.stringify(raw)}`);
 }
 
-function url(env: Env, name: string, protocols: string[]): string | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return undefined;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(name, `must be a URL (${protocols.join(', ')}), got ${JSON.stringify(raw)}`);
-  }
-  if (!protocols.includes(parsed.protocol.replace(/:$/, ''))) {
-    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
-  }
-  return raw;
-}
 
 /**
  * MONGODB_URL: a MongoDB connection string, which `new URL()` cannot check (a replica set
@@ -156,6 +143,18 @@ function mongoUrl(env: Env, name: string): string | undefined {
   } catch (error) {
     throw new ConfigError(name, `the MongoDB driver refuses it: ${redactMongoPassword((error as Error).message, raw)}`);
   }
+  return raw;
+}
+
+/**
+ * EVENTSTORE_URL: an EventStoreDB connection string as the client reads it, one host or a
+ * cluster's seeds (`esdb://a:2113,b:2113,c:2113?tls=false`): src/adapters/esdb-connection-string.ts.
+ */
+function eventStoreUrlOf(env: Env): string | undefined {
+  const raw = env.EVENTSTORE_URL;
+  if (raw === undefined || raw === '') return undefined;
+  const checked = checkEventStoreUrl(raw);
+  if ('problem' in checked) throw new ConfigError('EVENTSTORE_URL', checked.problem);
   return raw;
 }
 
@@ -258,7 +257,7 @@ export function loadConfig(env: Env = process.env): Config {
       `must be 0 (off) or more than REQUEST_TIMEOUT_MS (${requestTimeoutMs}) and READ_YOUR_WRITES_TIMEOUT_MS (${readYourWritesTimeoutMs}), got ${connectionTimeoutMs}`,
     );
   }
-  const eventStoreUrl = url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover', 'kurrentdb', 'kurrentdb+discover']);
+  const eventStoreUrl = eventStoreUrlOf(env);
   const mongodbUrl = mongoUrl(env, 'MONGODB_URL');
   const key = secretsKey(env, eventStoreUrl !== undefined && mongodbUrl !== undefined);
   return {

@@ -123,8 +123,8 @@ export class SqliteEventStore implements EventStore {
     const write = (p: PendingAppend): AppendResult => {
       const actual = this.stmts.lastRevision.get(p.stream)?.r ?? -1;
       checkExpected(p.stream, p.expected, actual);
-      const recorded: RecordedEvent[] = [];
       let revision = actual;
+      let position = encodePosition(0);
       for (const e of p.events) {
         revision += 1;
         const info = this.stmts.insert.run(
@@ -135,18 +135,9 @@ export class SqliteEventStore implements EventStore {
           JSON.stringify(e.data),
           metaJson(e.metadata),
         );
-        recorded.push({
-          id: e.id,
-          stream: p.stream,
-          revision,
-          position: encodePosition(Number(info.lastInsertRowid)),
-          type: e.type,
-          data: e.data,
-          metadata: e.metadata,
-        });
+        position = encodePosition(Number(info.lastInsertRowid));
       }
-      const last = recorded[recorded.length - 1];
-      return { nextRevision: revision, position: last ? last.position : encodePosition(0), events: recorded };
+      return { nextRevision: revision, position };
     };
     const inSavepoint = this.db.transaction(write);
     this.appendOne = (p) => (p.events.length > 1 ? inSavepoint(p) : write(p));

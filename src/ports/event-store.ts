@@ -60,7 +60,8 @@ export interface AppendResult {
   nextRevision: number;
   /** Log position of the last appended event. */
   position: LogPosition;
-  events: RecordedEvent[];
+  // No recorded events: EventStoreDB answers an append with the last revision and position
+  // only, and reading the events back would cost a round trip per write (nobody used them).
 }
 
 export class WrongExpectedRevisionError extends Error {
