@@ -52,8 +52,9 @@ export function npmCommand(args) {
   return { cmd: process.platform === 'win32' ? 'npm.cmd' : 'npm', args };
 }
 
+/** The registry's package of official Node binaries for this machine (Linux only: none for macOS). */
 function nodePackage() {
-  if (process.platform !== 'linux' && process.platform !== 'darwin') return null;
+  if (process.platform !== 'linux') return null;
   if (process.arch !== 'x64' && process.arch !== 'arm64') return null;
   return `node-${process.platform}-${process.arch}`;
 }
