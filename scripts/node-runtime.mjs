@@ -88,6 +88,12 @@ export function localNodeBin(version) {
     rmSync(tmp, { recursive: true, force: true });
     throw new Error(`could not install ${name}@${version} from the npm registry (npm exit ${r.status})`);
   }
+  // Another command may have installed it meanwhile (two `npm test` at once): keep that one,
+  // which may already be running.
+  if (versionOf(path.join(bin, 'node')) === `v${version}`) {
+    rmSync(tmp, { recursive: true, force: true });
+    return bin;
+  }
   rmSync(dir, { recursive: true, force: true });
   renameSync(tmp, dir);
   return bin;
