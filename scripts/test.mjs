@@ -4,6 +4,11 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { ensureSupportedNode } from './node-runtime.mjs';
+
+// On a Node older than package.json's engines, runs again under the fallback Node (README,
+// Node versions): better-sqlite3 13 would crash there.
+await ensureSupportedNode();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dir = process.env.TEST_DIR || 'test';

@@ -44,7 +44,14 @@ export interface BackgroundOptions {
   stopTimeoutMs?: number;
 }
 
-const ENTRY = new URL('./background-entry.mjs', import.meta.url);
+/**
+ * The thread's entry. Compiled (dist/, production), this module is background.js and the
+ * worker is background-worker.js beside it, plain JavaScript. Run from the sources (tsx:
+ * development and tests), this module is background.ts, and the thread needs tsx's loader
+ * registered before it can import background-worker.ts: background-entry.mjs does that. The
+ * worker thread does not inherit the loader from the process that started it.
+ */
+const ENTRY = import.meta.url.endsWith('.ts') ? new URL('./background-entry.mjs', import.meta.url) : new URL('./background-worker.js', import.meta.url);
 
 export class BackgroundThread {
   private worker: Worker | null = null;
@@ -67,8 +74,8 @@ export class BackgroundThread {
   /** Starts the thread; resolves once it has opened its stores and started following the log. */
   start(): Promise<void> {
     return new Promise((resolve, reject) => {
-      // execArgv: [] keeps flags such as --cpu-prof to the main thread; the entry registers
-      // tsx itself, so the thread runs the same TypeScript however the process was started.
+      // execArgv: [] keeps flags such as --cpu-prof to the main thread; from the sources the
+      // entry registers tsx itself (ENTRY), so the thread runs the same code as the process.
       const worker = new Worker(ENTRY, { workerData: { config: this.config, leaseHolder: this.leaseHolder }, execArgv: [] });
       this.worker = worker;
       let ready = false;
