@@ -60,7 +60,7 @@ test('AddFolders: per item; existing, unknown parent, and order within the batch
   assert.equal(outcomes([created, folder('x')], cmd), {
     a: { id: 'a', success: true, message: 'Folder added.' },
     b: { id: 'b', success: true, message: 'Folder added.' },
-    x: { id: 'x', success: false, message: 'Folder already exists.' },
+    x: { id: 'x', success: false, message: 'Folder already exists' },
     c: { id: 'c', success: false, message: 'Parent folder "nope" does not exist.' },
   });
 });
@@ -92,7 +92,7 @@ test('UpdateFolders: rename, move, root, cycle, missing parent, missing folder',
     { type: 'FolderMoved', data: { organizationId: org, folderId: 'c', parentFolderId: null, previousParentFolderId: 'b' } },
   ]);
   const o = outcomes(tree, cmd);
-  assert.equal(o.d, { id: 'd', success: true, message: 'Folder updated.' });
+  assert.equal(o.d, { id: 'd', success: true, message: 'Folder Updated.' });
   assert.equal(o.a, { id: 'a', success: false, message: 'Moving the folder under itself or one of its subfolders would create a cycle.' });
   assert.equal(o.c!.success, true);
   assert.equal(o.b, { id: 'b', success: false, message: 'Parent folder "zz" does not exist.' });
