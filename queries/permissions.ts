@@ -299,6 +299,7 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
     rows.push([userId, entries]);
   }
   const data: Record<string, UserEntries> = Object.fromEntries(rows);
-  if (missing) throw notFound('One or more requested folders or documents do not exist.', data);
+  // The hosted API's message, character for character (semantics §0).
+  if (missing) throw notFound('Folder or document does not exist', data);
   return data;
 }
