@@ -25,6 +25,14 @@ test('CreateOrganization creates; twice is ALREADY_EXISTS; ifMissing is a no-op'
   given([created]).when({ type: 'CreateOrganization', data: { organizationId: org, ifMissing: true }, metadata: meta }).thenNothing();
 });
 
+test('CreateOrganization with updateExisting (organizations/add): an existing organization takes the name sent', () => {
+  const add = (organizationName?: string): OrganizationCommand => ({ type: 'CreateOrganization', data: { organizationId: org, organizationName, updateExisting: true }, metadata: meta });
+  given([]).when(add('Acme')).then([{ type: 'OrganizationCreated', data: { organizationId: org, organizationName: 'Acme', createdAt: now } }]);
+  given([created]).when(add('Acme')).then([{ type: 'OrganizationRenamed', data: { organizationId: org, organizationName: 'Acme' } }]);
+  given([created]).when(add(org)).thenNothing();
+  given([created]).when(add()).thenNothing();
+});
+
 test('RenameOrganization: renames, no-op on same name, NOT_FOUND when missing', () => {
   given([created]).when({ type: 'RenameOrganization', data: { organizationId: org, organizationName: 'New' }, metadata: meta }).then([
     { type: 'OrganizationRenamed', data: { organizationId: org, organizationName: 'New' } },

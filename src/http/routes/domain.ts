@@ -67,14 +67,13 @@ export async function eachItem<T>(
   items: readonly T[],
   idOf: (t: T) => string,
   run: (t: T) => Promise<unknown>,
-  message: string | ((t: T, result: unknown) => string),
+  message: string,
   failure: Failure = ownMessage,
 ): Promise<Record<string, Outcome>> {
   const results = await Promise.all(
     firstById(items, idOf).map(async (t) => {
       const id = idOf(t);
-      const said = (r: unknown) => (typeof message === 'string' ? message : message(t, r));
-      return [id, await item(() => run(t), (r) => ({ success: true, id, message: said(r) }), { id }, failure)] as const;
+      return [id, await item(() => run(t), () => ({ success: true, id, message }), { id }, failure)] as const;
     }),
   );
   return keyed(results);
