@@ -90,7 +90,7 @@ export type DocumentCommand =
 
 // ---- decide ----
 
-export const documentNotFound = () => notFound('Document does not exist.');
+export const documentNotFound = () => notFound('Document does not exist');
 
 function active(state: DocumentState) {
   if (state.status !== 'active') throw documentNotFound();
@@ -103,7 +103,7 @@ export function decide(command: DocumentCommand, state: DocumentState): Document
   const { organizationId, documentId } = command.data;
   switch (command.type) {
     case 'AddDocument': {
-      if (state.status === 'active') throw new ApiError('ALREADY_EXISTS', 'Document already exists.');
+      if (state.status === 'active') throw new ApiError('ALREADY_EXISTS', 'Document already exists');
       const d = command.data;
       return [{
         type: 'DocumentAdded',
@@ -149,7 +149,7 @@ export function decide(command: DocumentCommand, state: DocumentState): Document
       return s.disabled === disabled ? [] : [{ type: 'DocumentDisabledStateChanged', data: { organizationId, documentId, disabled } }];
     }
     case 'DeleteDocument':
-      // A missing document is not an error (spec: success with "Document does not exist.").
+      // A missing document is not an error (spec: success with "Document does not exist").
       if (state.status !== 'active') return [];
       return [{ type: 'DocumentDeleted', data: { organizationId, documentId, reason: command.data.reason, deletedAt: command.metadata.now } }];
     default:

@@ -294,7 +294,7 @@ export function planAddFolders(
   maxDepth = DEFAULT_FOLDER_MAX_DEPTH,
 ): Plan {
   return fold(tree, items, (t, f: NewFolder, i): Step => {
-    if (getFolder(t, f.folderId)) return fail('Folder already exists.');
+    if (getFolder(t, f.folderId)) return fail('Folder already exists');
     const parent = normalizeParent(f.parentFolderId) ?? null;
     if (parent !== null && !getFolder(t, parent)) return fail(`Parent folder ${JSON.stringify(parent)} does not exist.`);
     if (levelOf(t, parent, maxDepth) + 1 > maxDepth) throw tooDeep(i, f.folderId, maxDepth);
@@ -364,7 +364,7 @@ export function planUpdateFolders(
     if (f.folderName !== undefined && f.folderName !== node.folderName) {
       events.push({ type: 'FolderRenamed', data: { organizationId, folderId: f.folderId, folderName: f.folderName } });
     }
-    return { events, outcome: { success: true, id: f.folderId, message: 'Folder updated.' } };
+    return { events, outcome: { success: true, id: f.folderId, message: 'Folder Updated.' } };
   });
 }
 

@@ -7,6 +7,13 @@
  * atomic append, and keeps the replacement rule in one place (semantics §3 "Grants"):
  * a temporary grant never replaces a live permanent one; a permanent one replaces anything;
  * an expired grant counts as absent.
+ *
+ * Access context (semantics §4a, spec `context.accessFields`): a grant may carry access
+ * fields, `"field:value"` strings, added with the grant (permissions/add, generate_token:
+ * `context.access`) and taken away with permissions/remove's `context`. They live and die
+ * with their grant: an expired or revoked grant's fields are gone, and a grant replacing an
+ * expired one starts with none. They grant nothing; permission resolution reports them
+ * (queries/permissions.ts).
  */
 import { assertNever } from '../src/errors.js';
 import { key } from '../src/ids.js';
@@ -28,6 +35,18 @@ export type Resource = {
   resourceId: string;
 };
 
+/**
+ * semantics §1 Limits, access context. One grant carries at most 200 access fields (the
+ * hosted service's limit on a user's `accessFields`); one user's live grants inside one
+ * organization carry at most 2,000 in all, so reporting a user's fields in permissions/get
+ * visits at most 2,000 strings per user whatever the query (docs/limits.md).
+ */
+export const MAX_ACCESS_FIELDS_PER_GRANT = 200;
+export const MAX_ACCESS_FIELDS_PER_USER = 2000;
+
+/** Sorted (UTF-16 code unit order, as Array.prototype.sort), each once. */
+export const sortedUnique = (fields: Iterable<string>): string[] => [...new Set(fields)].sort();
+
 // ---- events ----
 
 export type GrantEvent =
@@ -38,14 +57,23 @@ export type GrantEvent =
       /** Unix seconds; null: permanent. */
       expiresAt: number | null;
       grantedAt: number;
+      /**
+       * Every access field the grant carries from now on (the earlier live ones and the new
+       * ones), sorted; absent when none (and on events from before access context).
+       */
+      accessFields?: string[];
     }>
-  | DomainEvent<'GrantRevoked', Resource & { organizationId: string; userId: string; revokedAt: number }>;
+  | DomainEvent<'GrantRevoked', Resource & { organizationId: string; userId: string; revokedAt: number }>
+  /** permissions/remove with `context`: these fields (each one the grant carried) are gone; the grant stays. */
+  | DomainEvent<'AccessFieldsRemoved', Resource & { organizationId: string; userId: string; accessFields: string[]; removedAt: number }>;
 
 // ---- state ----
 
 export type Grant = Resource & {
   accessRole: AccessRole;
   expiresAt: number | null;
+  /** Sorted; empty when none. */
+  accessFields: readonly string[];
 };
 
 export interface GrantsState {
@@ -65,13 +93,21 @@ export function evolve(state: GrantsState, event: GrantEvent): GrantsState {
   switch (event.type) {
     case 'GrantAdded': {
       const { resourceType, resourceId, accessRole, expiresAt } = event.data;
-      return { grants: { ...state.grants, [resourceKey(event.data)]: { resourceType, resourceId, accessRole, expiresAt } } };
+      const accessFields = event.data.accessFields ?? [];
+      return { grants: { ...state.grants, [resourceKey(event.data)]: { resourceType, resourceId, accessRole, expiresAt, accessFields } } };
     }
     case 'GrantRevoked': {
       const k = resourceKey(event.data);
       if (!(k in state.grants)) return state;
       const { [k]: _gone, ...rest } = state.grants;
       return { grants: rest };
+    }
+    case 'AccessFieldsRemoved': {
+      const k = resourceKey(event.data);
+      const g = state.grants[k];
+      if (!g) return state;
+      const gone = new Set(event.data.accessFields);
+      return { grants: { ...state.grants, [k]: { ...g, accessFields: g.accessFields.filter((f) => !gone.has(f)) } } };
     }
     default:
       return assertNever(event, 'grant event');
@@ -83,11 +119,16 @@ export function evolve(state: GrantsState, event: GrantEvent): GrantsState {
 export type GrantRequest = Resource & {
   accessRole: AccessRole;
   expiresAt?: number | null;
+  /** Access fields to add to the grant's live ones (`"field:value"`). */
+  accessFields?: readonly string[];
 };
+
+/** A resource to revoke; with `accessFields`, only those fields go and the grant stays. */
+export type RevokeRequest = Resource & { accessFields?: readonly string[] };
 
 export type GrantsCommand =
   | Command<'Grant', { organizationId: string; userId: string; grants: GrantRequest[] }>
-  | Command<'Revoke', { organizationId: string; userId: string; resources: Resource[] }>
+  | Command<'Revoke', { organizationId: string; userId: string; resources: RevokeRequest[] }>
   /** Every grant of the user in the organization (users/delete without a scope). */
   | Command<'RevokeAll', { organizationId: string; userId: string }>;
 
@@ -96,6 +137,8 @@ export type GrantsCommand =
 export interface GrantOutcome {
   success: boolean;
   message: string;
+  /** Why a grant was refused: a live permanent grant stays, or an access-field limit. */
+  refused?: 'permanentExists' | 'accessFieldLimit';
 }
 
 export function plan(command: GrantsCommand, state: GrantsState): Planned<GrantEvent, GrantOutcome> {
@@ -110,18 +153,44 @@ export function plan(command: GrantsCommand, state: GrantsState): Planned<GrantE
   switch (command.type) {
     case 'Grant': {
       const grants = { ...state.grants };
+      // The user's live access fields in this organization, kept current as items go.
+      let held = liveFieldCount(grants, now);
       for (const g of command.data.grants) {
         const k = resourceKey(g);
         const current = grants[k];
         const expiresAt = g.expiresAt ?? null;
         if (expiresAt !== null && current && current.expiresAt === null) {
-          outcomes.set(k, { success: false, message: 'The user already has permanent access; a temporary grant does not replace it.' });
+          outcomes.set(k, { success: false, message: 'The user already has permanent access; a temporary grant does not replace it.', refused: 'permanentExists' });
           continue;
         }
-        grants[k] = { resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt };
+        // An expired grant's fields died with it: the new grant starts from none.
+        const before = current && isLive(current, now) ? current.accessFields : [];
+        const accessFields = g.accessFields?.length ? sortedUnique([...before, ...g.accessFields]) : [...before];
+        if (accessFields.length > MAX_ACCESS_FIELDS_PER_GRANT) {
+          outcomes.set(k, {
+            success: false,
+            message: `The user would hold ${accessFields.length} access fields on this resource; a resource holds at most ${MAX_ACCESS_FIELDS_PER_GRANT}.`,
+            refused: 'accessFieldLimit',
+          });
+          continue;
+        }
+        const total = held - before.length + accessFields.length;
+        if (total > MAX_ACCESS_FIELDS_PER_USER) {
+          outcomes.set(k, {
+            success: false,
+            message: `The user would hold ${total} access fields in this organization; a user holds at most ${MAX_ACCESS_FIELDS_PER_USER} in one organization.`,
+            refused: 'accessFieldLimit',
+          });
+          continue;
+        }
+        held = total;
+        grants[k] = { resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt, accessFields };
         events.push({
           type: 'GrantAdded',
-          data: { organizationId, userId, resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt, grantedAt: now },
+          data: {
+            organizationId, userId, resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt, grantedAt: now,
+            ...(accessFields.length > 0 ? { accessFields } : {}),
+          },
         });
         outcomes.set(k, { success: true, message: 'Permission added.' });
       }
@@ -129,10 +198,27 @@ export function plan(command: GrantsCommand, state: GrantsState): Planned<GrantE
     }
     case 'Revoke': {
       const gone = new Set<string>();
+      // Fields removed so far in this command, per grant (a resource may be listed twice).
+      const removed = new Map<string, Set<string>>();
       for (const r of command.data.resources) {
         const k = resourceKey(r);
-        if (!state.grants[k] || gone.has(k)) {
+        const current = state.grants[k];
+        if (!current || gone.has(k)) {
           outcomes.set(k, { success: true, message: 'Permission does not exist.' });
+          continue;
+        }
+        if (r.accessFields !== undefined) {
+          const already = removed.get(k) ?? new Set<string>();
+          const accessFields = sortedUnique(r.accessFields).filter((f) => current.accessFields.includes(f) && !already.has(f));
+          for (const f of accessFields) already.add(f);
+          removed.set(k, already);
+          if (accessFields.length > 0) {
+            events.push({
+              type: 'AccessFieldsRemoved',
+              data: { organizationId, userId, resourceType: r.resourceType, resourceId: r.resourceId, accessFields, removedAt: now },
+            });
+          }
+          if (!outcomes.has(k)) outcomes.set(k, { success: true, message: 'Access fields removed.' });
           continue;
         }
         gone.add(k);
@@ -146,6 +232,13 @@ export function plan(command: GrantsCommand, state: GrantsState): Planned<GrantE
     default:
       return assertNever(command, 'grants command');
   }
+}
+
+/** How many access fields the live grants among `grants` carry. */
+function liveFieldCount(grants: Readonly<Record<string, Grant>>, nowMs: number): number {
+  let n = 0;
+  for (const g of Object.values(grants)) if (isLive(g, nowMs)) n += g.accessFields.length;
+  return n;
 }
 
 export const decide = (command: GrantsCommand, state: GrantsState): GrantEvent[] => plan(command, state).events;

@@ -81,7 +81,12 @@ interface OrgRef {
 }
 
 export type OrganizationCommand =
-  | Command<'CreateOrganization', OrgRef & { organizationName?: string; ifMissing?: boolean }>
+  /**
+   * `ifMissing`: an existing organization is left as it is (createOrganization: true).
+   * `updateExisting`: an existing organization takes the given name (organizations/add: the
+   * hosted API documents "If an organization already exists, this will update its metadata").
+   */
+  | Command<'CreateOrganization', OrgRef & { organizationName?: string; ifMissing?: boolean; updateExisting?: boolean }>
   | Command<'RenameOrganization', OrgRef & { organizationName: string }>
   | Command<'SetOrganizationDisabled', OrgRef & { disabled: boolean }>
   | Command<'DeleteOrganization', OrgRef>
@@ -118,6 +123,10 @@ export function plan(command: OrganizationCommand, state: OrganizationState): Pl
     case 'CreateOrganization':
       if (state.status === 'active') {
         if (command.data.ifMissing) return single([]);
+        if (command.data.updateExisting) {
+          const name = command.data.organizationName;
+          return single(name === undefined || name === state.organizationName ? [] : [{ type: 'OrganizationRenamed', data: { organizationId, organizationName: name } }]);
+        }
         throw new ApiError('ALREADY_EXISTS', 'Organization already exists.');
       }
       return single([created(organizationId, command.data.organizationName, now)]);

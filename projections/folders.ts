@@ -30,6 +30,12 @@ export interface FolderDoc extends Doc {
   effectiveAccessType: AccessType;
   seq: string;
   createdAt: number;
+  /**
+   * When the folder last changed (ms): renamed, moved, its access changed, or its place
+   * (ancestors, effective type) changed with a move or access change above it. The hosted
+   * API's `lastUpdated`. Absent on folders projected before it existed: reads use createdAt.
+   */
+  lastUpdated?: number;
 }
 
 export const folderKey = (apiKey: string, organizationId: string, folderId: string) => key(apiKey, organizationId, folderId);
@@ -45,12 +51,15 @@ const placement = (own: AccessType | null, parent: FolderDoc | null) => ({
 
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
-/** Recomputes `folder` under its parent, then every descendant whose placement changed. */
-async function replace(tx: ReadTx, folder: FolderDoc) {
+/**
+ * Recomputes `folder` under its parent, then every descendant whose placement changed;
+ * each folder it rewrites takes `at` as its lastUpdated.
+ */
+async function replace(tx: ReadTx, folder: FolderDoc, at: number) {
   const parent = folder.parentFolderId === null
     ? null
     : await tx.get<FolderDoc>(FOLDERS, folderKey(folder.apiKey, folder.organizationId, folder.parentFolderId));
-  const top = { ...folder, ...placement(folder.accessType, parent) };
+  const top = { ...folder, ...placement(folder.accessType, parent), lastUpdated: at };
   await tx.upsert(FOLDERS, top);
   let level: FolderDoc[] = [top];
   while (level.length > 0) {
@@ -64,7 +73,7 @@ async function replace(tx: ReadTx, folder: FolderDoc) {
       for (const c of children) {
         const placed = placement(c.accessType, p);
         if (placed.effectiveAccessType === c.effectiveAccessType && sameList(placed.ancestors, c.ancestors)) continue;
-        const updated = { ...c, ...placed };
+        const updated = { ...c, ...placed, lastUpdated: at };
         await tx.upsert(FOLDERS, updated);
         next.push(updated);
       }
@@ -98,21 +107,22 @@ export const foldersProjection = defineProjection({
         effectiveAccessType: ORGANIZATION_DEFAULT_ACCESS,
         seq: e.position,
         createdAt: d.createdAt,
-      });
+      }, d.createdAt);
     },
+    // The time of a change is the event's own (metadata.time): the same on every replay.
     async FolderRenamed(e, tx) {
       const d = data<'FolderRenamed'>(e);
-      await tx.patch(FOLDERS, folderKey(apiKeyOf(e), d.organizationId, d.folderId), { folderName: d.folderName });
+      await tx.patch(FOLDERS, folderKey(apiKeyOf(e), d.organizationId, d.folderId), { folderName: d.folderName, lastUpdated: e.metadata.time });
     },
     async FolderMoved(e, tx) {
       const d = data<'FolderMoved'>(e);
       const f = await existing(tx, e, d.organizationId, d.folderId);
-      if (f) await replace(tx, { ...f, parentFolderId: d.parentFolderId });
+      if (f) await replace(tx, { ...f, parentFolderId: d.parentFolderId }, e.metadata.time);
     },
     async FolderAccessChanged(e, tx) {
       const d = data<'FolderAccessChanged'>(e);
       const f = await existing(tx, e, d.organizationId, d.folderId);
-      if (f) await replace(tx, { ...f, accessType: d.accessType });
+      if (f) await replace(tx, { ...f, accessType: d.accessType }, e.metadata.time);
     },
     async FolderDeleted(e, tx) {
       const d = data<'FolderDeleted'>(e);

@@ -25,6 +25,8 @@ export interface GrantDoc extends Doc {
   accessRole: AccessRole;
   /** Unix seconds; null: permanent. */
   expiresAt: number | null;
+  /** The grant's access fields (`"field:value"`, sorted); absent when none. */
+  accessFields?: string[];
 }
 
 export const grantKey = (apiKey: string, organizationId: string, userId: string, resourceType: ResourceType, resourceId: string) =>
@@ -52,8 +54,21 @@ export const grantsProjection = defineProjection({
         resourceId: d.resourceId,
         accessRole: d.accessRole,
         expiresAt: d.expiresAt,
+        // The event carries every field the grant holds from now on: the document is replaced.
+        ...(d.accessFields?.length ? { accessFields: d.accessFields } : {}),
       };
       await tx.upsert(GRANTS, doc);
+    },
+    async AccessFieldsRemoved(e, tx) {
+      const d = data<'AccessFieldsRemoved'>(e);
+      const id = grantKey(apiKeyOf(e), d.organizationId, d.userId, d.resourceType, d.resourceId);
+      const doc = await tx.get<GrantDoc>(GRANTS, id);
+      if (!doc) return;
+      // A set difference: applying the event again changes nothing.
+      const gone = new Set(d.accessFields);
+      const left = (doc.accessFields ?? []).filter((f) => !gone.has(f));
+      if (left.length > 0) await tx.patch(GRANTS, id, { accessFields: left });
+      else await tx.patch(GRANTS, id, undefined, ['accessFields']);
     },
     async GrantRevoked(e, tx) {
       const d = data<'GrantRevoked'>(e);

@@ -15,7 +15,17 @@ export async function requireOrganization(read: ReadView, apiKey: string, organi
   return org;
 }
 
-const row = (o: OrganizationDoc) => ({ id: o.organizationId, organizationName: o.organizationName, disabled: o.disabled });
+/**
+ * The hosted API's row (`id`, `organizationName`, `disabled`, "other metadata fields may be
+ * included"), with semantics §4a's `organizationId` and the creation time (ms).
+ */
+const row = (o: OrganizationDoc) => ({
+  id: o.organizationId,
+  organizationId: o.organizationId,
+  organizationName: o.organizationName,
+  disabled: o.disabled,
+  createdAt: o.createdAt,
+});
 
 export async function organizationsPage(
   read: ReadView,

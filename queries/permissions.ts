@@ -5,6 +5,14 @@
  * each ancestor folder of those resources), (U, organization), after one getMany for the
  * requested documents and one for their folders (whose `ancestors` lists bound the walk).
  * Nothing scans the organization: the number of lookups does not grow with its size.
+ *
+ * Access context (semantics §4a): each user's row also gets `context.accessFields`, the
+ * access fields of the live grants that let the user into a requested resource (a grant on
+ * the resource, an ancestor folder or the organization: fields hold below their resource,
+ * as grants do) and of the organization grant when the user is a member. Each grant's
+ * fields are read once however many resources it serves, and a user's live grants in one
+ * organization hold at most 2,000 (commands/grant.ts), so this adds at most 2,000 strings
+ * per user to the cost above.
  */
 import { invalidArgument, notFound } from '../src/errors.js';
 import type { ReadView } from '../src/ports/read-store.js';
@@ -168,7 +176,27 @@ export interface PermissionsQuery {
   documentIds?: string[];
 }
 
-type UserEntries = { organization: Record<string, Entry>; folders?: Record<string, Entry>; documents?: Record<string, Entry> };
+type UserEntries = {
+  organization: Record<string, Entry>;
+  folders?: Record<string, Entry>;
+  documents?: Record<string, Entry>;
+  context?: { accessFields: string[] };
+};
+
+/** semantics §4a: `context.accessFields` lists at most this many fields (the hosted service's limit). */
+export const MAX_REPORTED_ACCESS_FIELDS = 200;
+
+/**
+ * The sorted, unique access fields of the grants at `slots` (the first 200), or undefined
+ * when there are none. Example: slots holding ["b:1", "a:2"] and ["a:2"] give ["a:2", "b:1"].
+ */
+export function reportedAccessFields(slots: Iterable<number>, grants: ReadonlyArray<GrantDoc | undefined>): string[] | undefined {
+  const all = new Set<string>();
+  for (const i of slots) for (const f of grants[i]?.accessFields ?? []) all.add(f);
+  return all.size === 0 ? undefined : [...all].sort().slice(0, MAX_REPORTED_ACCESS_FIELDS);
+}
+
+const isAllowed = (e: Entry): boolean => 'accessRole' in e;
 
 /** `key(...parts)` without its closing bracket: grant keys of one user share it (src/ids.ts). */
 const openKey = (...parts: string[]) => JSON.stringify(parts).slice(0, -1);
@@ -234,13 +262,22 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
     const prefix = openKey(apiKey, organizationId, userId);
     const keys = suffixes.map((sfx) => prefix + sfx);
     const grants = alignGrants(keys, await read.getMany<GrantDoc>(GRANTS, keys));
-    const entries: UserEntries = { organization: { [organizationId]: organizationEntry(grants[organizationSlot], nowMs) } };
+    const orgEntry = organizationEntry(grants[organizationSlot], nowMs);
+    const entries: UserEntries = { organization: { [organizationId]: orgEntry } };
+    // The grants whose access fields the user holds on a resource they may open (see top).
+    const fieldSlots = new Set<number>();
+    const holds = (slots: readonly number[]) => {
+      for (const i of slots) if (grants[i] && isLive(grants[i]!, nowMs)) fieldSlots.add(i);
+    };
+    if (isAllowed(orgEntry)) fieldSlots.add(organizationSlot);
     if (folderIds.length) {
       const out: Array<[string, Entry]> = [];
       for (let i = 0; i < folderIds.length; i++) {
         const t = folderTargets[i];
         if (!t) missing = true;
-        out.push([folderIds[i]!, t ? decideAccess(t, organization, candidatesAt(folderSlots[i]!, grants, nowMs)) : missingEntry('folder')]);
+        const entry = t ? decideAccess(t, organization, candidatesAt(folderSlots[i]!, grants, nowMs)) : missingEntry('folder');
+        if (isAllowed(entry)) holds(folderSlots[i]!);
+        out.push([folderIds[i]!, entry]);
       }
       // fromEntries: an id such as "__proto__" stays an own property.
       entries.folders = Object.fromEntries(out);
@@ -250,14 +287,19 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
       for (let i = 0; i < documentIds.length; i++) {
         const t = documentTargets[i];
         if (!t) missing = true;
-        out.push([documentIds[i]!, t ? decideAccess(t, organization, candidatesAt(documentSlots[i]!, grants, nowMs)) : missingEntry('document')]);
+        const entry = t ? decideAccess(t, organization, candidatesAt(documentSlots[i]!, grants, nowMs)) : missingEntry('document');
+        if (isAllowed(entry)) holds(documentSlots[i]!);
+        out.push([documentIds[i]!, entry]);
       }
       // fromEntries: an id such as "__proto__" stays an own property.
       entries.documents = Object.fromEntries(out);
     }
+    const accessFields = reportedAccessFields(fieldSlots, grants);
+    if (accessFields) entries.context = { accessFields };
     rows.push([userId, entries]);
   }
   const data: Record<string, UserEntries> = Object.fromEntries(rows);
-  if (missing) throw notFound('One or more requested folders or documents do not exist.', data);
+  // The hosted API's message, character for character (semantics §0).
+  if (missing) throw notFound('Folder or document does not exist', data);
   return data;
 }

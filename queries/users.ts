@@ -9,6 +9,7 @@ import { GRANTS, grantKey, type GrantDoc } from '../projections/grants.js';
 import { GROUP_MEMBERS, memberKey, type MemberDoc } from '../projections/groups.js';
 import { USERS, userKey, type UserDoc } from '../projections/users.js';
 import { decodePageToken, encodePageToken } from './paging.js';
+import { liveDocuments } from './documents.js';
 
 export interface UsersQuery {
   organizationId: string;
@@ -78,4 +79,56 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
   });
   const last = page[page.length - 1];
   return { rows, pageToken: more && last ? encodePageToken(query, { value: last, id: last }) : undefined };
+}
+
+export interface DocumentUsersQuery {
+  organizationId: string;
+  groupByDocumentId: boolean;
+  pageSize: number;
+  pageToken?: string;
+}
+
+/**
+ * users/get with `allDocuments: true` (hosted API): the users of every document of the
+ * organization, that is the holders of a live grant on a live document (organization-level
+ * users are not listed: "This will not fetch organization-level users"). A page holds at
+ * most `pageSize` (document, user) pairs, in document id order then user: flat, one row per
+ * pair with its `documentId`; with `groupByDocumentId`, `{ [documentId]: rows }`, where a
+ * document's users may continue on the next page (same key again).
+ */
+export async function documentUsersPage(read: ReadView, apiKey: string, nowMs: number, q: DocumentUsersQuery) {
+  const { organizationId, pageSize } = q;
+  const query = { apiKey, what: 'documentUsers', organizationId, grouped: q.groupByDocumentId };
+  const after = decodePageToken(q.pageToken, query);
+  const found = await read.find<GrantDoc>(GRANTS, { apiKey, organizationId, resourceType: 'document' }, {
+    sort: 'resourceId',
+    after,
+    limit: pageSize + 1,
+  });
+  const page = found.slice(0, pageSize);
+  const { docs } = await liveDocuments(read, apiKey, organizationId, [...new Set(page.map((g) => g.resourceId))]);
+  const held = page.filter((g) => isLive(g, nowMs) && docs.has(g.resourceId));
+  const profiles = new Map((await read.getMany<UserDoc>(USERS, [...new Set(held.map((g) => g.userId))].map((u) => userKey(apiKey, u)))).map((u) => [u.userId, u]));
+  const rowOf = (g: GrantDoc) => {
+    const p = profiles.get(g.userId);
+    return {
+      userId: g.userId,
+      name: p?.name ?? '',
+      email: p?.email ?? '',
+      initial: p?.initial ?? '',
+      accessRole: g.accessRole,
+      ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}),
+    };
+  };
+  const last = page[page.length - 1];
+  const pageToken = found.length > pageSize && last ? encodePageToken(query, { value: last.resourceId, id: last._id }) : undefined;
+  if (!q.groupByDocumentId) return { rows: held.map((g) => ({ ...rowOf(g), documentId: g.resourceId })), pageToken };
+  const grouped = new Map<string, ReturnType<typeof rowOf>[]>();
+  for (const g of held) {
+    const list = grouped.get(g.resourceId);
+    if (list) list.push(rowOf(g));
+    else grouped.set(g.resourceId, [rowOf(g)]);
+  }
+  // fromEntries: a document id such as "__proto__" stays an own key.
+  return { rows: Object.fromEntries(grouped), pageToken };
 }

@@ -45,7 +45,7 @@ test(`two processes, ${ROUNDS} rounds of 8 parallel adds of one document id: exa
       for (const r of rs) assert.is(r.status, 200, JSON.stringify(r.body));
       const items = rs.map((r) => r.body.result.data[id]);
       assert.is(items.filter((x) => x.success).length, 1, `round ${round}: ${JSON.stringify(items)}`);
-      for (const x of items) if (!x.success) assert.is(x.message, 'Document already exists.');
+      for (const x of items) if (!x.success) assert.is(x.message, 'Document already exists');
     }
     for (const p of procs) {
       await until('both processes to catch up', async () => (await fetch(`${p.url}/readyz`)).status === 200);

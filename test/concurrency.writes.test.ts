@@ -42,7 +42,7 @@ S(`${ROUNDS} rounds of ${WIDTH} parallel adds of one document id: exactly one su
     });
     const winners = items.map((x, i) => (x.success ? i : -1)).filter((i) => i >= 0);
     assert.is(winners.length, 1, `round ${round}: ${JSON.stringify(items)}`);
-    for (const x of items) if (!x.success) assert.is(x.message, 'Document already exists.');
+    for (const x of items) if (!x.success) assert.is(x.message, 'Document already exists');
     const got = await post(ctx, '/v2/organizations/documents/get', { organizationId: 'o', documentIds: [id] });
     assert.equal(got.body.result.data.map((d: any) => d.documentName), [`name-${winners[0]}`]);
   }

@@ -28,11 +28,11 @@ test.before(async () => {
 });
 test.after(async () => h.close());
 
-// ---- §7 success messages and §1 batch shapes ----
+// ---- §0/§7 success messages (the hosted API's, character for character) and §1 batch shapes ----
 
-test('§7 folders: top-level and per-item messages, data keyed by folderId with id echoed', async () => {
+test('§0 folders: top-level and per-item messages, data keyed by folderId with id echoed', async () => {
   let r = await ok('/v2/organizations/folders/add', { organizationId: 'm1', createOrganization: true, folders: [{ folderId: 'a' }, { folderId: 'b', parentFolderId: 'a' }] });
-  assert.is(r.message, 'Folder(s) added successfully.');
+  assert.is(r.message, 'Folder created successfully.');
   assert.equal(r.data, { a: { success: true, id: 'a', message: 'Folder added.' }, b: { success: true, id: 'b', message: 'Folder added.' } });
   r = await ok('/v2/organizations/folders/add', { organizationId: 'm1', folders: [{ folderId: 'a' }, { folderId: 'c', parentFolderId: 'zz' }] });
   assert.is(r.data.a.success, false);
@@ -40,27 +40,28 @@ test('§7 folders: top-level and per-item messages, data keyed by folderId with 
   assert.match(r.data.a.message, /^Folder already exists/);
   assert.is(r.data.c.success, false, 'unknown parentFolderId is a per-item failure');
   r = await ok('/v2/organizations/folders/update', { organizationId: 'm1', folders: [{ folderId: 'b', folderName: 'B' }] });
-  assert.is(r.message, 'Folder(s) updated successfully.');
-  assert.equal(r.data.b, { success: true, id: 'b', message: 'Folder updated.' });
+  assert.is(r.message, 'Folder Updated successfully.');
+  assert.equal(r.data.b, { success: true, id: 'b', message: 'Folder Updated.' });
   r = await ok('/v2/organizations/folders/access/update', { organizationId: 'm1', folderIds: ['a'], accessType: 'restricted' });
   assert.is(r.message, 'Updated access for folders successfully.');
   assert.equal(r.data.a, { success: true, accessType: 'restricted', message: 'Folder access type updated.' });
   r = await ok('/v2/organizations/folders/access/update', { organizationId: 'm1', folderIds: ['b'], inheritFromParent: true });
+  assert.is(r.message, 'Folder access type updated.');
   assert.equal(r.data.b, { success: true, accessType: null, inheritFromParent: true, message: 'Folder access type updated.' });
   r = await ok('/v2/organizations/folders/delete', { organizationId: 'm1', folderId: 'a' });
   assert.equal(r, { status: 'success', message: 'Folder deletion initiated successfully.', data: null });
 });
 
-test('§7 documents: top-level and per-item messages, data keyed by documentId with id echoed', async () => {
+test('§0 documents: top-level and per-item messages, data keyed by documentId with id echoed', async () => {
   let r = await ok('/v2/organizations/documents/add', { organizationId: 'm2', createOrganization: true, documents: [{ documentId: 'd1' }, { documentId: 'd2' }] });
   assert.is(r.message, 'Document(s) added successfully.');
-  assert.equal(r.data.d1, { success: true, id: 'd1', message: 'Document added.' });
+  assert.equal(r.data.d1, { success: true, id: 'd1', message: 'Added Successfully' });
   r = await ok('/v2/organizations/documents/add', { organizationId: 'm2', documents: [{ documentId: 'd1' }] });
-  assert.equal(r.data.d1, { success: false, id: 'd1', message: 'Document already exists.' });
+  assert.equal(r.data.d1, { success: false, id: 'd1', message: 'Document already exists', code: 'already-exists' });
   r = await ok('/v2/organizations/documents/update', { organizationId: 'm2', documents: [{ documentId: 'd1', documentName: 'One' }, { documentId: 'nx' }] });
   assert.is(r.message, 'Document(s) updated successfully.');
-  assert.equal(r.data.d1, { success: true, id: 'd1', message: 'Document updated.' });
-  assert.equal(r.data.nx, { success: false, id: 'nx', message: 'Document does not exist.' });
+  assert.equal(r.data.d1, { success: true, id: 'd1', message: 'Updated Successfully' });
+  assert.equal(r.data.nx, { success: false, id: 'nx', message: 'Document does not exist', code: 'not-found' });
   r = await ok('/v2/organizations/documents/access/update', { organizationId: 'm2', documentIds: ['d1'], accessType: 'restricted' });
   assert.is(r.message, 'Updated access for documents successfully.');
   assert.equal(r.data.d1, { success: true, accessType: 'restricted', message: 'Document access type updated.' });
@@ -71,27 +72,27 @@ test('§7 documents: top-level and per-item messages, data keyed by documentId w
   assert.is(r.message, 'Document(s) retrieved successfully.');
   r = await ok('/v2/organizations/documents/delete', { organizationId: 'm2', documentIds: ['d1', 'nx'] });
   assert.is(r.message, 'Document(s) deleted successfully.');
-  assert.equal(r.data.d1, { success: true, id: 'd1', message: 'Document deleted.' });
-  assert.equal(r.data.nx, { success: true, id: 'nx', message: 'Document does not exist.' }, 'spec: missing document is success true');
+  assert.equal(r.data.d1, { success: true, id: 'd1', message: 'Deleted Successfully' });
+  assert.equal(r.data.nx, { success: true, id: 'nx', message: 'Document does not exist' }, 'spec: missing document is success true');
 });
 
-test('§7 users and groups: top-level and per-item messages', async () => {
+test('§0 users and groups: top-level and per-item messages', async () => {
   let r = await ok('/v2/users/add', { organizationId: 'm3', users: [{ userId: 'u1', name: 'Ann' }, { userId: 'u2' }] });
-  assert.is(r.message, 'User(s) added successfully.');
+  assert.is(r.message, 'User(s) processed successfully.');
   assert.equal(r.data.u1, { success: true, id: 'u1', message: 'User added.' });
   r = await ok('/v2/users/update', { organizationId: 'm3', users: [{ userId: 'u1', name: 'Anne' }, { userId: 'nx' }] });
-  assert.is(r.message, 'User(s) updated successfully.');
+  assert.is(r.message, 'User(s) processed successfully.');
   assert.is(r.data.u1.message, 'User updated.');
   assert.is(r.data.nx.success, false);
   assert.is(r.data.nx.message, 'User does not exist.');
   r = await ok('/v2/organizations/usergroups/add', { organizationId: 'm3', organizationUserGroups: [{ groupId: 'g', groupName: 'G' }] });
-  assert.is(r.message, 'Organization user groups added successfully.');
+  assert.is(r.message, 'Organization User Groups added successfully.');
   assert.equal(r.data.g, { success: true, id: 'g', message: 'Organization user group added.' });
   r = await ok('/v2/organizations/usergroups/users/add', { organizationId: 'm3', organizationUserGroupId: 'g', userIds: ['u1', 'u2'] });
-  assert.is(r.message, 'Users added to group successfully.');
+  assert.is(r.message, 'Added organization users to group successfully.');
   assert.is(r.data.u1.message, 'User added to organization user group.');
   r = await ok('/v2/organizations/usergroups/users/delete', { organizationId: 'm3', organizationUserGroupId: 'g', userIds: ['u1'] });
-  assert.is(r.message, 'Users deleted from group successfully.');
+  assert.is(r.message, 'Deleted users from group successfully.');
   assert.equal(r.data.u1, { success: true, organizationUserGroupId: 'g', message: 'User deleted from organization user group.' });
   r = await ok('/v2/users/delete', { organizationId: 'm3', userIds: ['u1', 'nx'] });
   assert.is(r.message, 'User(s) deleted successfully.');
@@ -101,14 +102,14 @@ test('§7 users and groups: top-level and per-item messages', async () => {
   assert.is(r.data.nx.message, 'User does not exist.');
 });
 
-test('§7 permissions, token, presence, agents messages', async () => {
+test('§0/§7 permissions, token, presence, agents messages', async () => {
   await ok('/v2/organizations/documents/add', { organizationId: 'm4', createOrganization: true, documents: [{ documentId: 'd' }] });
   let r = await ok('/v2/auth/permissions/add', { user: { userId: 'u' }, permissions: { resources: [{ type: 'document', id: 'd', organizationId: 'm4' }] } });
-  assert.is(r.message, 'Permissions added successfully.');
+  assert.equal(r, { status: 'success', message: 'Permissions added successfully.' }, 'no data when every resource went through');
   r = await ok('/v2/auth/permissions/get', { organizationId: 'm4', userIds: ['u'], documentIds: ['d'] });
   assert.is(r.message, 'User permissions retrieved successfully.');
   r = await ok('/v2/auth/permissions/remove', { userId: 'u', permissions: { resources: [{ type: 'document', id: 'd', organizationId: 'm4' }] } });
-  assert.is(r.message, 'Permissions removed successfully.');
+  assert.equal(r, { status: 'success', message: 'Permissions removed successfully.' });
   r = await ok('/v2/auth/generate_token', { userId: 'u', userProperties: { name: 'U', email: 'u@example.com' }, permissions: { resources: [{ type: 'document', id: 'd', organizationId: 'm4' }] } });
   assert.is(r.message, 'Token generated successfully.');
   assert.type(r.data.token, 'string');
@@ -128,14 +129,15 @@ test('§4 folders/delete of a missing folder answers { error: { code: "not-found
   assert.is(r.body.error.message, 'Folder not found.');
 });
 
-test('§4 folders/update: parentFolderId "root" and null both move a folder to the root', async () => {
+test('§4 folders/update: parentFolderId "root" and null both move a folder to the root (rows say parentFolderId "root", ancestors ["root"])', async () => {
   await ok('/v2/organizations/folders/add', { organizationId: 'rt', createOrganization: true, folders: [{ folderId: 'p' }, { folderId: 'c1', parentFolderId: 'p' }, { folderId: 'c2', parentFolderId: 'p' }] });
   await ok('/v2/organizations/folders/update', { organizationId: 'rt', folders: [{ folderId: 'c1', parentFolderId: 'root' }, { folderId: 'c2', parentFolderId: null }] });
   const rows = (await ok('/v2/organizations/folders/get', { organizationId: 'rt' })).data;
   for (const id of ['c1', 'c2']) {
     const f = rows.find((x: any) => (x.id ?? x.folderId) === id);
     assert.ok(f, id);
-    assert.equal(f.ancestors, [], `${id} is at the root`);
+    assert.is(f.parentFolderId, 'root', `${id} is at the root`);
+    assert.equal(f.ancestors, ['root'], `${id} is at the root`);
   }
 });
 
@@ -153,7 +155,7 @@ test('§4 documents/add: unknown folderId without createFolder is a per-item fai
   assert.is(r.data.d.success, false);
   assert.is(r.data.d.id, 'd');
   r = await ok('/v2/organizations/documents/add', { organizationId: 'da', folderId: 'nf', createFolder: true, documents: [{ documentId: 'd' }] });
-  assert.equal(r.data.d, { success: true, id: 'd', message: 'Document added.' });
+  assert.equal(r.data.d, { success: true, id: 'd', message: 'Added Successfully' });
   const row = (await ok('/v2/organizations/documents/get', { organizationId: 'da', documentIds: ['d'] })).data[0];
   assert.equal(row, { id: 'd', documentName: 'd', disabled: false, accessType: 'public', folderId: 'nf' });
 });
@@ -267,7 +269,7 @@ test('§3 rule 5: moving a folder recomputes the effective type of every subfold
   assert.equal(await perm('deep', 'n', 'documents', 'd'), denied('restricted'));
   assert.equal(await perm('deep', 'n', 'folders', 'c'), denied('restricted', 'folder'));
   const c = (await ok('/v2/organizations/folders/get', { organizationId: 'deep', folderId: 'c' })).data[0];
-  assert.equal(c.ancestors, ['R', 'a', 'b']);
+  assert.equal(c.ancestors, ['root', 'R', 'a', 'b']);
 });
 
 test('§3 rule 4 public: the most specific grant decides the role (document viewer beats organization editor)', async () => {
@@ -327,7 +329,7 @@ test('§4a permissions/add and remove accept both user.userId and userId; missin
     assert.is(r.data.nof.success, false);
     assert.equal(await perm('pa', 'u', 'documents', 'd'), { accessRole: 'editor', accessType: 'restricted' });
     r = await ok('/v2/auth/permissions/remove', { ...shape, permissions: { resources: [{ type: 'document', id: 'd', organizationId: 'pa' }] } });
-    assert.is(r.data.d.success, true);
+    assert.is(r.data, undefined, 'every resource went through: the hosted shape, no data');
     assert.equal(await perm('pa', 'u', 'documents', 'd'), denied('restricted'));
   }
 });
@@ -428,7 +430,7 @@ test('§4 folders/delete: grants on the deleted folders go on the write side too
   // A temporary grant on the new folder is not refused by the old folder's permanent grant.
   const future = Math.floor(Date.now() / 1000) + 3600;
   r = await ok('/v2/auth/permissions/add', { userId: 'u', permissions: { resources: [{ type: 'folder', id: 'G', organizationId: 'rg', accessRole: 'viewer', expiresAt: future }] } });
-  assert.is(r.data.G.success, true, JSON.stringify(r.data.G));
+  assert.is(r.data, undefined, JSON.stringify(r.data));
   assert.equal(await perm('rg', 'u', 'folders', 'G'), { accessRole: 'viewer', accessType: 'restricted', expiresAt: future });
 });
 

@@ -12,7 +12,7 @@ test('AddDocument: adds with defaults; existing is ALREADY_EXISTS; re-add after 
   given([]).when({ type: 'AddDocument', data: { ...ref, folderId: null }, metadata: meta }).then([
     { type: 'DocumentAdded', data: { ...ref, documentName: 'd', folderId: null, accessType: null, disabled: false, createdAt: now } },
   ]);
-  given([added]).when({ type: 'AddDocument', data: { ...ref, folderId: null }, metadata: meta }).thenFails('ALREADY_EXISTS', 'Document already exists.');
+  given([added]).when({ type: 'AddDocument', data: { ...ref, folderId: null }, metadata: meta }).thenFails('ALREADY_EXISTS', 'Document already exists');
   const deleted: DocumentEvent = { type: 'DocumentDeleted', data: { ...ref, reason: 'request', deletedAt: now } };
   given([added, deleted]).when({ type: 'AddDocument', data: { ...ref, documentName: 'D', folderId: 'f' }, metadata: meta }).then([added]);
 });
@@ -24,7 +24,7 @@ test('UpdateDocument: only what changes; missing is NOT_FOUND', () => {
     { type: 'DocumentDisabledStateChanged', data: { ...ref, disabled: true } },
   ]);
   given([added]).when({ type: 'UpdateDocument', data: { ...ref, documentName: 'D' }, metadata: meta }).thenNothing();
-  given([]).when({ type: 'UpdateDocument', data: { ...ref, documentName: 'E' }, metadata: meta }).thenFails('NOT_FOUND', 'Document does not exist.');
+  given([]).when({ type: 'UpdateDocument', data: { ...ref, documentName: 'E' }, metadata: meta }).thenFails('NOT_FOUND', 'Document does not exist');
 });
 
 test('MoveDocument: moves; same folder is a no-op; missing is INVALID_ARGUMENT naming it', () => {

@@ -23,17 +23,25 @@ test.after(async () => h.close());
 test('organizations: add, get, update, disable, delete', async () => {
   let r = await ok('/v2/organizations/add', { organizations: [{ organizationId: 'a1', organizationName: 'A' }, { organizationId: 'a2' }] });
   assert.is(r.message, 'Organization(s) added successfully.');
-  assert.equal(r.data.a1, { success: true, id: 'a1', message: 'Organization added.' });
+  assert.equal(r.data.a1, { success: true, id: 'a1', message: 'Added Successfully' });
+  // The hosted API: adding an existing organization updates its metadata.
   r = await ok('/v2/organizations/add', { organizations: [{ organizationId: 'a1' }] });
-  assert.equal(r.data.a1, { success: false, id: 'a1', message: 'Organization already exists.' });
+  assert.equal(r.data.a1, { success: true, id: 'a1', message: 'Added Successfully' });
+  r = await ok('/v2/organizations/add', { organizations: [{ organizationId: 'a1', organizationName: 'A1' }] });
+  assert.equal((await ok('/v2/organizations/get', { organizationIds: ['a1'] })).data[0].organizationName, 'A1');
   r = await ok('/v2/organizations/update', { organizations: [{ organizationId: 'a1', organizationName: 'AA' }, { organizationId: 'zz', organizationName: 'x' }] });
-  assert.equal(r.data.a1, { success: true, id: 'a1', message: 'Organization updated.' });
-  assert.equal(r.data.zz, { success: false, id: 'zz', message: 'Organization does not exist.' });
+  assert.is(r.message, 'Organization(s) updated successfully.');
+  assert.equal(r.data.a1, { success: true, id: 'a1', message: 'Updated Successfully' });
+  assert.equal(r.data.zz, { success: false, id: 'zz', message: 'Organization does not exist' });
   r = await ok('/v2/organizations/access/disablestate/update', { organizationIds: ['a2', 'zz'], disabled: true });
-  assert.equal(r.data.a2, { success: true, disabled: true, message: 'Organization disabled state updated.' });
-  assert.is(r.data.zz.success, false);
+  assert.is(r.message, 'Updated disable state for Organization(s) successfully.');
+  assert.equal(r.data.a2, { success: true, id: 'a2', message: 'Updated disable state for organization Successfully' });
+  assert.equal(r.data.zz, { success: false, id: 'zz', message: 'Organization does not exist' });
   r = await ok('/v2/organizations/get', { organizationIds: ['a1', 'a2', 'zz'] });
-  assert.equal(r.data, [{ id: 'a1', organizationName: 'AA', disabled: false }, { id: 'a2', organizationName: 'a2', disabled: true }]);
+  assert.equal(r.data.map(({ createdAt, ...rest }: any) => (assert.type(createdAt, 'number'), rest)), [
+    { id: 'a1', organizationId: 'a1', organizationName: 'AA', disabled: false },
+    { id: 'a2', organizationId: 'a2', organizationName: 'a2', disabled: true },
+  ]);
   r = await ok('/v2/organizations/get', { pageSize: 1 });
   assert.is(r.data.length, 1);
   assert.type(r.pageToken, 'string');
@@ -42,8 +50,9 @@ test('organizations: add, get, update, disable, delete', async () => {
   assert.is(r2.data[0].id, 'a2');
   assert.is(r2.pageToken, undefined);
   r = await ok('/v2/organizations/delete', { organizationIds: ['a2', 'zz'] });
-  assert.equal(r.data.a2, { success: true, id: 'a2', message: 'Organization deleted.' });
-  assert.equal(r.data.zz, { success: true, id: 'zz', message: 'Organization does not exist.' });
+  assert.is(r.message, 'Organization(s) deleted successfully.');
+  assert.equal(r.data.a2, { success: true, id: 'a2', message: 'Deleted Successfully' });
+  assert.equal(r.data.zz, { success: false, id: 'zz', message: 'Organization does not exist' });
   assert.equal((await ok('/v2/organizations/get', { organizationIds: ['a2'] })).data, []);
 });
 
@@ -69,35 +78,48 @@ test('folders: add, update (rename, move, cycle), access, get, delete', async ()
     createOrganization: true,
     folders: [{ folderId: 'a', folderName: 'A', accessType: 'restricted' }, { folderId: 'b', parentFolderId: 'a' }, { folderId: 'a' }, { folderId: 'c', parentFolderId: 'missing' }],
   });
-  assert.is(r.message, 'Folder(s) added successfully.');
+  assert.is(r.message, 'Folder created successfully.');
   assert.equal(r.data, {
     a: { id: 'a', success: true, message: 'Folder added.' },
     b: { id: 'b', success: true, message: 'Folder added.' },
     c: { id: 'c', success: false, message: 'Parent folder "missing" does not exist.' },
   });
+  r = await ok('/v2/organizations/folders/add', { organizationId: 'f', folders: [{ folderId: 'a' }] });
+  assert.equal(r.data.a, { id: 'a', success: false, message: 'Folder already exists' });
   r = await ok('/v2/organizations/folders/update', { organizationId: 'f', folders: [{ folderId: 'a', parentFolderId: 'b' }, { folderId: 'b', folderName: 'B' }, { folderId: 'q' }] });
-  assert.is(r.message, 'Folder(s) updated successfully.');
+  assert.is(r.message, 'Folder Updated successfully.');
   assert.equal(r.data.a, { id: 'a', success: false, message: 'Moving the folder under itself or one of its subfolders would create a cycle.' });
-  assert.equal(r.data.b, { id: 'b', success: true, message: 'Folder updated.' });
+  assert.equal(r.data.b, { id: 'b', success: true, message: 'Folder Updated.' });
   assert.equal(r.data.q, { id: 'q', success: false, message: 'Folder does not exist.' });
   r = await ok('/v2/organizations/folders/get', { organizationId: 'f', folderId: 'a' });
-  assert.equal(r.data, [
-    { folderId: 'a', folderName: 'A', parentFolderId: null, ancestors: [], accessType: 'restricted', inheritFromParent: false },
-    { folderId: 'b', folderName: 'B', parentFolderId: 'a', ancestors: ['a'], accessType: 'restricted', inheritFromParent: true },
-  ]);
+  assert.is(r.message, 'Folder(s) retrieved successfully.');
+  const times = (row: any): any => {
+    const { createdAt, lastUpdated, subFolders, ...rest } = row;
+    assert.type(createdAt, 'number');
+    assert.ok(lastUpdated >= createdAt);
+    return subFolders ? { ...rest, subFolders: subFolders.map(times) } : rest;
+  };
+  const base = { organizationId: 'f', apiKey: t.apiKey };
+  assert.equal(r.data.map(times), [{
+    folderId: 'a', folderName: 'A', ...base, parentFolderId: 'root', ancestors: ['root'], accessType: 'restricted', inheritAccessFromParent: false,
+    subFolders: [{ folderId: 'b', folderName: 'B', ...base, parentFolderId: 'a', ancestors: ['root', 'a'], accessType: 'restricted', inheritAccessFromParent: true }],
+  }]);
   r = await ok('/v2/organizations/folders/access/update', { organizationId: 'f', folderIds: ['b', 'q'], accessType: 'organizationPrivate' });
   assert.is(r.message, 'Updated access for folders successfully.');
   assert.equal(r.data.b, { success: true, accessType: 'organizationPrivate', message: 'Folder access type updated.' });
   assert.equal(r.data.q, { success: false, accessType: 'organizationPrivate', message: 'Folder does not exist.' });
   r = await ok('/v2/organizations/folders/access/update', { organizationId: 'f', folderIds: ['b'], inheritFromParent: true });
+  assert.is(r.message, 'Folder access type updated.');
   assert.equal(r.data.b, { success: true, accessType: null, inheritFromParent: true, message: 'Folder access type updated.' });
   r = await ok('/v2/organizations/folders/access/update', { organizationId: 'f', folderIds: ['a'] });
   assert.is(r.data.a.accessType, 'public', 'accessType defaults to public');
   r = await ok('/v2/organizations/folders/update', { organizationId: 'f', folders: [{ folderId: 'b', parentFolderId: null }] });
   r = await ok('/v2/organizations/folders/get', { organizationId: 'f', pageSize: 1 });
+  assert.is(r.message, 'Folders retrieved successfully.');
   assert.is(r.data.length, 1);
   assert.type(r.pageToken, 'string');
-  assert.equal((await ok('/v2/organizations/folders/get', { organizationId: 'f', folderId: 'b', maxDepth: 0 })).data[0].ancestors, []);
+  const moved = (await ok('/v2/organizations/folders/get', { organizationId: 'f', folderId: 'b', maxDepth: 0 })).data;
+  assert.equal(moved.map((x: any) => [x.folderId, x.parentFolderId, x.ancestors, 'subFolders' in x]), [['b', 'root', ['root'], false]], 'maxDepth 0: the folder alone');
   await ok('/v2/organizations/documents/add', { organizationId: 'f', folderId: 'a', documents: [{ documentId: 'in-a' }] });
   r = await ok('/v2/organizations/folders/delete', { organizationId: 'f', folderId: 'a' });
   assert.equal(r, { status: 'success', message: 'Folder deletion initiated successfully.', data: null });
@@ -122,11 +144,11 @@ test('documents: add, get (paging), update, access, disable, move, delete', asyn
     documents: [{ documentId: 'x1', documentName: 'One' }, { documentId: 'x2', accessType: 'public' }, { documentId: 'x1' }],
   });
   assert.is(r.message, 'Document(s) added successfully.');
-  assert.equal(r.data, { x1: { success: true, id: 'x1', message: 'Document added.' }, x2: { success: true, id: 'x2', message: 'Document added.' } });
+  assert.equal(r.data, { x1: { success: true, id: 'x1', message: 'Added Successfully' }, x2: { success: true, id: 'x2', message: 'Added Successfully' } });
   r = await ok('/v2/organizations/documents/add', { organizationId: 'd', documents: [{ documentId: 'x1' }, { documentId: 'x3' }] });
-  assert.equal(r.data.x1, { success: false, id: 'x1', message: 'Document already exists.' });
+  assert.equal(r.data.x1, { success: false, id: 'x1', message: 'Document already exists', code: 'already-exists' });
   r = await ok('/v2/organizations/documents/add', { organizationId: 'd', folderId: 'nofolder', documents: [{ documentId: 'x9' }] });
-  assert.equal(r.data.x9, { success: false, id: 'x9', message: 'Folder "nofolder" does not exist.' });
+  assert.equal(r.data.x9, { success: false, id: 'x9', message: 'Folder does not exist', code: 'not-found' });
   r = await ok('/v2/organizations/documents/add', { organizationId: 'd', folderId: 'newf', createFolder: true, documents: [{ documentId: 'x4' }] });
   assert.is(r.data.x4.success, true);
 
@@ -162,18 +184,18 @@ test('documents: add, get (paging), update, access, disable, move, delete', asyn
 
   r = await ok('/v2/organizations/documents/update', { organizationId: 'd', documents: [{ documentId: 'x3', documentName: 'Three' }, { documentId: 'zz', documentName: 'q' }] });
   assert.is(r.message, 'Document(s) updated successfully.');
-  assert.equal(r.data.x3, { success: true, id: 'x3', message: 'Document updated.' });
-  assert.equal(r.data.zz, { success: false, id: 'zz', message: 'Document does not exist.' });
+  assert.equal(r.data.x3, { success: true, id: 'x3', message: 'Updated Successfully' });
+  assert.equal(r.data.zz, { success: false, id: 'zz', message: 'Document does not exist', code: 'not-found' });
   r = await ok('/v2/organizations/documents/access/update', { organizationId: 'd', documentIds: ['x1', 'zz'], accessType: 'organizationPrivate' });
   assert.is(r.message, 'Updated access for documents successfully.');
   assert.equal(r.data.x1, { success: true, accessType: 'organizationPrivate', message: 'Document access type updated.' });
-  assert.equal(r.data.zz, { success: false, accessType: 'organizationPrivate', message: 'Document does not exist.' });
+  assert.equal(r.data.zz, { success: false, accessType: 'organizationPrivate', message: 'Document does not exist', code: 'not-found' });
   r = await ok('/v2/organizations/documents/access/update', { organizationId: 'd', documentIds: ['x1'], inheritFromParent: true });
   assert.equal(r.data.x1, { success: true, accessType: null, inheritFromParent: true, message: 'Document access type updated.' });
   r = await ok('/v2/organizations/documents/access/disablestate/update', { organizationId: 'd', documentIds: ['x2', 'zz'], disabled: true });
   assert.is(r.message, 'Updated disable state for documents successfully.');
   assert.equal(r.data.x2, { success: true, disabled: true, message: 'Document disabled state updated.' });
-  assert.equal(r.data.zz, { success: false, disabled: true, message: 'Document does not exist.' });
+  assert.equal(r.data.zz, { success: false, disabled: true, message: 'Document does not exist', code: 'not-found' });
 
   r = await ok('/v2/organizations/documents/move', { organizationId: 'd', documentIds: ['x3'], folderId: 'f2' });
   assert.equal(r, { status: 'success', message: 'Documents moved successfully.' });
@@ -190,8 +212,8 @@ test('documents: add, get (paging), update, access, disable, move, delete', asyn
 
   r = await ok('/v2/organizations/documents/delete', { organizationId: 'd', documentIds: ['x3', 'zz'] });
   assert.is(r.message, 'Document(s) deleted successfully.');
-  assert.equal(r.data.x3, { success: true, id: 'x3', message: 'Document deleted.' });
-  assert.equal(r.data.zz, { success: true, id: 'zz', message: 'Document does not exist.' });
+  assert.equal(r.data.x3, { success: true, id: 'x3', message: 'Deleted Successfully' });
+  assert.equal(r.data.zz, { success: true, id: 'zz', message: 'Document does not exist' });
   r = await ok('/v2/organizations/documents/add', { organizationId: 'd', documents: [{ documentId: 'x3' }] });
   assert.is(r.data.x3.success, true, 'a deleted id can be added again');
 });
@@ -200,7 +222,7 @@ test('re-sending a whole batch converges', async () => {
   const batch = { organizationId: 'conv', createOrganization: true, documents: [{ documentId: 'a' }, { documentId: 'b' }] };
   await ok('/v2/organizations/documents/add', batch);
   const again = await ok('/v2/organizations/documents/add', batch);
-  assert.equal(Object.values(again.data).map((o: any) => o.message), ['Document already exists.', 'Document already exists.']);
+  assert.equal(Object.values(again.data).map((o: any) => o.message), ['Document already exists', 'Document already exists']);
   const folders = { organizationId: 'conv', folders: [{ folderId: 'p' }, { folderId: 'q', parentFolderId: 'p' }] };
   await ok('/v2/organizations/folders/add', folders);
   await ok('/v2/organizations/folders/add', folders);

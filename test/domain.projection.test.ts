@@ -58,7 +58,7 @@ test('folders: inheriting again takes the parent type; deletion drops the subtre
   await projectionSpec(foldersProjection).given([...events, folder('z'), ev('FolderDeleted', { folderId: 'a', folderIds: ['a', 'b', 'c'], deletedAt: 2 })]).then({
     [FOLDERS]: [{
       _id: folderKey(K, o, 'z'), apiKey: K, organizationId: o, folderId: 'z', folderName: 'z', parentFolderId: null, ancestors: [],
-      accessType: null, effectiveAccessType: 'public', seq: encodePosition(5), createdAt: 1,
+      accessType: null, effectiveAccessType: 'public', seq: encodePosition(5), createdAt: 1, lastUpdated: 1,
     }],
   });
   await projectionSpec(foldersProjection).given([...events, ev('FolderDeleted', { folderId: 'b', folderIds: ['b', 'c'], deletedAt: 2 })]).replayTwice([FOLDERS]);

@@ -118,7 +118,7 @@ F('a chain of 101 levels is refused whole, nothing stored; 100 levels work', asy
   const added = okData(await h.post('/v2/organizations/folders/add', { organizationId: 'o', folders: chain('c', 100) }, t.headers));
   assert.is(Object.values(added).filter((o: any) => o.success).length, 100);
   const deepest = okData(await h.post('/v2/organizations/folders/get', { organizationId: 'o', folderId: 'c100', maxDepth: 0 }, t.headers));
-  assert.is(deepest[0].ancestors.length, 99);
+  assert.is(deepest[0].ancestors.length, 100, '"root" and the 99 folders above');
   // One more level under the 100th, in a later call: refused, nothing stored.
   const mid = await h.services.events.headPosition();
   refused(await h.post('/v2/organizations/folders/add', { organizationId: 'o', folders: [{ folderId: 'ok-root' }, { folderId: 'c101', parentFolderId: 'c100' }] }, t.headers), /folder "c101".*limited to 100 levels/);
@@ -136,7 +136,7 @@ F('a subtree move that would exceed the limit is refused; one that fits is appli
   const moved = okData(await h.post('/v2/organizations/folders/update', { organizationId: 'o', folders: [{ folderId: 's1', parentFolderId: 'c97' }] }, t.headers));
   assert.is(moved.s1.success, true);
   const s3 = okData(await h.post('/v2/organizations/folders/get', { organizationId: 'o', folderId: 's3', maxDepth: 0 }, t.headers));
-  assert.is(s3[0].ancestors.length, 99);
+  assert.is(s3[0].ancestors.length, 100, '"root" and the 99 folders above: s3 is at level 100');
 });
 
 F('FOLDER_MAX_DEPTH sets the limit', async () => {

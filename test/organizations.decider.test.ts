@@ -25,6 +25,14 @@ test('CreateOrganization creates; twice is ALREADY_EXISTS; ifMissing is a no-op'
   given([created]).when({ type: 'CreateOrganization', data: { organizationId: org, ifMissing: true }, metadata: meta }).thenNothing();
 });
 
+test('CreateOrganization with updateExisting (organizations/add): an existing organization takes the name sent', () => {
+  const add = (organizationName?: string): OrganizationCommand => ({ type: 'CreateOrganization', data: { organizationId: org, organizationName, updateExisting: true }, metadata: meta });
+  given([]).when(add('Acme')).then([{ type: 'OrganizationCreated', data: { organizationId: org, organizationName: 'Acme', createdAt: now } }]);
+  given([created]).when(add('Acme')).then([{ type: 'OrganizationRenamed', data: { organizationId: org, organizationName: 'Acme' } }]);
+  given([created]).when(add(org)).thenNothing();
+  given([created]).when(add()).thenNothing();
+});
+
 test('RenameOrganization: renames, no-op on same name, NOT_FOUND when missing', () => {
   given([created]).when({ type: 'RenameOrganization', data: { organizationId: org, organizationName: 'New' }, metadata: meta }).then([
     { type: 'OrganizationRenamed', data: { organizationId: org, organizationName: 'New' } },
@@ -60,7 +68,7 @@ test('AddFolders: per item; existing, unknown parent, and order within the batch
   assert.equal(outcomes([created, folder('x')], cmd), {
     a: { id: 'a', success: true, message: 'Folder added.' },
     b: { id: 'b', success: true, message: 'Folder added.' },
-    x: { id: 'x', success: false, message: 'Folder already exists.' },
+    x: { id: 'x', success: false, message: 'Folder already exists' },
     c: { id: 'c', success: false, message: 'Parent folder "nope" does not exist.' },
   });
 });
@@ -92,7 +100,7 @@ test('UpdateFolders: rename, move, root, cycle, missing parent, missing folder',
     { type: 'FolderMoved', data: { organizationId: org, folderId: 'c', parentFolderId: null, previousParentFolderId: 'b' } },
   ]);
   const o = outcomes(tree, cmd);
-  assert.equal(o.d, { id: 'd', success: true, message: 'Folder updated.' });
+  assert.equal(o.d, { id: 'd', success: true, message: 'Folder Updated.' });
   assert.equal(o.a, { id: 'a', success: false, message: 'Moving the folder under itself or one of its subfolders would create a cycle.' });
   assert.equal(o.c!.success, true);
   assert.equal(o.b, { id: 'b', success: false, message: 'Parent folder "zz" does not exist.' });

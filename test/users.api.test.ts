@@ -22,7 +22,7 @@ test.after(async () => h.close());
 
 test('users/add: creates the organization, profile with derived initial, grant at each scope', async () => {
   let r = await ok('/v2/users/add', { organizationId: 'o', users: [{ userId: 'u1', name: 'Ada Lovelace', email: 'ada@example.com' }, { userId: 'u2', name: 'Bob', accessRole: 'viewer' }] });
-  assert.is(r.message, 'User(s) added successfully.');
+  assert.is(r.message, 'User(s) processed successfully.');
   assert.equal(r.data.u1, { success: true, id: 'u1', message: 'User added.' });
   r = await ok('/v2/users/get', { organizationId: 'o' });
   assert.is(r.message, 'User(s) retrieved successfully.');
@@ -58,7 +58,7 @@ test('users/get: userIds filter and paging with tokens', async () => {
 
 test('users/update: profile and role; a user without access at the scope does not exist', async () => {
   const r = await ok('/v2/users/update', { organizationId: 'o', users: [{ userId: 'u2', name: 'Bobby Tables', accessRole: 'editor' }, { userId: 'u3', name: 'x' }] });
-  assert.is(r.message, 'User(s) updated successfully.');
+  assert.is(r.message, 'User(s) processed successfully.');
   assert.equal(r.data.u2, { success: true, id: 'u2', message: 'User updated.' });
   assert.equal(r.data.u3, { success: false, message: 'User does not exist.', id: 'u3' });
   const u2 = (await ok('/v2/users/get', { organizationId: 'o', userIds: ['u2'] })).data[0];
@@ -67,18 +67,18 @@ test('users/update: profile and role; a user without access at the scope does no
 
 test('groups: add, add users (members only), delete users, deleteAll, users/get by group', async () => {
   let r = await ok('/v2/organizations/usergroups/add', { organizationId: 'o', organizationUserGroups: [{ groupId: 'g', groupName: 'G' }, { groupId: 'h', groupName: 'H' }] });
-  assert.is(r.message, 'Organization user groups added successfully.');
+  assert.is(r.message, 'Organization User Groups added successfully.');
   assert.equal(r.data.g, { success: true, id: 'g', message: 'Organization user group added.' });
   r = await ok('/v2/organizations/usergroups/add', { organizationId: 'o', organizationUserGroups: [{ groupId: 'g', groupName: 'G' }] });
   assert.equal(r.data.g, { success: false, id: 'g', message: 'Organization user group already exists.' });
   r = await ok('/v2/organizations/usergroups/users/add', { organizationId: 'o', organizationUserGroupId: 'g', userIds: ['u1', 'u2', 'u3'] });
-  assert.is(r.message, 'Users added to group successfully.');
+  assert.is(r.message, 'Added organization users to group successfully.');
   assert.equal(r.data.u1, { success: true, organizationUserGroupId: 'g', message: 'User added to organization user group.' });
   assert.equal(r.data.u3, { success: false, organizationUserGroupId: 'g', message: 'User is not a member of the organization.' });
   await ok('/v2/organizations/usergroups/users/add', { organizationId: 'o', organizationUserGroupId: 'h', userIds: ['u1', 'u2'] });
   assert.equal((await ok('/v2/users/get', { organizationId: 'o', organizationUserGroupIds: ['g'] })).data.map((u: any) => u.userId), ['u1', 'u2']);
   r = await ok('/v2/organizations/usergroups/users/delete', { organizationId: 'o', organizationUserGroupId: 'g', userIds: ['u2', 'u9'] });
-  assert.is(r.message, 'Users deleted from group successfully.');
+  assert.is(r.message, 'Deleted users from group successfully.');
   assert.equal(r.data.u2, { success: true, organizationUserGroupId: 'g', message: 'User deleted from organization user group.' });
   assert.is(r.data.u9.success, false);
   r = await ok('/v2/organizations/usergroups/users/delete', { organizationId: 'o', organizationUserGroupId: 'g', deleteAll: true });
@@ -116,9 +116,10 @@ test('permissions/add and remove: both userId shapes, per-resource results, miss
   assert.equal(r.data.nope, { success: false, type: 'document', message: 'Document does not exist.' });
   assert.equal(r.data['no-org'], { success: false, type: 'organization', message: 'Organization does not exist.' });
   assert.equal(await perm('p', 'folders', 'F'), { accessRole: 'viewer', accessType: 'restricted' });
-  r = await ok('/v2/auth/permissions/remove', { userId: 'p', permissions: { resources: [{ type: 'folder', id: 'F', organizationId: 'o' }] } });
+  r = await ok('/v2/auth/permissions/remove', { userId: 'p', permissions: { resources: [{ type: 'folder', id: 'F', organizationId: 'o' }, { type: 'folder', id: 'nof', organizationId: 'o' }] } });
   assert.is(r.message, 'Permissions removed successfully.');
   assert.equal(r.data.F, { success: true, type: 'folder', message: 'Permission removed.' });
+  assert.equal(r.data.nof, { success: false, type: 'folder', message: 'Folder does not exist.' });
   assert.is((await perm('p', 'folders', 'F')).errorCode, 'permission_denied');
   for (const bad of [
     { permissions: { resources: [{ type: 'organization', id: 'o' }] } },

@@ -57,6 +57,26 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 
 const article = (t: string) => (/^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`);
 
+/**
+ * The types a union branch expected when it refused the value for its type alone (an
+ * `invalid_type` at the union's own path, or a nested union of such), else null.
+ */
+function typesExpected(issues: readonly z.core.$ZodIssue[], depth: number): string[] | null {
+  const out: string[] = [];
+  for (const i of issues) {
+    if (i.path.length !== depth) return null;
+    if (i.code === 'invalid_type') out.push(i.expected === 'int' ? 'integer' : String(i.expected));
+    else if (i.code === 'invalid_union') {
+      for (const b of i.errors) {
+        const nested = typesExpected(b.map((x) => ({ ...x, path: [...i.path, ...x.path] }) as z.core.$ZodIssue), depth);
+        if (nested === null) return null;
+        out.push(...nested);
+      }
+    } else return null;
+  }
+  return out.length > 0 ? out : null;
+}
+
 function describe(issue: z.core.$ZodIssue, input: unknown): string {
   const field = fieldPath(issue.path);
   // A missing field fails as invalid_type, or as invalid_value for an enum: either way the
@@ -86,9 +106,19 @@ function describe(issue: z.core.$ZodIssue, input: unknown): string {
     case 'invalid_value':
       return `${field} must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
     case 'invalid_union': {
-      // Report the branch that got furthest, rather than a bare "invalid input".
-      const first = issue.errors.flat()[0];
-      return first ? describe(first, input) : `${field} is invalid`;
+      // A branch's issues have paths relative to the union: put the union's path in front.
+      const branches = issue.errors.map((b) => b.map((i) => ({ ...i, path: [...issue.path, ...i.path] }) as z.core.$ZodIssue));
+      // Every branch refused the value's type: name the types it may have
+      // (`data.x must be a string, a number or an array`).
+      const types = branches.map((b) => typesExpected(b, issue.path.length));
+      if (types.every((ts) => ts !== null)) {
+        const all = [...new Set(types.flat() as string[])].map(article);
+        return `${field} must be ${all.length > 1 ? `${all.slice(0, -1).join(', ')} or ${all[all.length - 1]}` : all[0]}`;
+      }
+      // Otherwise report the branch that got furthest (the value had its type), rather than
+      // a bare "invalid input": `data.x must have at most 200 items`.
+      const furthest = branches.find((b, i) => types[i] === null && b.length > 0) ?? branches.find((b) => b.length > 0);
+      return furthest ? describe(furthest[0]!, input) : `${field} is invalid`;
     }
     case 'custom':
       return issue.message.startsWith(field) ? issue.message : `${field} ${issue.message}`;

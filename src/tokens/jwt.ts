@@ -29,6 +29,8 @@ export interface TokenResource {
   organizationId?: string;
   accessRole?: 'editor' | 'viewer';
   expiresAt?: number;
+  /** Access context as requested (semantics §4a): `{ access: { field: value | value[] } }`. */
+  context?: { access?: Record<string, string | number | Array<string | number>> };
 }
 
 export interface UserTokenClaims {

@@ -7,6 +7,12 @@
  * document whose folder was deleted is gone for every command too ("orphaned"): the
  * deletion cascade appends its DocumentDeleted, and until it has, the routes treat it as
  * missing (and documents/add replaces it).
+ *
+ * Messages are the hosted API's, character for character (semantics §0;
+ * rest-apis/v2/documents/*). A refused item carries the hosted per-item `code`
+ * ("already-exists", "not-found"), but inside a success: the hosted API answers a batch with
+ * one failed item with 500 INTERNAL and the breakdown in `error.details`, which semantics §0
+ * keeps out on purpose (docs/compatibility.md).
  */
 import { z } from 'zod';
 import { documentDecider, documentNotFound, type DocumentState } from '../../../commands/document.js';
@@ -20,7 +26,7 @@ import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id, ids, items, text } from '../validation.js';
-import { accessType, eachItem, item, keyed, pageSize, pageToken, unique } from './domain.js';
+import { accessType, eachItem, item, itemCode, keyed, pageSize, pageToken, unique, type Failure } from './domain.js';
 import { documentStream } from '../../../commands/document.js';
 import { organizationStream } from '../../../commands/organization.js';
 
@@ -30,6 +36,9 @@ const docSchema = z.object({
   accessType: accessType().optional(),
   disabled: z.boolean().optional(),
 });
+
+/** A refused document item: the refusal's message (the hosted strings) and the hosted `code`. */
+const documentFailure: Failure = (e) => ({ message: e.message, code: itemCode(e.status) });
 
 export async function organizationTree(services: Services, apiKey: string, organizationId: string): Promise<Tree> {
   const { state } = await services.commands.load(organizationDecider, organizationStream(apiKey, organizationId));
@@ -83,7 +92,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
       }
       const folderMissing = folderId !== null && !getFolder(tree, folderId);
       const results = await eachItem(data.documents, (d) => d.documentId, async (d) => {
-        if (folderMissing) throw notFound(`Folder ${JSON.stringify(folderId)} does not exist.`);
+        if (folderMissing) throw notFound('Folder does not exist');
         const stream = documentStream(ctx.apiKey, organizationId, d.documentId);
         const add = () =>
           ctx.execute(documentDecider, stream, {
@@ -100,7 +109,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
           if ((await current(ctx, tree, organizationId, d.documentId)).status === 'active') throw err;
           await add();
         }
-      }, 'Document added.');
+      }, 'Added Successfully', documentFailure);
       return { message: 'Document(s) added successfully.', data: results };
     },
   });
@@ -140,7 +149,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
           data: { organizationId, documentId: d.documentId, documentName: d.documentName, accessType: d.accessType, disabled: d.disabled },
           metadata: { now: ctx.now },
         });
-      }, 'Document updated.');
+      }, 'Updated Successfully', documentFailure);
       return { message: 'Document(s) updated successfully.', data: results };
     },
   });
@@ -161,7 +170,9 @@ export function documentRoutes(services: Services): AnyRoute[] {
           metadata: { now: ctx.now },
         });
         const deleted = existed && r.events.length > 0;
-        return [documentId, { success: true, id: documentId, message: deleted ? 'Document deleted.' : 'Document does not exist.' }] as const;
+        // spec: a missing document is `success: true` with a does-not-exist message (the
+        // hosted API's string, without its 500; semantics §0).
+        return [documentId, { success: true, id: documentId, message: deleted ? 'Deleted Successfully' : 'Document does not exist' }] as const;
       }));
       return { message: 'Document(s) deleted successfully.', data: keyed(results) };
     },
@@ -223,6 +234,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
           },
           () => ({ success: true, ...shown, message: 'Document access type updated.' }),
           shown,
+          documentFailure,
         ),
       ] as const));
       return { message: 'Updated access for documents successfully.', data: keyed(results) };
@@ -251,6 +263,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
           },
           () => ({ success: true, disabled, message: 'Document disabled state updated.' }),
           { disabled },
+          documentFailure,
         ),
       ] as const));
       return { message: 'Updated disable state for documents successfully.', data: keyed(results) };

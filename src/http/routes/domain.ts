@@ -15,14 +15,33 @@ export const pageToken = () => z.string().min(1).max(4096).optional();
 export type Outcome = { success: boolean; message: string } & Record<string, unknown>;
 
 /**
- * Runs one item; a refusal (ApiError) becomes that item's `{ success: false, message }`
- * (plus `echo`), anything else is a bug and fails the request.
+ * How a refused item reads: its message, and the fields after it. Most endpoints show the
+ * refusal's own message; the documents endpoints show the hosted API's strings and a `code`
+ * (see `documentFailure` in documents.ts).
  */
-export async function item<T>(run: () => Promise<T>, ok: (r: T) => Outcome, echo: Record<string, unknown> = {}): Promise<Outcome> {
+export type Failure = (error: ApiError) => { message: string } & Record<string, unknown>;
+const ownMessage: Failure = (error) => ({ message: error.message });
+
+/**
+ * The per-item `code` of the hosted API's documents pages ("already-exists", "not-found"),
+ * for any status: the status in lower case with dashes (INVALID_ARGUMENT: "invalid-argument").
+ */
+export const itemCode = (status: ApiError['status']) => status.toLowerCase().replace(/_/g, '-');
+
+/**
+ * Runs one item; a refusal (ApiError) becomes that item's `{ success: false, message }`
+ * (plus `echo`, and what `failure` adds), anything else is a bug and fails the request.
+ */
+export async function item<T>(
+  run: () => Promise<T>,
+  ok: (r: T) => Outcome,
+  echo: Record<string, unknown> = {},
+  failure: Failure = ownMessage,
+): Promise<Outcome> {
   try {
     return ok(await run());
   } catch (error) {
-    if (error instanceof ApiError) return { success: false, ...echo, message: error.message };
+    if (error instanceof ApiError) return { success: false, ...echo, ...failure(error) };
     throw error;
   }
 }
@@ -49,11 +68,12 @@ export async function eachItem<T>(
   idOf: (t: T) => string,
   run: (t: T) => Promise<unknown>,
   message: string,
+  failure: Failure = ownMessage,
 ): Promise<Record<string, Outcome>> {
   const results = await Promise.all(
     firstById(items, idOf).map(async (t) => {
       const id = idOf(t);
-      return [id, await item(() => run(t), () => ({ success: true, id, message }), { id })] as const;
+      return [id, await item(() => run(t), () => ({ success: true, id, message }), { id }, failure)] as const;
     }),
   );
   return keyed(results);

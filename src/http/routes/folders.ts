@@ -3,6 +3,9 @@
  * Every folders batch is ONE command on the organization's stream (commands/folder-tree.ts):
  * the tree is the consistency boundary, and one command per batch means one append instead
  * of a retry storm of 1000 commands on the same stream.
+ *
+ * Top-level messages are the hosted API's, character for character (semantics §0;
+ * rest-apis/v2/folders/*), including where they differ between two examples of one page.
  */
 import { z } from 'zod';
 import { organizationDecider, plan, organizationNotFound } from '../../../commands/organization.js';
@@ -49,7 +52,7 @@ export function folderRoutes(services: Services): AnyRoute[] {
         },
         metadata: { now: ctx.now },
       }, data.folders.map((f) => f.folderId));
-      return { message: 'Folder(s) added successfully.', data: results };
+      return { message: 'Folder created successfully.', data: results };
     },
   });
 
@@ -67,7 +70,7 @@ export function folderRoutes(services: Services): AnyRoute[] {
         data: { organizationId: data.organizationId, folders: data.folders, maxDepth: services.config.folderMaxDepth },
         metadata: { now: ctx.now },
       }, data.folders.map((f) => f.folderId));
-      return { message: 'Folder(s) updated successfully.', data: results };
+      return { message: 'Folder Updated successfully.', data: results };
     },
   });
 
@@ -91,7 +94,8 @@ export function folderRoutes(services: Services): AnyRoute[] {
         },
         metadata: { now: ctx.now },
       }, data.folderIds);
-      return { message: 'Updated access for folders successfully.', data: results };
+      // The hosted page shows one message per example: the inherit example's differs.
+      return { message: data.inheritFromParent ? 'Folder access type updated.' : 'Updated access for folders successfully.', data: results };
     },
   });
 
@@ -119,6 +123,7 @@ export function folderRoutes(services: Services): AnyRoute[] {
     schema: z.object({
       organizationId: id(),
       folderId: id().optional(),
+      // The hosted default: "If not provided, only immediate subfolders are retrieved."
       maxDepth: z.number().int().min(0).max(1000).optional(),
       pageSize: pageSize(),
       pageToken: pageToken(),
@@ -126,11 +131,11 @@ export function folderRoutes(services: Services): AnyRoute[] {
     async handler(data, ctx) {
       await requireOrganization(services.read, ctx.apiKey, data.organizationId);
       if (data.folderId !== undefined) {
-        const rows = await folderSubtree(services.read, ctx.apiKey, data.organizationId, data.folderId, data.maxDepth ?? 1000);
+        const rows = await folderSubtree(services.read, ctx.apiKey, data.organizationId, data.folderId, data.maxDepth ?? 1);
         return { message: 'Folder(s) retrieved successfully.', data: rows };
       }
       const page = await foldersPage(services.read, ctx.apiKey, data.organizationId, data.pageSize ?? DEFAULT_PAGE_SIZE, data.pageToken);
-      return { message: 'Folder(s) retrieved successfully.', data: page.rows, pageToken: page.pageToken };
+      return { message: 'Folders retrieved successfully.', data: page.rows, pageToken: page.pageToken };
     },
   });
 

@@ -2,6 +2,9 @@
  * Organization user groups (spec: usergroups/add, usergroups/users/delete; companion
  * usergroups/users/add). Membership changes of one group are one command on its stream,
  * with per-user outcomes (commands/outcomes.ts).
+ *
+ * Top-level messages are the hosted API's, character for character (semantics §0;
+ * rest-apis/v2/user-groups/*).
  */
 import { z } from 'zod';
 import { grantsDecider, isLive, resourceKey } from '../../../commands/grant.js';
@@ -55,7 +58,7 @@ export function groupRoutes(services: Services): AnyRoute[] {
         ctx.execute(groupDecider, groupStream(ctx.apiKey, organizationId, g.groupId), {
           type: 'AddGroup', data: { organizationId, groupId: g.groupId, groupName: g.groupName }, metadata: { now: ctx.now },
         }), 'Organization user group added.');
-      return { message: 'Organization user groups added successfully.', data: results };
+      return { message: 'Organization User Groups added successfully.', data: results };
     },
   });
 
@@ -80,7 +83,7 @@ export function groupRoutes(services: Services): AnyRoute[] {
         data: { organizationId, groupId: data.organizationUserGroupId, userIds, members: allowed.flat() },
         metadata: { now: ctx.now },
       }, userIds);
-      return { message: 'Users added to group successfully.', data: results };
+      return { message: 'Added organization users to group successfully.', data: results };
     },
   });
 
@@ -99,7 +102,7 @@ export function groupRoutes(services: Services): AnyRoute[] {
         data: { organizationId, groupId: data.organizationUserGroupId, userIds },
         metadata: { now: ctx.now },
       }, userIds);
-      return { message: 'Users deleted from group successfully.', data: results };
+      return { message: 'Deleted users from group successfully.', data: results };
     },
   });
 

@@ -1,6 +1,11 @@
 /**
  * Organizations (semantics §4a): add, get, update, delete, disabled state.
  * Each organization is its own stream, so batch items run in parallel.
+ *
+ * Messages are the hosted API's, character for character (semantics §0; its pages under
+ * rest-apis/v2/organizations/), capitals and missing final periods included. Each item's
+ * `id` echoes the organizationId sent (semantics §1): the hosted API shows an internal hash
+ * there, which no client can make use of (docs/compatibility.md).
  */
 import { z } from 'zod';
 import { organizationDecider, organizationNotFound } from '../../../commands/organization.js';
@@ -9,8 +14,12 @@ import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id, ids, items, text } from '../validation.js';
-import { eachItem, item, keyed, pageSize, pageToken, unique } from './domain.js';
+import { eachItem, item, keyed, pageSize, pageToken, unique, type Failure } from './domain.js';
 import { organizationStream } from '../../../commands/organization.js';
+
+/** The hosted API's per-item string for a missing organization (no final period there). */
+const ORGANIZATION_DOES_NOT_EXIST = 'Organization does not exist';
+const missingOrganization: Failure = (e) => ({ message: e.status === 'NOT_FOUND' ? ORGANIZATION_DOES_NOT_EXIST : e.message });
 
 const orgSchema = z.object({ organizationId: id(), organizationName: text(256).optional() });
 
@@ -21,12 +30,14 @@ export function organizationRoutes(services: Services): AnyRoute[] {
     auth: 'apiKey',
     schema: z.object({ organizations: items(orgSchema) }),
     async handler(data, ctx) {
+      // An existing organization takes the name sent (the hosted API's OpenAPI description:
+      // "If an organization already exists, this will update its metadata").
       const results = await eachItem(data.organizations, (o) => o.organizationId, (o) =>
         ctx.execute(organizationDecider, organizationStream(ctx.apiKey, o.organizationId), {
           type: 'CreateOrganization',
-          data: { organizationId: o.organizationId, organizationName: o.organizationName },
+          data: { organizationId: o.organizationId, organizationName: o.organizationName, updateExisting: true },
           metadata: { now: ctx.now },
-        }), 'Organization added.');
+        }), 'Added Successfully');
       return { message: 'Organization(s) added successfully.', data: results };
     },
   });
@@ -49,7 +60,7 @@ export function organizationRoutes(services: Services): AnyRoute[] {
           data: { organizationId: o.organizationId, organizationName: o.organizationName },
           metadata: { now: ctx.now },
         });
-      }, 'Organization updated.');
+      }, 'Updated Successfully', missingOrganization);
       return { message: 'Organization(s) updated successfully.', data: results };
     },
   });
@@ -63,8 +74,9 @@ export function organizationRoutes(services: Services): AnyRoute[] {
       const results = await Promise.all(unique(data.organizationIds).map(async (organizationId) => {
         const stream = organizationStream(ctx.apiKey, organizationId);
         const { state } = await services.commands.load(organizationDecider, stream);
+        // The hosted page's example: a missing organization is a failed item.
         if (state.status !== 'active') {
-          return [organizationId, { success: true, id: organizationId, message: 'Organization does not exist.' }] as const;
+          return [organizationId, { success: false, id: organizationId, message: ORGANIZATION_DOES_NOT_EXIST }] as const;
         }
         const outcome = await item(
           () => ctx.execute(organizationDecider, stream, {
@@ -72,8 +84,9 @@ export function organizationRoutes(services: Services): AnyRoute[] {
             data: { organizationId },
             metadata: { now: ctx.now },
           }),
-          () => ({ success: true, id: organizationId, message: 'Organization deleted.' }),
+          () => ({ success: true, id: organizationId, message: 'Deleted Successfully' }),
           { id: organizationId },
+          missingOrganization,
         );
         return [organizationId, outcome] as const;
       }));
@@ -115,11 +128,12 @@ export function organizationRoutes(services: Services): AnyRoute[] {
             data: { organizationId, disabled: data.disabled },
             metadata: { now: ctx.now },
           }),
-          () => ({ success: true, disabled: data.disabled, message: 'Organization disabled state updated.' }),
-          { disabled: data.disabled },
+          () => ({ success: true, id: organizationId, message: 'Updated disable state for organization Successfully' }),
+          { id: organizationId },
+          missingOrganization,
         ),
       ] as const));
-      return { message: 'Updated disable state for organizations successfully.', data: keyed(results) };
+      return { message: 'Updated disable state for Organization(s) successfully.', data: keyed(results) };
     },
   });
 

@@ -2,11 +2,32 @@
  * Permissions (spec: auth/permissions/get; companions auth/permissions/add|remove,
  * semantics §4a). Grants of one user in one organization are one command on the user's
  * grants stream, with per-resource outcomes.
+ *
+ * permissions/add and remove answer as the hosted API documents, `{ status, message }`
+ * without `data`, when every resource went through. When one did not (a missing resource,
+ * a temporary grant over a permanent one, an access-field limit), the answer is still a
+ * success (semantics §0: a missing resource never makes a 500) and `data` lists every
+ * resource's outcome, keyed by resource id, so the failure is never silent.
+ *
+ * Access context (semantics §4a): a resource may carry `context.access`, `{ field: value |
+ * value[] }`; each field:value pair becomes an access field of the user's grant there.
  */
 import { z } from 'zod';
 import { documentDecider } from '../../../commands/document.js';
 import { getFolder } from '../../../commands/folder-tree.js';
-import { ACCESS_ROLES, grantsDecider, plan, resourceKey, type GrantRequest, type Resource, type ResourceType } from '../../../commands/grant.js';
+import {
+  ACCESS_ROLES,
+  grantsDecider,
+  MAX_ACCESS_FIELDS_PER_GRANT,
+  plan,
+  resourceKey,
+  sortedUnique,
+  type GrantOutcome,
+  type GrantRequest,
+  type GrantsCommand,
+  type Resource,
+  type ResourceType,
+} from '../../../commands/grant.js';
 import { organizationDecider } from '../../../commands/organization.js';
 import { capturing } from '../../../commands/outcomes.js';
 import { MAX_PERMISSION_USERS, resolvePermissions } from '../../../queries/permissions.js';
@@ -19,6 +40,40 @@ import { documentStream } from '../../../commands/document.js';
 import { grantsStream } from '../../../commands/grant.js';
 import { organizationStream } from '../../../commands/organization.js';
 
+/** semantics §1 Limits, access context (docs/limits.md). */
+export const MAX_ACCESS_FIELD_NAME = 128;
+export const MAX_ACCESS_VALUE = 256;
+
+const accessValue = z.union([z.string().min(1).max(MAX_ACCESS_VALUE), z.number()]);
+/**
+ * `context.access`: `{ field: value | value[] }`, values strings or numbers. A field name
+ * holds no colon (the reported form is `"field:value"`, and `"a:b:c"` must read one way:
+ * field `a`, value `b:c`). At most 200 fields and 200 field:value pairs per resource, the
+ * most one grant may hold.
+ */
+const accessSchema = z
+  .record(z.string(), z.union([accessValue, z.array(accessValue).max(MAX_ACCESS_FIELDS_PER_GRANT)]))
+  .superRefine((access, ctx) => {
+    const names = Object.keys(access);
+    if (names.length > MAX_ACCESS_FIELDS_PER_GRANT) {
+      ctx.addIssue({ code: 'custom', message: `must have at most ${MAX_ACCESS_FIELDS_PER_GRANT} fields` });
+      return;
+    }
+    let pairs = 0;
+    for (const name of names) {
+      if (name.length === 0 || name.length > MAX_ACCESS_FIELD_NAME) {
+        ctx.addIssue({ code: 'custom', path: [name], message: `is not a valid field name: field names are 1 to ${MAX_ACCESS_FIELD_NAME} characters` });
+      } else if (name.includes(':')) {
+        ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid field name: field names may not contain ":"' });
+      }
+      const v = access[name]!;
+      pairs += Array.isArray(v) ? v.length : 1;
+    }
+    if (pairs > MAX_ACCESS_FIELDS_PER_GRANT) {
+      ctx.addIssue({ code: 'custom', message: `must have at most ${MAX_ACCESS_FIELDS_PER_GRANT} field:value pairs (it has ${pairs})` });
+    }
+  });
+
 export const resourceSchema = z
   .object({
     type: z.enum(['organization', 'folder', 'document']),
@@ -26,6 +81,7 @@ export const resourceSchema = z
     organizationId: id().optional(),
     accessRole: z.enum(ACCESS_ROLES).optional(),
     expiresAt: z.number().int().positive().optional(),
+    context: z.object({ access: accessSchema.optional() }).optional(),
   })
   .refine((r) => r.type === 'organization' || r.organizationId !== undefined, {
     message: 'organizationId is required for folder and document resources',
@@ -43,6 +99,20 @@ const withUser = <T extends { userId?: string; user?: { userId: string } }>(s: z
   s.refine((d) => d.userId !== undefined || d.user !== undefined, { message: 'is required (or data.user.userId)', path: ['userId'] });
 
 const orgOf = (r: ResourceInput) => (r.type === 'organization' ? r.id : r.organizationId!);
+
+/**
+ * A resource's `context.access` as access fields: `{ widgetId: [1, "a"], team: "x" }` is
+ * `["team:x", "widgetId:1", "widgetId:a"]` (numbers in JavaScript's own text form, sorted,
+ * each once); undefined without `context`.
+ */
+export function accessFieldsOf(r: ResourceInput): string[] | undefined {
+  if (r.context === undefined) return undefined;
+  const out: string[] = [];
+  for (const [name, v] of Object.entries(r.context.access ?? {})) {
+    for (const value of Array.isArray(v) ? v : [v]) out.push(`${name}:${String(value)}`);
+  }
+  return sortedUnique(out);
+}
 const toResource = (r: ResourceInput): Resource => ({ resourceType: r.type as ResourceType, resourceId: r.id });
 
 /** Why a resource cannot carry a grant, or null when it exists. */
@@ -66,6 +136,7 @@ async function perOrganization(
   command: (organizationId: string, rs: ResourceInput[]) => Parameters<typeof plan>[0],
 ) {
   const out: Array<[string, Outcome]> = [];
+  const refusals: GrantOutcome['refused'][] = [];
   const byOrg = new Map<string, ResourceInput[]>();
   await Promise.all(resources.map(async (r) => {
     const why = await missing(ctx, r);
@@ -77,24 +148,60 @@ async function perOrganization(
     await ctx.execute(run.decider, grantsStream(ctx.apiKey, organizationId, userId), command(organizationId, rs));
     for (const r of rs) {
       const o = run.outcomes().get(resourceKey(toResource(r)))!;
+      if (o.refused) refusals.push(o.refused);
       out.push([r.id, { success: o.success, type: r.type, message: o.message }]);
     }
   }));
   const order = new Map(resources.map((r, i) => [r.id, i]));
-  return keyed(out.sort((a, b) => order.get(a[0])! - order.get(b[0])!));
+  return { outcomes: keyed(out.sort((a, b) => order.get(a[0])! - order.get(b[0])!)), refusals };
 }
 
-/** Grants `resources` to `userId` as /v2/auth/permissions/add does; outcomes keyed by resource id. */
-export function addGrants(ctx: RequestContext, userId: string, resources: ResourceInput[]) {
-  return perOrganization(ctx, userId, resources, (organizationId, rs) => ({
+/** The success answer of permissions/add and remove: `data` only when a resource failed (see the top of this file). */
+function answer(message: string, outcomes: Record<string, Outcome>) {
+  const failed = Object.values(outcomes).some((o) => !o.success);
+  return failed ? { message, data: outcomes } : { message };
+}
+
+/** The Grant command for `rs`, resources of one organization. */
+function grantCommand(ctx: RequestContext, userId: string, organizationId: string, rs: ResourceInput[]): GrantsCommand {
+  return {
     type: 'Grant',
     data: {
       organizationId,
       userId,
-      grants: rs.map((r): GrantRequest => ({ ...toResource(r), accessRole: r.accessRole ?? 'editor', expiresAt: r.expiresAt ?? null })),
+      grants: rs.map((r): GrantRequest => ({
+        ...toResource(r),
+        accessRole: r.accessRole ?? 'editor',
+        expiresAt: r.expiresAt ?? null,
+        ...(r.context !== undefined ? { accessFields: accessFieldsOf(r) } : {}),
+      })),
     },
     metadata: { now: ctx.now },
+  };
+}
+
+/** Grants `resources` to `userId` as /v2/auth/permissions/add does; outcomes keyed by resource id. */
+export function addGrants(ctx: RequestContext, userId: string, resources: ResourceInput[]) {
+  return perOrganization(ctx, userId, resources, (organizationId, rs) => grantCommand(ctx, userId, organizationId, rs));
+}
+
+/**
+ * The resources `addGrants` would refuse for an access-field limit, with the reason, decided
+ * on the current state without writing anything (generate_token refuses before any grant).
+ */
+export async function accessFieldRefusals(ctx: RequestContext, userId: string, resources: ResourceInput[]): Promise<Record<string, string>> {
+  const byOrg = new Map<string, ResourceInput[]>();
+  for (const r of resources) byOrg.set(orgOf(r), [...(byOrg.get(orgOf(r)) ?? []), r]);
+  const out: Array<[string, string]> = [];
+  await Promise.all([...byOrg].map(async ([organizationId, rs]) => {
+    const { state } = await ctx.services.commands.load(grantsDecider, grantsStream(ctx.apiKey, organizationId, userId));
+    const { outcomes } = plan(grantCommand(ctx, userId, organizationId, rs), state);
+    for (const r of rs) {
+      const o = outcomes.get(resourceKey(toResource(r)));
+      if (o?.refused === 'accessFieldLimit') out.push([r.id, o.message]);
+    }
   }));
+  return Object.fromEntries(out);
 }
 
 /** The resources among `resources` that cannot carry a grant, with the reason for each. */
@@ -124,8 +231,8 @@ export function permissionRoutes(services: Services): AnyRoute[] {
     schema: withUser(z.object(userSchema)),
     async handler(data, ctx) {
       const userId = (data.userId ?? data.user?.userId)!;
-      const results = await addGrants(ctx, userId, data.permissions.resources);
-      return { message: 'Permissions added successfully.', data: results };
+      const { outcomes } = await addGrants(ctx, userId, data.permissions.resources);
+      return answer('Permissions added successfully.', outcomes);
     },
   });
 
@@ -137,12 +244,17 @@ export function permissionRoutes(services: Services): AnyRoute[] {
     async handler(data, ctx) {
       const userId = (data.userId ?? data.user?.userId)!;
       // semantics §4a: missing resources are per-resource failures in both add and remove.
-      const results = await perOrganization(ctx, userId, data.permissions.resources, (organizationId, rs) => ({
+      // A resource with `context` loses those access fields only; without, the grant goes.
+      const { outcomes } = await perOrganization(ctx, userId, data.permissions.resources, (organizationId, rs) => ({
         type: 'Revoke',
-        data: { organizationId, userId, resources: rs.map(toResource) },
+        data: {
+          organizationId,
+          userId,
+          resources: rs.map((r) => ({ ...toResource(r), ...(r.context !== undefined ? { accessFields: accessFieldsOf(r) } : {}) })),
+        },
         metadata: { now: ctx.now },
       }));
-      return { message: 'Permissions removed successfully.', data: results };
+      return answer('Permissions removed successfully.', outcomes);
     },
   });
 

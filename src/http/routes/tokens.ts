@@ -8,8 +8,8 @@ import { issueUserToken } from '../../tokens/user-tokens.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { email, id, items, text } from '../validation.js';
-import { notFound } from '../../errors.js';
-import { addGrants, missingResources, resourceSchema as resource } from './permissions.js';
+import { invalidArgument, notFound } from '../../errors.js';
+import { accessFieldRefusals, addGrants, missingResources, resourceSchema as resource } from './permissions.js';
 
 export function tokenRoutes(_services: Services): AnyRoute[] {
   const generate = defineRoute({
@@ -29,6 +29,12 @@ export function tokenRoutes(_services: Services): AnyRoute[] {
       const missing = await missingResources(ctx, requested);
       if (Object.keys(missing).length > 0) {
         throw notFound('One or more resources do not exist.', { resources: missing });
+      }
+      // Nor may it name access fields (context.access) the user would not hold: a resource
+      // beyond an access-field limit (semantics §1) refuses the call before anything is written.
+      const refused = await accessFieldRefusals(ctx, data.userId, requested);
+      if (Object.keys(refused).length > 0) {
+        throw invalidArgument('One or more resources would hold more access fields than allowed.', { resources: refused });
       }
       if (requested.length > 0) await addGrants(ctx, data.userId, requested);
       const resources = requested.map((r) => ({

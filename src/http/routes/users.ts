@@ -14,8 +14,8 @@ import { userDecider } from '../../../commands/user.js';
 import { GROUP_MEMBERS, type MemberDoc } from '../../../projections/groups.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import { requireOrganization } from '../../../queries/organizations.js';
-import { usersPage } from '../../../queries/users.js';
-import { notFound } from '../../errors.js';
+import { documentUsersPage, usersPage } from '../../../queries/users.js';
+import { invalidArgument, notFound } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
@@ -113,7 +113,8 @@ export function userRoutes(services: Services): AnyRoute[] {
           metadata: { now: ctx.now },
         });
       }, 'User added.');
-      return { message: 'User(s) added successfully.', data: results };
+      // The hosted API's message for users/add and users/update alike.
+      return { message: 'User(s) processed successfully.', data: results };
     },
   });
 
@@ -146,7 +147,7 @@ export function userRoutes(services: Services): AnyRoute[] {
           { id: u.userId },
         )] as const;
       }));
-      return { message: 'User(s) updated successfully.', data: keyed(results) };
+      return { message: 'User(s) processed successfully.', data: keyed(results) };
     },
   });
 
@@ -197,11 +198,32 @@ export function userRoutes(services: Services): AnyRoute[] {
       ...scope,
       userIds: ids(30).optional(),
       organizationUserGroupIds: ids(30).optional(),
+      allDocuments: z.boolean().optional(),
+      groupByDocumentId: z.boolean().optional(),
       pageSize: pageSize(),
       pageToken: pageToken(),
     }),
     async handler(data, ctx) {
       await requireOrganization(services.read, ctx.apiKey, data.organizationId);
+      if (data.allDocuments) {
+        // The hosted API: every document's users ("You need not pass documentId"); a scope
+        // or a user filter beside it would be silently ignored there, so it is refused here.
+        for (const f of ['documentId', 'folderId', 'userIds', 'organizationUserGroupIds'] as const) {
+          if (data[f] !== undefined) throw invalidArgument(`data.${f} cannot be combined with data.allDocuments.`);
+        }
+        const page = await documentUsersPage(services.read, ctx.apiKey, ctx.now, {
+          organizationId: data.organizationId,
+          groupByDocumentId: data.groupByDocumentId === true,
+          pageSize: data.pageSize ?? DEFAULT_PAGE_SIZE,
+          pageToken: data.pageToken,
+        });
+        return {
+          message: 'User(s) retrieved successfully.',
+          data: page.rows,
+          pageToken: page.pageToken,
+          ...(page.pageToken ? { extra: { nextPageToken: page.pageToken } } : {}),
+        };
+      }
       await requireScope(ctx, data);
       const page = await usersPage(services.read, ctx.apiKey, ctx.now, {
         organizationId: data.organizationId,
