@@ -90,6 +90,9 @@ function describe(issue: z.core.$ZodIssue, input: unknown): string {
       const first = issue.errors.flat()[0];
       return first ? describe(first, input) : `${field} is invalid`;
     }
+    case 'unrecognized_keys':
+      // Only a route whose hosted counterpart refuses unknown fields is strict (agent groups).
+      return `${issue.keys.map((k) => (field === 'body' ? k : `${field}.${k}`)).join(', ')} ${issue.keys.length > 1 ? 'are' : 'is'} not accepted here`;
     case 'custom':
       return issue.message.startsWith(field) ? issue.message : `${field} ${issue.message}`;
     default:
