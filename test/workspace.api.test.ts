@@ -135,7 +135,7 @@ S('apikey/create without createAuthToken returns only the key', async ({ h, t })
 
 S('apikey/create validation: type, email, regions (unknown and empty string)', async ({ h, t }) => {
   const post = (d: unknown) => h.post('/v2/workspace/apikey/create', d, t.workspaceHeaders);
-  fails(await post({ type: 'testing' }), 400, 'INVALID_ARGUMENT', /data\.ownerEmail is required/);
+  fails(await post({ type: 'testing' }), 400, 'INVALID_ARGUMENT', /^ownerEmail is required\.$/);
   fails(await post({ ownerEmail: 'o@example.com' }), 400, 'INVALID_ARGUMENT', /data\.type is required/);
   fails(await post({ ownerEmail: 'o@example.com', type: 'staging' }), 400, 'INVALID_ARGUMENT', /data\.type must be one of "testing", "production"/);
   fails(await post({ ownerEmail: 'bad', type: 'testing' }), 400, 'INVALID_ARGUMENT', /data\.ownerEmail must be a valid email/);

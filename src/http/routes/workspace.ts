@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { API_KEY_NOT_FOUND, workspaceDecider, workspaceStream, type ApiKeySettings, type NewApiKey } from '../../../commands/workspace.js';
 import { apiKeyOfWorkspace } from '../../../queries/credentials.js';
 import { REDACTED } from '../../../projections/workspaces.js';
-import { notFound } from '../../errors.js';
+import { invalidArgument, notFound } from '../../errors.js';
 import { hashSecret, newId, newSecret } from '../../ids.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
@@ -142,7 +142,9 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
     mutates: true,
     auth: 'workspace',
     schema: z.object({
-      ownerEmail: email(),
+      // Required; checked in the handler so that its absence answers in the hosted API's
+      // words ("ownerEmail is required.").
+      ownerEmail: email().optional(),
       type: z.enum(['testing', 'production']),
       persistenceDBRegion: region(),
       realtimeDBRegion: region(),
@@ -172,6 +174,8 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
         .optional(),
     }),
     async handler(data, ctx) {
+      const { ownerEmail } = data;
+      if (ownerEmail === undefined) throw invalidArgument('ownerEmail is required.', { fields: [{ field: 'data.ownerEmail', code: 'invalid_type' }] });
       const workspaceId = ctx.workspaceId!;
       const token = data.createAuthToken ? newToken() : undefined;
       const allowedDomains = [...new Set([...(data.allowedDomains ?? []), ...(data.addLocalHostToAllowedDomains ? ['localhost'] : [])])];
@@ -194,7 +198,7 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
           apiKey,
           apiKeyName: data.apiKeyName ?? `${data.type} key`,
           type: data.type,
-          ownerEmail: data.ownerEmail,
+          ownerEmail,
           // persistenceDBRegion applies to production keys only; the default is the first
           // (North America) region of the configured list.
           persistenceDBRegion: production ? (data.persistenceDBRegion ?? regions[0]!) : null,
