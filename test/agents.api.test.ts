@@ -197,6 +197,9 @@ S('groups: order of agentIds is the list order; filter combines; membership chan
   fails(await h.post('/v2/agents/groups/create', { name: '' }, t.headers), 400, 'INVALID_ARGUMENT', /data\.name must not be empty/);
   fails(await h.post('/v2/agents/groups/create', { name: 'x', color: 'red' }, t.headers), 400, 'INVALID_ARGUMENT', /data\.color is not accepted here/);
   fails(await h.post('/v2/agents/groups/create', { name: 'x', agentIds: Array.from({ length: 101 }, () => 'spell-check') }, t.headers), 400, 'INVALID_ARGUMENT', /data\.agentIds must have at most 100 items/);
+  const before = (await h.services.events.readAll()).length;
+  fails(await h.post('/v2/agents/groups/create', { name: 'x', metadata: { note: 'n'.repeat(17_000) } }, t.headers), 400, 'INVALID_ARGUMENT', /a group's metadata is limited to 16384 bytes/);
+  assert.is((await h.services.events.readAll()).length, before, 'nothing stored');
 });
 
 S('an empty group lists []; groups/get lists groups; groups/list counts members', async ({ h, t }) => {
