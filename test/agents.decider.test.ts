@@ -76,6 +76,24 @@ A('update that sends "__redacted__" back keeps the stored secrets', () => {
   assert.equal(next.execution!.mcpServers![0]!.auth, { type: 'bearer', token: 'tok-1' });
 });
 
+A('a server sent back redacted keeps its stored auth: matched by id, else by name, else by place', () => {
+  const c = config({
+    execution: { mcpServers: [
+      { id: 'a', url: 'https://a.example.com', auth: { type: 'bearer', token: 'tok-a' } },
+      { name: 'b', url: 'https://b.example.com', auth: { type: 'bearer', token: 'tok-b' } },
+    ] },
+  });
+  const { state } = spec(agentDecider).given([created(c)]);
+  const changes = { execution: { mcpServers: [
+    // Reordered: the id and the name find their own server, not the one at their place.
+    { id: 'x', name: 'b', url: 'https://b.example.com', auth: { type: 'bearer', token: REDACTED } },
+    { id: 'a', url: 'https://a2.example.com', auth: { type: 'bearer', token: REDACTED } },
+  ] } };
+  const [e] = agentDecider.decide({ type: 'UpdateAgent', data: { agentId: 'a1', changes }, metadata: meta }, state);
+  const servers = (e!.data as { config: AgentConfig }).config.execution!.mcpServers!;
+  assert.equal(servers.map((s) => s.auth), [{ type: 'bearer', token: 'tok-b' }, { type: 'bearer', token: 'tok-a' }]);
+});
+
 A('secret positions: auth values but type and username, unknown options; documented options shown as sent', () => {
   const c = config({
     contextGathering: {

@@ -349,9 +349,10 @@ function restore(next: unknown, prev: unknown): unknown {
 
 /** The stored server an updated one stands for: same `id`, else same `name`, else same place. */
 function storedServer(s: McpServer, i: number, prev: McpServer[]): McpServer | undefined {
-  if (s.id !== undefined) return prev.find((p) => p.id === s.id);
-  if (s.name !== undefined) return prev.find((p) => p.name === s.name && p.id === undefined) ?? prev.find((p) => p.name === s.name);
-  return prev[i];
+  const byId = s.id !== undefined ? prev.find((p) => p.id === s.id) : undefined;
+  if (byId) return byId;
+  const byName = s.name !== undefined ? prev.find((p) => p.name === s.name) : undefined;
+  return byName ?? prev[i];
 }
 
 /** Keeps stored secrets where an update sent `"__redacted__"` back. Pure. */
