@@ -1,18 +1,25 @@
 /**
  * Agent aggregate, one stream per API key and agent id (semantics §6).
  *
- * - A custom agent is created, updated (every update bumps `version`) and deleted. Its
- *   events carry the whole configuration, secrets included (sealed by the route: commands
- *   arrive with them encrypted): the write side keeps them; projections and responses only
- *   ever see `redactAgentConfig` of it.
+ * - A custom agent is created, updated and deleted. Its events carry the whole
+ *   configuration, secrets included (sealed by the route: commands arrive with them
+ *   encrypted): the write side keeps them; projections and responses only ever see
+ *   `redactAgentConfig` of it.
+ * - Versions: an update of the identity fields only (`name`, `description`, `enabled`: the
+ *   hosted API's agents/update) keeps the version; one that changes any other field (this
+ *   service's extension: the hosted API has a separate version endpoint) makes the next.
+ *   An update that changes nothing appends nothing (the hosted API's no-op).
+ * - Deleting is idempotent, as the hosted API documents: a missing or deleted agent is
+ *   deleted already, and nothing is appended.
  * - A built-in agent's id (src/agents/catalogue.ts) is reserved: its stream only records
- *   the key's `enabled` choice, the one change a built-in accepts.
+ *   the key's `enabled` choice, the one change a built-in accepts (other fields sent with
+ *   it are ignored, as the hosted API does; without `enabled` the update is refused).
  * - A deleted agent's id may be used again: the new agent starts over at version 1.
  */
 import { alreadyExists, assertNever, failedPrecondition, invalidArgument, notFound } from '../src/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import { isBuiltInAgent } from '../src/agents/catalogue.js';
-import { MAX_AGENT_CONFIG_BYTES, agentConfigBytes, resealLegacy, restoreSecrets, type AgentChanges, type AgentConfig } from '../src/agents/config.js';
+import { IDENTITY_FIELDS, MAX_AGENT_CONFIG_BYTES, agentConfigBytes, resealLegacy, restoreSecrets, type AgentChanges, type AgentConfig } from '../src/agents/config.js';
 import { streamName } from '../src/ids.js';
 
 /** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
@@ -66,9 +73,8 @@ export const agentNotFound = () => notFound('Agent not found.');
 
 function decideBuiltIn(command: Extract<AgentCommand, { type: 'UpdateAgent' }>, state: AgentState, now: number): AgentEvent[] {
   const { agentId, changes } = command.data;
-  const others = Object.keys(changes).filter((k) => k !== 'enabled' && changes[k as keyof AgentChanges] !== undefined);
-  if (others.length > 0 || changes.enabled === undefined) {
-    throw invalidArgument(`Built-in agents accept only enabled changes${others.length ? ` (got ${others.join(', ')})` : ''}.`);
+  if (changes.enabled === undefined) {
+    throw invalidArgument('Built-in agents support only enabled: give enabled (true or false).');
   }
   const current = state.status === 'builtIn' ? state.enabled : undefined;
   if (current === changes.enabled) return [];
@@ -99,14 +105,16 @@ export function decide(command: AgentCommand, state: AgentState): AgentEvent[] {
       if (isBuiltInAgent(agentId)) return decideBuiltIn(command, state, now);
       if (state.status !== 'active') throw agentNotFound();
       const changes = Object.fromEntries(Object.entries(command.data.changes).filter(([, v]) => v !== undefined));
-      if (Object.keys(changes).length === 0) throw invalidArgument('Nothing to update: give at least one field to change.');
       const config = resealLegacy(restoreSecrets({ ...state.config, ...changes } as AgentConfig, state.config), command.data.legacySealed);
+      if (JSON.stringify(config) === JSON.stringify(state.config)) return [];
       checkSize(config);
-      return [{ type: 'AgentUpdated', data: { agentId, config, version: state.version + 1, updatedAt: now } }];
+      const behavioral = Object.keys(changes).some((k) => !IDENTITY_FIELDS.has(k));
+      const version = behavioral ? state.version + 1 : state.version;
+      return [{ type: 'AgentUpdated', data: { agentId, config, version, updatedAt: now } }];
     }
     case 'DeleteAgent': {
       if (isBuiltInAgent(agentId)) throw failedPrecondition('Built-in agents cannot be deleted; disable them instead.');
-      if (state.status !== 'active') throw agentNotFound();
+      if (state.status !== 'active') return [];
       return [{ type: 'AgentDeleted', data: { agentId, deletedAt: now } }];
     }
     default:

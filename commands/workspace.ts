@@ -56,6 +56,9 @@ export type WorkspaceEvent =
       name: string;
       ownerEmail: string;
       ownerName: string;
+      /** Absent on workspaces created before owners had ids. */
+      ownerId?: string;
+      ownerAvatar?: string;
       authTokenHash: string;
       createdAt: number;
     }>
@@ -258,6 +261,8 @@ export type WorkspaceCommand =
       name: string;
       ownerEmail: string;
       ownerName: string;
+      ownerId: string;
+      ownerAvatar?: string;
       authTokenHash: string;
       firstKey: NewApiKey;
     }>
@@ -277,6 +282,8 @@ export type WorkspaceCommand =
 // ---- decide ----
 
 const workspaceNotFound = () => notFound('Workspace not found.');
+/** The hosted API's message for an unknown key on authtokens/get and authtoken/reset. */
+export const API_KEY_NOT_FOUND = 'API key not found.';
 
 function keyEvents(workspaceId: string, k: NewApiKey, now: number): WorkspaceEvent[] {
   const events: WorkspaceEvent[] = [
@@ -357,7 +364,7 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
       if (state.status !== 'active') throw workspaceNotFound();
       const { apiKey, revokeTokenId, tokenId, tokenHash } = command.data;
       const key = keyOf(state, apiKey);
-      if (!key) throw notFound('API key not found in this workspace.');
+      if (!key) throw notFound(API_KEY_NOT_FOUND);
       if (revokeTokenId !== undefined && !key.tokenIds.includes(revokeTokenId)) {
         throw notFound('Auth token not found for this API key.');
       }

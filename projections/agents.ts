@@ -44,6 +44,8 @@ export interface AgentGroupDoc extends Doc {
   name: string;
   description: string;
   agentIds: string[];
+  /** The client's metadata with `apiKey` merged in; absent on groups created before it existed. */
+  metadata?: Record<string, unknown>;
   createdAt: number;
   updatedAt: number;
 }
@@ -108,6 +110,7 @@ export const agentsProjection = defineProjection({
         name: d.name,
         description: d.description,
         agentIds: d.agentIds,
+        ...(d.metadata !== undefined ? { metadata: d.metadata } : {}),
         createdAt: d.createdAt,
         updatedAt: d.createdAt,
       };

@@ -19,6 +19,8 @@ export interface WorkspaceDoc extends Doc {
   name: string;
   ownerEmail: string;
   ownerName: string;
+  ownerId?: string;
+  ownerAvatar?: string;
   authTokenHash: string;
   plan: 'free' | 'paid';
   productionKeysEnabled: boolean;
@@ -65,6 +67,8 @@ export const workspacesProjection = defineProjection({
         name: d.name,
         ownerEmail: d.ownerEmail,
         ownerName: d.ownerName,
+        ...(d.ownerId !== undefined ? { ownerId: d.ownerId } : {}),
+        ...(d.ownerAvatar !== undefined ? { ownerAvatar: d.ownerAvatar } : {}),
         authTokenHash: d.authTokenHash,
         plan: 'free',
         productionKeysEnabled: false,

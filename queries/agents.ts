@@ -4,7 +4,7 @@
  */
 import type { ReadView } from '../src/ports/read-store.js';
 import { key } from '../src/ids.js';
-import { redactAgentConfig, type AgentConfig } from '../src/agents/config.js';
+import { redactAgentConfig, toAgentConfig, type AgentConfig } from '../src/agents/config.js';
 import { BUILT_IN_AGENTS, BUILT_IN_MANAGED_BY, builtInAgent, type BuiltInAgent } from '../src/agents/catalogue.js';
 import {
   AGENTS,
@@ -31,24 +31,13 @@ export interface AgentRow {
   lastExecutedAt: number | null;
 }
 
-/** Single fetch of a custom agent: the full configuration (`config` must be redacted). */
+/**
+ * Single fetch of a custom agent: identity, version, then the configuration as stored
+ * (`config` must be redacted), every field the client sent.
+ */
 export function customAgentView(agentId: string, c: AgentConfig, version: number) {
-  return {
-    id: agentId,
-    name: c.name,
-    description: c.description,
-    enabled: c.enabled,
-    version,
-    managedBy: CUSTOM_MANAGED_BY,
-    rawInstructions: c.rawInstructions,
-    instructions: c.instructions,
-    contextGathering: c.contextGathering,
-    execution: c.execution,
-    response: c.response,
-    postProcess: c.postProcess,
-    input: c.input,
-    scope: c.scope,
-  };
+  const { name, description, enabled, ...rest } = c;
+  return { id: agentId, name, description, enabled, version, managedBy: CUSTOM_MANAGED_BY, ...toAgentConfig(rest) };
 }
 
 /** Single fetch of a built-in agent: identity fields, and `input` only when declared. */
@@ -60,6 +49,7 @@ export function builtInAgentView(agent: BuiltInAgent, enabled: boolean) {
     enabled,
     managedBy: BUILT_IN_MANAGED_BY,
     system: true as const,
+    essentialDefault: agent.enabledByDefault,
     ...(agent.input ? { input: agent.input } : {}),
   };
 }
@@ -89,6 +79,15 @@ export async function unknownAgentIds(read: ReadView, apiKey: string, agentIds: 
   const found = new Set((await read.getMany<AgentDoc>(AGENTS, custom.map((a) => key(apiKey, a)))).map((d) => d.agentId));
   return custom.filter((a) => !found.has(a));
 }
+
+/**
+ * The hosted API leaves agents marked `metadata.internal: true` out of every list (they stay
+ * fetchable by id).
+ */
+const listed = (doc: AgentDoc) => {
+  const metadata = (doc.config as { metadata?: unknown }).metadata;
+  return !(metadata !== null && typeof metadata === 'object' && (metadata as Record<string, unknown>).internal === true);
+};
 
 function customRow(doc: AgentDoc): AgentRow {
   return {
@@ -134,7 +133,7 @@ export async function listAgents(
   if (options.groupId === undefined) {
     const rows: AgentRow[] = [];
     if (wantBuiltIn) rows.push(...(await builtInRows(read, apiKey, BUILT_IN_AGENTS)));
-    if (wantCustom) rows.push(...(await read.find<AgentDoc>(AGENTS, { apiKey }, { sort: 'createdAt' })).map(customRow));
+    if (wantCustom) rows.push(...(await read.find<AgentDoc>(AGENTS, { apiKey }, { sort: 'createdAt' })).filter(listed).map(customRow));
     return rows;
   }
   const group = await getAgentGroup(read, apiKey, options.groupId);
@@ -144,17 +143,34 @@ export async function listAgents(
   const byId = new Map<string, AgentRow>();
   for (const r of await builtInRows(read, apiKey, builtIns)) byId.set(r.id, r);
   const docs = await read.getMany<AgentDoc>(AGENTS, customIds.map((a) => key(apiKey, a)));
-  for (const d of docs) byId.set(d.agentId, customRow(d));
+  for (const d of docs.filter(listed)) byId.set(d.agentId, customRow(d));
   return group.agentIds.flatMap((a) => byId.get(a) ?? []);
 }
 
+/**
+ * A group as the hosted API shows it: `description` only when set, `metadata` with the key
+ * (groups created before metadata existed show `{ apiKey }`), epoch-millisecond times.
+ */
 export const agentGroupView = (g: AgentGroupDoc) => ({
   id: g.groupId,
   name: g.name,
-  description: g.description,
+  ...(g.description ? { description: g.description } : {}),
   agentIds: g.agentIds,
+  metadata: g.metadata ?? { apiKey: g.apiKey },
+  createdAt: g.createdAt,
+  updatedAt: g.updatedAt,
 });
 
+/** A `groups/list` row: the member count in place of the members. */
+export const agentGroupSummary = (g: AgentGroupDoc) => {
+  const { agentIds, ...rest } = agentGroupView(g);
+  return { id: rest.id, name: rest.name, ...(rest.description !== undefined ? { description: rest.description } : {}), agentCount: agentIds.length, metadata: rest.metadata, createdAt: rest.createdAt, updatedAt: rest.updatedAt };
+};
+
+/** The key's groups, oldest first (at most MAX_AGENT_GROUPS: src/http/routes/agents.ts). */
+export const agentGroupsOf = (read: ReadView, apiKey: string) =>
+  read.find<AgentGroupDoc>(AGENT_GROUPS, { apiKey }, { sort: 'createdAt' });
+
 export async function listAgentGroups(read: ReadView, apiKey: string) {
-  return (await read.find<AgentGroupDoc>(AGENT_GROUPS, { apiKey }, { sort: 'createdAt' })).map(agentGroupView);
+  return (await agentGroupsOf(read, apiKey)).map(agentGroupView);
 }

@@ -5,7 +5,7 @@
  */
 import { hashSecret, secretMatches } from '../src/ids.js';
 import type { ReadView } from '../src/ports/read-store.js';
-import { API_KEYS, WORKSPACES, type ApiKeyDoc, type TokenMeta, type WorkspaceDoc } from '../projections/workspaces.js';
+import { API_KEYS, WORKSPACES, type ApiKeyDoc, type WorkspaceDoc } from '../projections/workspaces.js';
 
 const DUMMY_HASH = hashSecret('no such credential');
 
@@ -51,7 +51,3 @@ export async function apiKeyOfWorkspace(read: ReadView, workspaceId: string, api
   const key = await read.get<ApiKeyDoc>(API_KEYS, apiKey);
   return key && key.workspaceId === workspaceId ? key : null;
 }
-
-/** Token metadata for listing: never the hash, never the secret. */
-export const tokenMetadata = (tokens: TokenMeta[]) =>
-  tokens.map((t) => ({ tokenId: t.tokenId, createdAt: t.createdAt }));

@@ -172,13 +172,14 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
   const limiter = new RateLimiter(services.config.rateLimitPerSecond, services.config.rateLimitBurst, services.clock);
   // Sign-up has its own small bucket per client address, on by default: a workspace is
   // cheap to ask for and costs the service for good. Example: 10 per minute, burst 5:
-  // five at once, then one every 6 s, answered 429 with retry-after in between.
+  // five at once, then one every 6 s, answered 429 with retry-after in between. The message
+  // is the hosted API's for this endpoint, word for word; the wait is in retry-after.
   const signups = new RateLimiter(
     services.config.signupRatePerMinute / 60,
     services.config.signupBurst,
     services.clock,
     100_000,
-    'Too many workspaces created from this address',
+    () => 'Rate limit exceeded for this endpoint. Try again later.',
   );
   const idempotency = new IdempotencyStore(
     services.read,

@@ -95,7 +95,31 @@ export class ConfigError extends Error {
   }
 }
 
-export const DEFAULT_REGIONS = ['usa', 'canada', 'europe', 'uk', 'india', 'singapore', 'japan', 'australia'];
+/**
+ * The hosted API's supported regions, as its public docs list them (Supported Regions:
+ * the two multi-regions, then the single regions by continent), so a client written for it
+ * sends the same identifiers here (its Europe example: `persistenceDBRegion: "eur3"`,
+ * `realtimeDBRegion: "europe-west1"`). `nam5` (the United States multi-region) comes first:
+ * it is the default for a production key that names none (docs/compatibility.md).
+ */
+export const HOSTED_REGIONS = [
+  'nam5', 'eur3',
+  'us-west1', 'us-west2', 'us-west3', 'us-west4', 'us-central1', 'northamerica-northeast1', 'northamerica-northeast2',
+  'northamerica-south1', 'us-east1', 'us-east4', 'us-east5', 'us-south1',
+  'southamerica-west1', 'southamerica-east1',
+  'europe-west2', 'europe-west1', 'europe-west4', 'europe-west8', 'europe-southwest1', 'europe-west9', 'europe-west12',
+  'europe-west10', 'europe-west3', 'europe-north1', 'europe-north2', 'europe-central2', 'europe-west6',
+  'me-central1', 'me-central2', 'me-west1',
+  'asia-south1', 'asia-south2', 'asia-southeast1', 'asia-southeast2', 'asia-east2', 'asia-east1', 'asia-northeast1',
+  'asia-northeast2', 'asia-northeast3',
+  'australia-southeast1', 'australia-southeast2',
+  'africa-south1',
+];
+
+/** The names earlier versions of this service used; still accepted so their clients keep working. */
+export const LEGACY_REGIONS = ['usa', 'canada', 'europe', 'uk', 'india', 'singapore', 'japan', 'australia'];
+
+export const DEFAULT_REGIONS = [...HOSTED_REGIONS, ...LEGACY_REGIONS];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

@@ -116,7 +116,7 @@ test('§0/§7 permissions, token, presence, agents messages', async () => {
   r = await ok('/v2/presence/delete', { organizationId: 'm4', documentId: 'd', userIds: ['u'] });
   assert.equal(r, { status: 'success', message: 'Presence deleted successfully.', data: { success: true } });
   r = await ok('/v2/agents/get', {});
-  assert.is(r.message, 'Agents fetched successfully.');
+  assert.is(r.message, 'Agents fetched successfully'); // the hosted API's words (semantics §0, §7)
   assert.ok(Array.isArray(r.data.agents));
 });
 

@@ -210,8 +210,9 @@ A('a configuration over 64 KiB is refused on create, nothing stored; one under i
   assert.is(await h.services.events.headPosition(), before, 'nothing appended');
   assert.is((await h.post('/v2/agents/get', { agentId: 'big' }, t.headers)).status, 404);
 
-  // rawInstructions of 60,000 characters fit: its default copy in `instructions` is not counted twice.
-  const a = okData(await h.post('/v2/agents/create', { agentId: 'fits', name: 'Fits', rawInstructions: 'y'.repeat(60_000) }, t.headers));
+  // rawInstructions of 60,000 characters fit.
+  assert.equal(okData(await h.post('/v2/agents/create', { agentId: 'fits', name: 'Fits', rawInstructions: 'y'.repeat(60_000) }, t.headers)), { agentId: 'fits' });
+  const a = okData(await h.post('/v2/agents/get', { agentId: 'fits' }, t.headers));
   assert.is(a.agent.rawInstructions.length, 60_000);
   assert.ok(60_000 < MAX_AGENT_CONFIG_BYTES);
 });
@@ -225,14 +226,15 @@ A('an update whose merged configuration passes 64 KiB is refused and the stored 
   const got = okData(await h.post('/v2/agents/get', { agentId: 'grow' }, t.headers));
   assert.is(got.agent.version, 1);
   // The same options with shorter instructions fit.
-  const upd = okData(await h.post('/v2/agents/update', { agentId: 'grow', rawInstructions: 'short', instructions: 'short', contextGathering: { strategyOptions: options } }, t.headers));
-  assert.is(upd.agent.version, 2);
+  okData(await h.post('/v2/agents/update', { agentId: 'grow', rawInstructions: 'short', instructions: 'short', contextGathering: { strategyOptions: options } }, t.headers));
+  assert.is(okData(await h.post('/v2/agents/get', { agentId: 'grow' }, t.headers)).agent.version, 2);
 });
 
 A('secrets count at the size the client sent them, not their encrypted size', async ({ h, t }) => {
   // 700 options of 60 bytes: about 50 KB sent; encrypted one by one they store far more.
   const options = Object.fromEntries(Array.from({ length: 700 }, (_, i) => [`o${i}`, 's'.repeat(60)]));
-  const a = okData(await h.post('/v2/agents/create', { agentId: 'sealed-fits', name: 'S', contextGathering: { strategyOptions: options } }, t.headers));
+  okData(await h.post('/v2/agents/create', { agentId: 'sealed-fits', name: 'S', contextGathering: { strategyOptions: options } }, t.headers));
+  const a = okData(await h.post('/v2/agents/get', { agentId: 'sealed-fits' }, t.headers));
   assert.is(a.agent.contextGathering.strategyOptions.o0, '__redacted__');
   const stored = (await h.services.events.readAll()).at(-1)!;
   assert.ok(JSON.stringify(stored.data).length > MAX_AGENT_CONFIG_BYTES, 'stored sealed, larger than the limit');

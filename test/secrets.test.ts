@@ -97,7 +97,7 @@ test('no secret in logs, read models, later responses or webhook bodies; auth to
     assert.is(replay.body.result.data.authToken, '__redacted__');
     const reset = await call('/v2/workspace/authtoken/reset', { apiKey: apiKey1 }, wsHeaders);
     assert.is(reset.status, 200, reset.text);
-    const token3 = reset.body.result.data.authToken as string;
+    const token3 = reset.body.result.data.newAuthToken.token as string;
     const h2 = { 'x-service-api-key': apiKey2, 'x-service-auth-token': token2 };
     const h1 = { 'x-service-api-key': apiKey1, 'x-service-auth-token': token3 };
 

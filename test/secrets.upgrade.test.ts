@@ -137,8 +137,8 @@ test('a log with clear secrets from before keeps working, and clear values are s
     const services = state.status === 'active' ? state.keys[apiKey]!.services : null;
     assert.is(await h.services.secrets.open(apiKey, services!.webhook.config.authToken), clear.webhook);
     assert.is(await h.services.secrets.open(apiKey, services!.email.config.apiKey), clear.email);
-    const updated = newer.find((e) => e.type === 'AgentUpdated')!.data as { config: typeof agentConfig };
-    assert.is(await h.services.secrets.open(apiKey, updated.config.execution.mcpServers[0]!.auth && (updated.config.execution.mcpServers[0]!.auth as Record<string, unknown>).token), clear.mcp);
+    const updated = newer.find((e) => e.type === 'AgentUpdated')!.data as { config: Required<typeof agentConfig> };
+    assert.is(await h.services.secrets.open(apiKey, updated.config.execution.mcpServers![0]!.auth && (updated.config.execution.mcpServers![0]!.auth as Record<string, unknown>).token), clear.mcp);
     assert.is(await h.services.secrets.open(apiKey, (updated.config.contextGathering.strategyOptions as any).web.pwd), clear.pwd);
     assert.is(await h.services.secrets.open(apiKey, (updated.config.contextGathering.strategyOptions as any).web.depth), 2);
 

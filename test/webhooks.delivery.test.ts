@@ -152,7 +152,7 @@ W('every event reaches both endpoints, in stream order, signed; a 500 is retried
       return 200;
     };
     await n.post('/v2/agents/create', { agentId: 'a1', name: 'v1', execution: { mcpServers: [{ name: 's', url: 'https://mcp.example', auth: { token: 'mcp-secret' } }] } }, headers);
-    for (const name of ['v2', 'v3', 'v4']) await n.post('/v2/agents/update', { agentId: 'a1', name }, headers);
+    for (const name of ['v2', 'v3', 'v4']) await n.post('/v2/agents/update', { agentId: 'a1', name, instructions: name }, headers);
     await until('4 raw and 4 processed deliveries', () => receiver.ok('/raw').length === 4 && receiver.ok('/processed').length === 4);
 
     const raw = receiver.ok('/raw').map((r) => JSON.parse(r.body));
@@ -207,14 +207,14 @@ W('a restart loses nothing and sends nothing twice', async ({ receiver, dir }) =
   // Events appended while the deliverer is off are delivered after the restart.
   await n.close();
   n = await node(dir, { webhooks: false });
-  await n.post('/v2/agents/update', { agentId: 'r1', name: 'two' }, headers);
+  await n.post('/v2/agents/update', { agentId: 'r1', name: 'two', instructions: 'two' }, headers);
   await n.post('/v2/agents/create', { agentId: 'r2', name: 'other' }, headers);
   await new Promise((r) => setTimeout(r, 200));
   assert.is(receiver.received.length, 2, 'nothing sent while webhooks are off');
   await n.close();
   n = await node(dir);
   try {
-    await n.post('/v2/agents/update', { agentId: 'r1', name: 'three' }, headers);
+    await n.post('/v2/agents/update', { agentId: 'r1', name: 'three', instructions: 'three' }, headers);
     await until('all deliveries', () => receiver.ok('/raw').length === 4 && receiver.ok('/processed').length === 4);
     await new Promise((r) => setTimeout(r, 300));
     const ids = receiver.received.map((r) => r.headers['webhook-id']);
@@ -239,7 +239,7 @@ W('410 Gone disables the endpoint until its URL is set again; follow:false never
     await until('the 410', () => receiver.received.some((r) => r.answered === 410) && receiver.ok('/raw').length === 1);
     let cfg: any;
     for (let i = 0; i < 50; i++) {
-      cfg = await n.post('/v2/workspace/webhookconfig/update', {}, headers);
+      cfg = await n.post('/v2/workspace/webhookconfig/update', { useWebhookService: true }, headers);
       if (cfg.result.data.disabledEndpoints.includes('processed')) break;
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -349,7 +349,7 @@ W('an endpoint with no success for 5 days since its failing streak began is disa
     const rawFor = (agentId: string) => receiver.received.filter((r) => r.path === '/raw' && JSON.parse(r.body).data.agentId === agentId);
     // Raw fails, except a1 from day 4 on; processed always succeeds.
     receiver.answer = (r) => (r.path === '/raw' && !(JSON.parse(r.body).data.agentId === 'a1' && now >= T0 + 4 * DAY) ? 500 : 200);
-    const disabled = async () => (await n.post('/v2/workspace/webhookconfig/update', {}, headers)).result.data.disabledEndpoints as string[];
+    const disabled = async () => (await n.post('/v2/workspace/webhookconfig/update', { useWebhookService: true }, headers)).result.data.disabledEndpoints as string[];
 
     await n.post('/v2/agents/create', { agentId: 'a1', name: 'one' }, headers);
     await until('a1 failed', () => rawFor('a1').length === 1);

@@ -36,25 +36,40 @@ S('workspace/create returns the workspace, its token and one testing key with it
   const res = await h.post('/v2/workspace/create', { ownerEmail: 'ada@example.com', name: 'Ada', workspaceName: 'Analytical' });
   assert.is(res.status, 200);
   assert.is(res.body.result.status, 'success');
-  assert.is(res.body.result.message, 'Workspace created successfully.');
+  assert.is(res.body.result.message, 'Workspace created successfully');
   const d = res.body.result.data;
   assert.is(d.name, 'Analytical');
-  assert.equal(d.owner, { email: 'ada@example.com', name: 'Ada' });
+  assert.match(d.owner.id, /^[A-Za-z0-9]{20}$/);
+  assert.equal(d.owner, { email: 'ada@example.com', id: d.owner.id, name: 'Ada' });
   assert.match(d.id, /^[A-Za-z0-9]{20}$/);
   assert.match(d.authToken, /^[A-Za-z0-9]{48}$/);
   const keys = Object.entries(d.apiKeyList) as Array<[string, any]>;
   assert.is(keys.length, 1);
   assert.is(keys[0]![1].id, keys[0]![0]);
   assert.is(keys[0]![1].type, 'testing');
+  assert.is(keys[0]![1].apiKeyName, 'Ada Test API Key');
   assert.match(keys[0]![1].authToken, /^[A-Za-z0-9]{48}$/);
   assert.ok(res.headers['x-request-id']);
+});
+
+S('workspace/create defaults: the owner is named by the email, the workspace by the owner; avatar echoed', async ({ h }) => {
+  const bare = (await h.post('/v2/workspace/create', { ownerEmail: 'grace.hopper@example.com' })).body.result.data;
+  assert.is(bare.owner.name, 'grace.hopper@example.com');
+  assert.is(bare.name, 'grace.hopper@example.com workspace');
+  assert.is(bare.owner.avatar, undefined);
+  assert.is((Object.values(bare.apiKeyList)[0] as any).apiKeyName, 'Grace.hopper Test API Key');
+  const named = (await h.post('/v2/workspace/create', { ownerEmail: 'g@example.com', name: 'Grace', avatar: 'https://example.com/g.png' })).body.result.data;
+  assert.is(named.name, 'Grace workspace');
+  assert.is(named.owner.avatar, 'https://example.com/g.png');
 });
 
 S('workspace/create validates ownerEmail', async ({ h }) => {
   fails(await h.post('/v2/workspace/create', {}), 400, 'INVALID_ARGUMENT', /data\.ownerEmail is required/);
   fails(await h.post('/v2/workspace/create', { ownerEmail: 'nope' }), 400, 'INVALID_ARGUMENT', /data\.ownerEmail must be a valid email/);
   fails(await h.post('/v2/workspace/create', { ownerEmail: { $gt: '' } }), 400, 'INVALID_ARGUMENT', /data\.ownerEmail must be a string/);
-  fails(await h.post('/v2/workspace/create', { ownerEmail: 'a@b.co', name: 'x'.repeat(5000) }), 400, 'INVALID_ARGUMENT', /data\.name must be at most 256 characters/);
+  fails(await h.post('/v2/workspace/create', { ownerEmail: 'a@b.co', name: 'x'.repeat(5000) }), 400, 'INVALID_ARGUMENT', /data\.name must be at most 200 characters/);
+  fails(await h.post('/v2/workspace/create', { ownerEmail: 'a@b.co', workspaceName: '' }), 400, 'INVALID_ARGUMENT', /data\.workspaceName must not be empty/);
+  fails(await h.post('/v2/workspace/create', { ownerEmail: 'a@b.co', avatar: 'x'.repeat(2001) }), 400, 'INVALID_ARGUMENT', /data\.avatar must be at most 2000 characters/);
 });
 
 S('secrets are stored only as hashes', async ({ h }) => {
@@ -120,7 +135,7 @@ S('apikey/create without createAuthToken returns only the key', async ({ h, t })
 
 S('apikey/create validation: type, email, regions (unknown and empty string)', async ({ h, t }) => {
   const post = (d: unknown) => h.post('/v2/workspace/apikey/create', d, t.workspaceHeaders);
-  fails(await post({ type: 'testing' }), 400, 'INVALID_ARGUMENT', /data\.ownerEmail is required/);
+  fails(await post({ type: 'testing' }), 400, 'INVALID_ARGUMENT', /^ownerEmail is required\.$/);
   fails(await post({ ownerEmail: 'o@example.com' }), 400, 'INVALID_ARGUMENT', /data\.type is required/);
   fails(await post({ ownerEmail: 'o@example.com', type: 'staging' }), 400, 'INVALID_ARGUMENT', /data\.type must be one of "testing", "production"/);
   fails(await post({ ownerEmail: 'bad', type: 'testing' }), 400, 'INVALID_ARGUMENT', /data\.ownerEmail must be a valid email/);
@@ -164,13 +179,14 @@ S('concurrent production key requests never pass the limit', async ({ h }) => {
   assert.is(results.filter((r) => r.status === 429).length, 6);
 });
 
-S('authtokens/get lists metadata only; authtoken/reset returns a new token and revokes the old', async ({ h }) => {
+S('authtokens/get lists tokens redacted; authtoken/reset returns a new token and revokes the old', async ({ h }) => {
   const t = await h.tenant();
   const list = await h.post('/v2/workspace/authtokens/get', { apiKey: t.apiKey }, t.workspaceHeaders);
   assert.is(list.status, 200);
   const tokens = list.body.result.data.authTokens;
   assert.is(tokens.length, 1);
-  assert.equal(Object.keys(tokens[0]).sort(), ['createdAt', 'tokenId']);
+  assert.equal(Object.keys(tokens[0]).sort(), ['createdAt', 'domains', 'name', 'token', 'tokenId']);
+  assert.is(tokens[0].token, '__redacted__');
   assert.not.ok(JSON.stringify(list.body).includes(t.headers['x-service-auth-token']!));
 
   // The old token is used (and its match remembered for the cached key document) before the reset.
@@ -178,21 +194,21 @@ S('authtokens/get lists metadata only; authtoken/reset returns a new token and r
   assert.is((await authenticate(fakeRequest(t.headers), 'apiKey', h.services)).tenant?.apiKey, t.apiKey);
   const reset = await h.post('/v2/workspace/authtoken/reset', { apiKey: t.apiKey }, t.workspaceHeaders);
   assert.is(reset.status, 200, JSON.stringify(reset.body));
-  const fresh = reset.body.result.data.authToken as string;
-  assert.type(fresh, 'string');
+  const fresh = reset.body.result.data.newAuthToken.token as string;
+  assert.match(fresh, /^[A-Za-z0-9]{48}$/);
   const oldHeaders = t.headers;
   const newHeaders = { ...t.headers, 'x-service-auth-token': fresh };
   await assertDenied(h, oldHeaders);
   const caller = await authenticate(fakeRequest(newHeaders), 'apiKey', h.services);
   assert.is(caller.tenant?.apiKey, t.apiKey);
   const after = await h.post('/v2/workspace/authtokens/get', { apiKey: t.apiKey }, t.workspaceHeaders);
-  assert.equal(after.body.result.data.authTokens.map((x: any) => x.tokenId), [reset.body.result.data.tokenId]);
+  assert.equal(after.body.result.data.authTokens.map((x: any) => x.tokenId), [reset.body.result.data.newAuthToken.tokenId]);
 });
 
 S('token routes refuse keys of another workspace, unknown keys and unknown token ids', async ({ h, t }) => {
   const other = await h.tenant();
-  fails(await h.post('/v2/workspace/authtokens/get', { apiKey: other.apiKey }, t.workspaceHeaders), 404, 'NOT_FOUND');
-  fails(await h.post('/v2/workspace/authtoken/reset', { apiKey: other.apiKey }, t.workspaceHeaders), 404, 'NOT_FOUND');
+  fails(await h.post('/v2/workspace/authtokens/get', { apiKey: other.apiKey }, t.workspaceHeaders), 404, 'NOT_FOUND', /^API key not found\.$/);
+  fails(await h.post('/v2/workspace/authtoken/reset', { apiKey: other.apiKey }, t.workspaceHeaders), 404, 'NOT_FOUND', /^API key not found\.$/);
   fails(await h.post('/v2/workspace/authtoken/reset', { apiKey: 'x'.repeat(300) }, t.workspaceHeaders), 400, 'INVALID_ARGUMENT', /at most 256/);
   fails(await h.post('/v2/workspace/authtoken/reset', { apiKey: t.apiKey, tokenId: 'nope' }, t.workspaceHeaders), 404, 'NOT_FOUND', /Auth token not found/);
   // The other workspace's key still works: nothing was revoked across workspaces.

@@ -48,7 +48,7 @@ const keyCreated = (k: NewApiKey): WorkspaceEvent => ({
 const created: WorkspaceEvent[] = [
   {
     type: 'WorkspaceCreated',
-    data: { workspaceId: 'w1', name: 'W', ownerEmail: 'o@example.com', ownerName: 'o', authTokenHash: 'wh', createdAt: now },
+    data: { workspaceId: 'w1', name: 'W', ownerEmail: 'o@example.com', ownerName: 'o', ownerId: 'o1', authTokenHash: 'wh', createdAt: now },
   },
   keyCreated(key('k1', 'testing')),
   { type: 'ApiKeyAuthTokenCreated', data: { apiKey: 'k1', tokenId: 't1', tokenHash: 'hash-t1', createdAt: now } },
@@ -64,7 +64,7 @@ test('CreateWorkspace: the workspace, its testing key and the key token', () => 
   given([])
     .when({
       type: 'CreateWorkspace',
-      data: { workspaceId: 'w1', name: 'W', ownerEmail: 'o@example.com', ownerName: 'o', authTokenHash: 'wh', firstKey: key('k1', 'testing', 't1') },
+      data: { workspaceId: 'w1', name: 'W', ownerEmail: 'o@example.com', ownerName: 'o', ownerId: 'o1', authTokenHash: 'wh', firstKey: key('k1', 'testing', 't1') },
       metadata: meta,
     })
     .then(created);
@@ -74,7 +74,7 @@ test('CreateWorkspace twice: ALREADY_EXISTS', () => {
   given(created)
     .when({
       type: 'CreateWorkspace',
-      data: { workspaceId: 'w1', name: 'W', ownerEmail: 'o@example.com', ownerName: 'o', authTokenHash: 'x', firstKey: key('k9', 'testing') },
+      data: { workspaceId: 'w1', name: 'W', ownerEmail: 'o@example.com', ownerName: 'o', ownerId: 'o1', authTokenHash: 'x', firstKey: key('k9', 'testing') },
       metadata: meta,
     })
     .thenFails('ALREADY_EXISTS');
@@ -167,7 +167,7 @@ test('ResetAuthToken with a token id revokes only that one', () => {
 test('ResetAuthToken refusals: unknown key, unknown token, a revoked token', () => {
   given(created)
     .when({ type: 'ResetAuthToken', data: { apiKey: 'other', tokenId: 't3', tokenHash: 'h' }, metadata: meta })
-    .thenFails('NOT_FOUND', 'API key not found in this workspace.');
+    .thenFails('NOT_FOUND', 'API key not found.');
   given(created)
     .when({ type: 'ResetAuthToken', data: { apiKey: 'k1', revokeTokenId: 'nope', tokenId: 't3', tokenHash: 'h' }, metadata: meta })
     .thenFails('NOT_FOUND', 'Auth token not found for this API key.');

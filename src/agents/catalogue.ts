@@ -1,6 +1,7 @@
 /**
  * The built-in agents (semantics §6): shipped with the service as data, the same for every
- * API key. A key can only switch one on or off (`/v2/agents/update` with `enabled`); its
+ * API key. The ids the hosted API's docs use in their examples (`spell-check`,
+ * `grammar-check`) are here, named as there. A key can only switch one on or off (`/v2/agents/update` with `enabled`); its
  * choice lives in the `agent` stream of that key and built-in id (commands/agent.ts).
  */
 
@@ -23,7 +24,11 @@ export interface BuiltInAgent {
   id: string;
   name: string;
   description: string;
-  /** Whether the agent is on for a key that never changed it. */
+  /**
+   * Whether the agent is on for a key that never changed it. Also its `essentialDefault` on a
+   * single fetch (the hosted API's "part of the default suite"): here the default suite is
+   * the agents on by default.
+   */
   enabledByDefault: boolean;
   input?: AgentInput;
 }
@@ -31,13 +36,13 @@ export interface BuiltInAgent {
 export const BUILT_IN_AGENTS: readonly BuiltInAgent[] = [
   {
     id: 'spell-check',
-    name: 'Spell check',
-    description: 'Finds misspelled words and typos on the page and suggests corrections.',
+    name: 'Spell Check',
+    description: 'Finds spelling mistakes and typos in page content using AI analysis',
     enabledByDefault: true,
   },
   {
     id: 'grammar-check',
-    name: 'Grammar check',
+    name: 'Grammar Check',
     description: 'Flags grammatical errors, agreement mistakes and awkward sentences.',
     enabledByDefault: true,
   },

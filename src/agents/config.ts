@@ -1,15 +1,31 @@
 /**
- * A custom agent's configuration (spec "Agent"): its zod schema (the wire shape, with
- * defaults for every section a client leaves out), its type, and the secret handling of
- * semantics §6.
+ * A custom agent's configuration (spec "Agent", semantics §6): its zod schema, its type, and
+ * the secret handling.
  *
- * Secrets, by position (semantics §6): every value inside `contextGathering.strategyOptions`
- * (at any depth, whatever its key), and every value of `execution.mcpServers[].auth` except
- * its `type`. They are stored on the write side only, sealed (the agent's events; the route
- * seals them with the API key's data key: src/secrets/), and replaced by `"__redacted__"`
- * everywhere else: read models, responses, audit, webhook payloads. An update that sends
+ * Stored and returned as sent (semantics §6): every field the client sends, named here or
+ * not (`knowledge.maxPatterns`, `input.variableKeys`, `mcpServers[].id`, `metadata`,
+ * `setup`...), within the §1 limits (JSON depth, 64 KiB). Nothing is filled in: a section
+ * the client leaves out stays out. The schema checks the types and bounds of the fields
+ * this service knows (the hosted API's documented fields), and does not replicate the
+ * hosted execution engine's rules (this service stores agents, it does not run them;
+ * docs/compatibility.md). Left out of what is stored: the server's own fields a client may
+ * echo back from a read (`id`, `version`, `managedBy`...), and `input.supportedVariables`,
+ * which the hosted API computes and discards on write.
+ *
+ * Secrets, by position (semantics §0 and §6, refined by the hosted docs): the values of
+ * every `auth` object (`execution.mcpServers[].auth`, and the `rest-api` strategy's
+ * `endpoints[].auth`) but its `type` and `username`, and every value under
+ * `contextGathering.strategyOptions` that the hosted docs do not name as a non-secret option
+ * (an unknown strategy's options, an unknown option: whatever its key, `pwd`, `accessKey`).
+ * They are stored on the write side only, sealed (the agent's events; the route seals them
+ * with the API key's data key: src/secrets/), and replaced by `"__redacted__"` everywhere
+ * else: read models, responses, audit, webhook payloads. An update that sends
  * `"__redacted__"` back (a client that read the agent and returns it edited) keeps the stored
  * secret instead of storing the placeholder.
+ * Example: `strategyOptions: { "web-page-screenshot": { scrollBeforeCapture: true },
+ * "rest-api": { endpoints: [{ url, auth: { type: "bearer", token: "sk" } }] }, "mine": { key: "k" } }`
+ * reads back as `{ "web-page-screenshot": { scrollBeforeCapture: true }, "rest-api":
+ * { endpoints: [{ url, auth: { type: "bearer", token: "__redacted__" } }] }, "mine": { key: "__redacted__" } }`.
  */
 import { z } from 'zod';
 import { isSealed, sealedPlaintextBytes } from '../secrets/envelope.js';
@@ -18,124 +34,170 @@ export const REDACTED = '__redacted__';
 
 const str = (max = 256) => z.string().max(max);
 const list = (max = 100) => z.array(str()).max(max);
-const httpUrl = () =>
+/**
+ * JSON objects of unknown shape (options, auth, metadata): bounded in depth by the request's
+ * JSON depth limit (src/http/json-depth.ts) and in size by MAX_AGENT_CONFIG_BYTES.
+ */
+const jsonObject = () => z.record(z.string().max(256), z.unknown());
+/** An MCP server URL: http(s), or a `{{template}}` the hosted engine resolves to one. */
+const mcpUrl = () =>
   z
     .string()
     .max(2048)
-    .refine((s) => /^https?:\/\//i.test(s) && URL.canParse(s), { message: 'must be an http(s) URL' });
-/**
- * JSON objects of unknown shape (options, auth): bounded in depth by the request's JSON depth
- * limit (src/http/json-depth.ts) and in size by MAX_AGENT_CONFIG_BYTES.
- */
-const jsonObject = () => z.record(z.string().max(256), z.unknown());
+    .refine((s) => (/^https?:\/\//i.test(s) && URL.canParse(s)) || /\{\{[^{}]+\}\}/.test(s), {
+      message: 'must be an http(s) URL (or contain a {{template}})',
+    });
+const toggle = () => z.looseObject({ enabled: z.boolean().optional() });
+/** Knowledge limits as the hosted docs give them (1-20 each). */
+const knowledgeCount = () => z.number().int().min(1).max(20).optional();
 
-export const mcpServerSchema = z.object({
-  name: str().min(1),
-  url: httpUrl(),
+export const mcpServerSchema = z.looseObject({
+  id: str().min(1).optional(),
+  name: str().min(1).optional(),
+  description: z.string().max(4096).optional(),
+  url: mcpUrl(),
   transport: str(64).optional(),
-  tools: list().optional(),
-  auth: z.union([z.string().max(8192), jsonObject(), z.null()]).default(null),
+  auth: z.union([z.string().max(8192), jsonObject(), z.null()]).optional(),
+  allowedTools: list().optional(),
 });
 
-export const agentInputSchema = z.object({
-  inputRequirements: z.object({ requires: list().default([]) }).prefault({}),
-  userContextFields: z
-    .array(z.object({ id: str().min(1), title: str(), type: str(64), required: z.boolean().default(false) }))
-    .max(100)
-    .default([]),
-});
-
-/** Every configuration section, each complete after parsing (defaults filled in). */
 export const agentSections = {
-  rawInstructions: z.string().max(100_000).default(''),
+  rawInstructions: z.string().max(100_000).optional(),
   instructions: z.string().max(100_000).optional(),
+  phaseTimeoutMs: z.number().int().positive().optional(),
+  metadata: jsonObject().optional(),
   contextGathering: z
-    .object({ strategies: list().default([]), strategyOptions: jsonObject().optional() })
-    .prefault({}),
+    .looseObject({ strategies: list().optional(), strategyOptions: jsonObject().optional(), aiConfig: jsonObject().optional() })
+    .optional(),
   execution: z
-    .object({
-      executionStrategy: str(64).default('default'),
-      responseDescriptions: z.record(str(), z.string().max(10_000)).default({}),
+    .looseObject({
+      executionStrategy: str(64).optional(),
+      serviceId: str(64).optional(),
+      aiConfig: jsonObject().optional(),
+      responseDescriptions: z.record(str(), z.string().max(10_000)).optional(),
+      strategyOptions: jsonObject().optional(),
       knowledge: z
-        .object({ useMemory: z.boolean().default(false), maxChunks: z.number().int().min(0).max(1000).default(5) })
-        .prefault({}),
-      mcpServers: z.array(mcpServerSchema).max(50).default([]),
+        .looseObject({ useMemory: z.boolean().optional(), maxChunks: knowledgeCount(), maxPatterns: knowledgeCount(), maxActivities: knowledgeCount() })
+        .optional(),
+      mcpServers: z.array(mcpServerSchema).max(50).optional(),
     })
-    .prefault({}),
-  response: z.object({ useAiFormatting: z.boolean().default(false) }).prefault({}),
+    .optional(),
+  response: z
+    .looseObject({ useAiFormatting: z.boolean().optional(), formattingPrompt: z.string().max(100_000).optional(), responseAdapter: str(64).optional() })
+    .optional(),
   postProcess: z
-    .object({
-      guardrails: z.object({ enabled: z.boolean().default(false) }).prefault({}),
-      deletePreviousSuggestions: z.object({ enabled: z.boolean().default(false) }).prefault({}),
-      annotations: z.object({ enabled: z.boolean().default(false), strategy: str(64).default('default') }).prefault({}),
+    .looseObject({
+      guardrails: toggle().optional(),
+      deletePreviousSuggestions: toggle().optional(),
+      annotations: z.looseObject({ enabled: z.boolean().optional(), strategy: str(64).optional() }).optional(),
+      analytics: toggle().optional(),
+      matchAndMerge: toggle().optional(),
+      customProcessors: list().optional(),
     })
-    .prefault({}),
-  input: agentInputSchema.prefault({}),
+    .optional(),
+  input: z
+    .looseObject({
+      variableKeys: list().optional(),
+      inputRequirements: z.looseObject({ requires: list().optional(), requiresOneOf: list().optional() }).optional(),
+      userContextFields: z
+        .array(
+          z.looseObject({
+            id: str().min(1),
+            title: str(),
+            type: str(64),
+            required: z.boolean().optional(),
+            example: z.string().max(10_000).optional(),
+            defaultValue: z.union([z.string().max(10_000), z.number(), z.boolean()]).optional(),
+          }),
+        )
+        .max(100)
+        .optional(),
+    })
+    .optional(),
   scope: z
-    .object({
-      pageScope: list().default([]),
+    .looseObject({
+      pageScope: list(1000).optional(),
+      pageScopeExclude: list(1000).optional(),
+      contentTypes: list().optional(),
       crossPage: z
-        .object({
-          enabled: z.boolean().default(false),
-          targetProperty: str().default(''),
-          pageDiscovery: str(64).default(''),
+        .looseObject({
+          enabled: z.boolean().optional(),
+          targetProperty: str().optional(),
+          pageDiscovery: str(64).optional(),
+          pages: list(1000).optional(),
+          sourceOfTruthKnowledgeSourceId: str().optional(),
         })
-        .prefault({}),
+        .optional(),
     })
-    .prefault({}),
+    .optional(),
+  setup: jsonObject().optional(),
 };
 
-const identity = {
+/**
+ * `agents/create`: `name` is required; `description` and `enabled` default to `""` and
+ * `true` (list rows need them); every other field is optional and kept as sent.
+ */
+export const agentConfigSchema = z.looseObject({
   name: str().min(1),
   description: z.string().max(4096).default(''),
   enabled: z.boolean().default(true),
-};
-
-/** `agents/create`: everything but `name` is optional. */
-export const agentConfigSchema = z.object({ ...identity, ...agentSections });
-
-/** `agents/update`: any subset; a section that is given replaces the stored one whole. */
-export const agentChangesSchema = z.object({
-  name: identity.name.optional(),
-  description: z.string().max(4096).optional(),
-  enabled: z.boolean().optional(),
-  rawInstructions: z.string().max(100_000).optional(),
-  instructions: z.string().max(100_000).optional(),
-  contextGathering: agentSections.contextGathering.unwrap().optional(),
-  execution: agentSections.execution.unwrap().optional(),
-  response: agentSections.response.unwrap().optional(),
-  postProcess: agentSections.postProcess.unwrap().optional(),
-  input: agentSections.input.unwrap().optional(),
-  scope: agentSections.scope.unwrap().optional(),
+  ...agentSections,
 });
 
-type Parsed = z.output<typeof agentConfigSchema>;
-/** The stored configuration: `instructions` defaults to `rawInstructions`. */
-export type AgentConfig = Omit<Parsed, 'instructions'> & { instructions: string };
+/**
+ * `agents/update`: any subset. `name`, `description`, `enabled` are the hosted API's
+ * identity update; any other field (this service's extension) replaces the stored one whole
+ * and makes a new version.
+ */
+export const agentChangesSchema = z.looseObject({
+  name: str().min(1).optional(),
+  description: z.string().max(4096).optional(),
+  enabled: z.boolean().optional(),
+  ...agentSections,
+});
+
+export type AgentConfig = z.output<typeof agentConfigSchema>;
 export type AgentChanges = z.output<typeof agentChangesSchema>;
 export type McpServer = z.output<typeof mcpServerSchema>;
 
-export const toAgentConfig = (p: Parsed): AgentConfig => ({ ...p, instructions: p.instructions ?? p.rawInstructions });
+/** The identity fields: changing only these makes no new version (the hosted API's agents/update). */
+export const IDENTITY_FIELDS: ReadonlySet<string> = new Set(['name', 'description', 'enabled']);
+
+/**
+ * Fields the service answers with itself: a client echoing a read back (`{ id, version,
+ * managedBy, ... }`) must not store them in the configuration, where a read would show the
+ * stale copy.
+ */
+const SERVER_FIELDS = ['id', 'agentId', 'version', 'managedBy', 'system', 'essentialDefault', 'executionCount', 'lastExecutedAt', 'createdAt', 'updatedAt'];
+
+/** What is stored of a parsed configuration or change set: server fields and `input.supportedVariables` left out. */
+export function toAgentConfig<T extends Record<string, unknown>>(parsed: T): T {
+  const out: Record<string, unknown> = { ...parsed };
+  for (const k of SERVER_FIELDS) delete out[k];
+  const input = out.input;
+  if (isPlainObject(input) && Object.hasOwn(input, 'supportedVariables')) {
+    const { supportedVariables: _computed, ...rest } = input;
+    out.input = rest;
+  }
+  return out as T;
+}
 
 // ---- size (semantics §1 Limits: an agent configuration is at most 64 KiB) ----
 
 export const MAX_AGENT_CONFIG_BYTES = 64 * 1024;
 
 /**
- * The size of a configuration as the limit counts it: the UTF-8 bytes of its JSON, as stored
- * (defaults filled in), with `instructions` left out when it is only the default copy of
- * `rawInstructions`, and each secret counted at its clear size, not its sealed one (sealing
- * a thousand one-byte options makes some 70 KB the client never sent). Why measure the stored configuration and not the request: an update
- * replaces some sections and keeps the others, so the sum is what grows; and a client that
- * sends 40 KB of `rawInstructions` alone has sent 40 KB, not the 80 KB its copy would count.
- * Example: `{ name: "A", rawInstructions: 40,000 x "x" }` counts about 40.7 KB and fits;
- * the same with `instructions` of another 30,000 characters counts about 70.7 KB and does not.
+ * The size of a configuration as the limit counts it: the UTF-8 bytes of its JSON, as stored,
+ * each secret counted at its clear size, not its sealed one (sealing a thousand one-byte
+ * options makes some 70 KB the client never sent). Why measure the stored configuration and
+ * not the request: an update replaces some fields and keeps the others, so the sum is what
+ * grows. Example: `{ name: "A", rawInstructions: 40,000 x "x" }` counts about 40 KB and fits;
+ * the same with `instructions` of another 30,000 characters counts about 70 KB and does not.
  */
 export function agentConfigBytes(config: AgentConfig): number {
-  const counted = config.instructions === config.rawInstructions ? { ...config, instructions: undefined } : config;
   // A sealed leaf is written as `""` and counted as its clear JSON instead (2 bytes less).
   let sealed = 0;
-  const json = JSON.stringify(counted, (_k, v: unknown) => {
+  const json = JSON.stringify(config, (_k, v: unknown) => {
     if (!isSealed(v)) return v;
     sealed += sealedPlaintextBytes(v) - 2;
     return '';
@@ -159,39 +221,95 @@ function mapLeaves(v: unknown, f: (leaf: unknown) => unknown): unknown {
   return f(v);
 }
 
-/** mcpServers[].auth: every value but the scheme name (a top-level string `type`); a string auth is itself the secret. */
-function mapAuth(auth: McpServer['auth'], f: (leaf: unknown) => unknown): McpServer['auth'] {
-  if (!isPlainObject(auth)) return mapLeaves(auth, f) as McpServer['auth'];
-  return Object.fromEntries(Object.entries(auth).map(([k, v]) => [k, k === 'type' && typeof v === 'string' ? v : mapLeaves(v, f)]));
+/**
+ * An `auth` object (`{ type: "bearer", token }`, `{ type: "basic", username, password }`,
+ * `{ type: "header", headers: { ... } }`): every value but the scheme name and the user name
+ * (top-level strings `type` and `username`, which the hosted docs show); a string auth is
+ * itself the secret.
+ */
+function mapAuth(auth: unknown, f: (leaf: unknown) => unknown): unknown {
+  if (!isPlainObject(auth)) return mapLeaves(auth, f);
+  return Object.fromEntries(
+    Object.entries(auth).map(([k, v]) => [k, (k === 'type' || k === 'username') && typeof v === 'string' ? v : mapLeaves(v, f)]),
+  );
 }
 
 /**
- * The configuration with `f` applied at every secret position (semantics §6): every value,
- * at any depth, under `contextGathering.strategyOptions`, and every value of
- * `execution.mcpServers[].auth` but its `type`. By position, not by key name: an option
- * called `pwd`, `accessKey` or `passphrase` is as secret as one called `apiKey`. Never
- * mutates its argument; works on a partial configuration (an update's changes) too.
+ * The options the hosted docs name, per context-gathering strategy, as not secret: shown as
+ * sent. Any other option (and every option of a strategy not listed) is a secret position.
+ */
+const PUBLIC_STRATEGY_OPTIONS: Record<string, ReadonlySet<string>> = {
+  'web-page-text': new Set(['deviceType', 'excludeIframes']),
+  'web-page-screenshot': new Set(['scrollBeforeCapture', 'maxPageHeightPx', 'waitUntil', 'deviceType']),
+  'web-page-html': new Set(['includeHead', 'includeBody', 'excludeIframes', 'waitUntil']),
+  'web-page-css': new Set(['includeInlineStyles']),
+  'computed-styles': new Set(['selectors', 'properties']),
+  'sitemap-data': new Set(['maxEntries']),
+  lighthouse: new Set(['categories', 'formFactor']),
+  'rest-api': new Set(['maxResponseBytes']),
+};
+/** A `rest-api` endpoint's fields the hosted docs show on read; its `auth` is handled by mapAuth. */
+const PUBLIC_ENDPOINT_FIELDS: ReadonlySet<string> = new Set([
+  'id', 'name', 'description', 'url', 'method', 'headers', 'query', 'body', 'cacheTtlSeconds', 'timeoutMs', 'responsePath',
+]);
+
+function mapEndpoint(endpoint: unknown, f: (leaf: unknown) => unknown): unknown {
+  if (!isPlainObject(endpoint)) return mapLeaves(endpoint, f);
+  return Object.fromEntries(
+    Object.entries(endpoint).map(([k, v]) => [k, k === 'auth' ? mapAuth(v, f) : PUBLIC_ENDPOINT_FIELDS.has(k) ? v : mapLeaves(v, f)]),
+  );
+}
+
+function mapStrategyOptions(options: Record<string, unknown>, f: (leaf: unknown) => unknown): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(options).map(([strategy, opts]) => {
+      const known = Object.hasOwn(PUBLIC_STRATEGY_OPTIONS, strategy) ? PUBLIC_STRATEGY_OPTIONS[strategy] : undefined;
+      if (!known || !isPlainObject(opts)) return [strategy, mapLeaves(opts, f)];
+      return [
+        strategy,
+        Object.fromEntries(
+          Object.entries(opts).map(([k, v]) => {
+            if (strategy === 'rest-api' && k === 'endpoints' && Array.isArray(v)) return [k, v.map((e) => mapEndpoint(e, f))];
+            return [k, known.has(k) ? v : mapLeaves(v, f)];
+          }),
+        ),
+      ];
+    }),
+  );
+}
+
+/**
+ * The configuration with `f` applied at every secret position (see the top of this file).
+ * Never mutates its argument; works on a partial configuration (an update's changes) too.
  */
 export function mapAgentSecrets<T extends Partial<AgentConfig>>(config: T, f: (leaf: unknown) => unknown): T {
   const out: T = { ...config };
-  if (config.contextGathering) {
-    const cg = config.contextGathering;
-    out.contextGathering = cg.strategyOptions
-      ? { ...cg, strategyOptions: mapLeaves(cg.strategyOptions, f) as Record<string, unknown> }
-      : cg;
+  const cg = config.contextGathering;
+  if (cg && isPlainObject(cg.strategyOptions)) {
+    out.contextGathering = { ...cg, strategyOptions: mapStrategyOptions(cg.strategyOptions, f) };
   }
-  if (config.execution) {
+  const ex = config.execution;
+  if (ex && Array.isArray(ex.mcpServers)) {
     out.execution = {
-      ...config.execution,
-      mcpServers: config.execution.mcpServers.map((s) => ({ ...s, auth: mapAuth(s.auth, f) })),
+      ...ex,
+      mcpServers: ex.mcpServers.map((s) => (isPlainObject(s) && s.auth !== undefined ? { ...s, auth: mapAuth(s.auth, f) as McpServer['auth'] } : s)),
     };
   }
   return out;
 }
 
-/** The configuration as every reader sees it: each secret position shows `"__redacted__"`. */
+/**
+ * The configuration as every reader sees it: each secret position shows `"__redacted__"`,
+ * and so does any sealed value elsewhere in the strategy options (an option sealed by an
+ * earlier version, which counted every option as secret).
+ */
 export function redactAgentConfig<T extends Partial<AgentConfig>>(config: T): T {
-  return mapAgentSecrets(config, () => REDACTED);
+  const out = mapAgentSecrets(config, () => REDACTED);
+  const cg = out.contextGathering;
+  if (cg && isPlainObject(cg.strategyOptions)) {
+    out.contextGathering = { ...cg, strategyOptions: mapLeaves(cg.strategyOptions, (leaf) => (isSealed(leaf) ? REDACTED : leaf)) as Record<string, unknown> };
+  }
+  return out;
 }
 
 /** The values at secret positions (collected in order). */
@@ -229,21 +347,32 @@ function restore(next: unknown, prev: unknown): unknown {
   return next;
 }
 
+/** The stored server an updated one stands for: same `id`, else same `name`, else same place. */
+function storedServer(s: McpServer, i: number, prev: McpServer[]): McpServer | undefined {
+  const byId = s.id !== undefined ? prev.find((p) => p.id === s.id) : undefined;
+  if (byId) return byId;
+  const byName = s.name !== undefined ? prev.find((p) => p.name === s.name) : undefined;
+  return byName ?? prev[i];
+}
+
 /** Keeps stored secrets where an update sent `"__redacted__"` back. Pure. */
 export function restoreSecrets(next: AgentConfig, prev: AgentConfig): AgentConfig {
-  const prevOptions = prev.contextGathering.strategyOptions;
-  const strategyOptions = next.contextGathering.strategyOptions && prevOptions
-    ? (restore(next.contextGathering.strategyOptions, prevOptions) as Record<string, unknown>)
-    : next.contextGathering.strategyOptions;
-  const prevServers = prev.execution.mcpServers;
-  const mcpServers = next.execution.mcpServers.map((s, i) => {
-    // Match the stored server by name, else by position.
-    const old = prevServers.find((p) => p.name === s.name) ?? prevServers[i];
-    return old ? { ...s, auth: restore(s.auth, old.auth) as McpServer['auth'] } : s;
-  });
-  return {
-    ...next,
-    contextGathering: strategyOptions ? { ...next.contextGathering, strategyOptions } : next.contextGathering,
-    execution: { ...next.execution, mcpServers },
-  };
+  const out: AgentConfig = { ...next };
+  const options = next.contextGathering?.strategyOptions;
+  const prevOptions = prev.contextGathering?.strategyOptions;
+  if (next.contextGathering && options && prevOptions) {
+    out.contextGathering = { ...next.contextGathering, strategyOptions: restore(options, prevOptions) as Record<string, unknown> };
+  }
+  const servers = next.execution?.mcpServers;
+  const prevServers = prev.execution?.mcpServers ?? [];
+  if (next.execution && servers) {
+    out.execution = {
+      ...next.execution,
+      mcpServers: servers.map((s, i) => {
+        const old = storedServer(s, i, prevServers);
+        return old && s.auth !== undefined ? { ...s, auth: restore(s.auth, old.auth) as McpServer['auth'] } : s;
+      }),
+    };
+  }
+  return out;
 }

@@ -10,12 +10,17 @@
 import { ApiError } from '../errors.js';
 import { evictOldest } from '../runtime/evict.js';
 
+/** The 429's message for a wait of `retryAfterSeconds`. */
+export type RateLimitMessage = (retryAfterSeconds: number) => string;
+
+const perApiKey: RateLimitMessage = (s) => `Rate limit exceeded for this API key; retry after ${s} s.`;
+
 export class RateLimitedError extends ApiError {
   constructor(
     readonly retryAfterSeconds: number,
-    what = 'Rate limit exceeded for this API key',
+    message: RateLimitMessage = perApiKey,
   ) {
-    super('RESOURCE_EXHAUSTED', `${what}; retry after ${retryAfterSeconds} s.`);
+    super('RESOURCE_EXHAUSTED', message(retryAfterSeconds));
   }
 }
 
@@ -32,8 +37,8 @@ export class RateLimiter {
     private readonly burst: number,
     private readonly clock: () => number = Date.now,
     private readonly maxCallers = 100_000,
-    /** The start of the 429's message, naming what was exceeded. */
-    private readonly what?: string,
+    /** The 429's message, naming what was exceeded. */
+    private readonly message?: RateLimitMessage,
   ) {}
 
   get enabled(): boolean {
@@ -49,7 +54,7 @@ export class RateLimiter {
     if (refilled < 1) {
       const wait = Math.ceil((1 - refilled) / this.perSecond);
       this.buckets.set(caller, { tokens: refilled, at: now });
-      throw new RateLimitedError(Math.max(1, wait), this.what);
+      throw new RateLimitedError(Math.max(1, wait), this.message);
     }
     this.buckets.delete(caller); // re-insert: Map order doubles as least-recently-used order
     this.buckets.set(caller, { tokens: refilled - 1, at: now });

@@ -120,6 +120,9 @@ function describe(issue: z.core.$ZodIssue, input: unknown): string {
       const furthest = branches.find((b, i) => types[i] === null && b.length > 0) ?? branches.find((b) => b.length > 0);
       return furthest ? describe(furthest[0]!, input) : `${field} is invalid`;
     }
+    case 'unrecognized_keys':
+      // Only a route whose hosted counterpart refuses unknown fields is strict (agent groups).
+      return `${issue.keys.map((k) => (field === 'body' ? k : `${field}.${k}`)).join(', ')} ${issue.keys.length > 1 ? 'are' : 'is'} not accepted here`;
     case 'custom':
       return issue.message.startsWith(field) ? issue.message : `${field} ${issue.message}`;
     default:

@@ -53,6 +53,8 @@ export async function configureEverySecret(services: Services, post: Post): Prom
     mcpBearer: v('mcp-bearer'),
     mcpString: v('mcp-string'),
     mcpUpdated: v('mcp-updated'),
+    restApiBearer: v('rest-api-bearer'),
+    restApiHeader: v('rest-api-header'),
   };
   const controls = {
     webhookUrl: `https://hooks.example.com/${randomUUID()}`,
@@ -80,7 +82,7 @@ export async function configureEverySecret(services: Services, post: Post): Prom
   );
   const apiKey = created.apiKey as string;
   const reset = await ok(post('/v2/workspace/authtoken/reset', { apiKey }, wsHeaders), 'authtoken/reset');
-  const h = { 'x-service-api-key': apiKey, 'x-service-auth-token': reset.authToken };
+  const h = { 'x-service-api-key': apiKey, 'x-service-auth-token': reset.newAuthToken.token };
   await ok(post('/v2/workspace/webhookconfig/update', { webhookServiceConfig: { authToken: chosen.webhookOnUpdate } }, h), 'webhookconfig/update');
   await ok(post('/v2/workspace/emailconfig/update', { emailServiceConfig: { apiKey: chosen.emailOnUpdate } }, h), 'emailconfig/update');
   await ok(
@@ -91,7 +93,17 @@ export async function configureEverySecret(services: Services, post: Post): Prom
         name: controls.agentName,
         contextGathering: {
           strategies: ['web'],
-          strategyOptions: { web: { accessKey: chosen.optionAccessKey, pwd: chosen.optionPwd, deep: { passphrase: chosen.optionPassphrase } }, list: [chosen.optionInList] },
+          strategyOptions: {
+            web: { accessKey: chosen.optionAccessKey, pwd: chosen.optionPwd, deep: { passphrase: chosen.optionPassphrase } },
+            list: [chosen.optionInList],
+            // The hosted API's rest-api strategy: its endpoints' auth values are secret.
+            'rest-api': {
+              endpoints: [
+                { description: 'd', url: 'https://api.example.com/a', auth: { type: 'bearer', token: chosen.restApiBearer } },
+                { description: 'd', url: 'https://api.example.com/b', auth: { type: 'header', headers: { 'X-Api-Key': chosen.restApiHeader } } },
+              ],
+            },
+          },
         },
         execution: {
           mcpServers: [
@@ -105,7 +117,16 @@ export async function configureEverySecret(services: Services, post: Post): Prom
     'agents/create',
   );
   const shown = (await ok(post('/v2/agents/get', { agentId: 'a1' }, h), 'agents/get')).agent;
-  assert.equal(shown.contextGathering.strategyOptions, { web: { accessKey: '__redacted__', pwd: '__redacted__', deep: { passphrase: '__redacted__' } }, list: ['__redacted__'] });
+  assert.equal(shown.contextGathering.strategyOptions, {
+    web: { accessKey: '__redacted__', pwd: '__redacted__', deep: { passphrase: '__redacted__' } },
+    list: ['__redacted__'],
+    'rest-api': {
+      endpoints: [
+        { description: 'd', url: 'https://api.example.com/a', auth: { type: 'bearer', token: '__redacted__' } },
+        { description: 'd', url: 'https://api.example.com/b', auth: { type: 'header', headers: { 'X-Api-Key': '__redacted__' } } },
+      ],
+    },
+  });
   assert.equal(shown.execution.mcpServers.map((s: { auth: unknown }) => s.auth), [{ type: 'bearer', token: '__redacted__' }, '__redacted__']);
   await ok(
     post('/v2/agents/update', { agentId: 'a1', execution: { mcpServers: [{ name: 's1', url: 'https://mcp.example.com/1', auth: { type: 'bearer', token: chosen.mcpUpdated } }, shown.execution.mcpServers[1]] } }, h),
@@ -134,7 +155,7 @@ export async function configureEverySecret(services: Services, post: Post): Prom
       rotatedWorkspaceToken: rotated.authToken,
       firstKeyToken: first.authToken,
       createdKeyToken: created.authToken,
-      resetKeyToken: reset.authToken,
+      resetKeyToken: reset.newAuthToken.token,
       userToken,
     },
   };

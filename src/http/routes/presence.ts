@@ -2,12 +2,15 @@
  * Presence (semantics §5), API-key mode: `/v2/presence/add`, `/update`, `/get` and the
  * spec's `/delete`. Ephemeral: nothing here touches the event log (src/presence/store.ts).
  *
- * - add: the users join (or refresh) the document's presence list.
- * - update: refreshes users already present (a heartbeat, or a new name/email/status); a
- *   user without a live entry gets `success: false` and must be added again.
- * - get: live entries of one document, or of all documents of the organization, paged like
- *   every list (semantics §1 Limits): `pageSize` 1..1000 (default 1000), `pageToken`;
- *   `result.pageToken` while more may follow.
+ * - add: the users join (or refresh) the document's presence list. Answers `{ success: true }`
+ *   (the hosted API's answer).
+ * - update: refreshes users already present (a heartbeat, or a new name/email/status). A user
+ *   without a live entry is not added (add them again): the others are still updated (the
+ *   batch rule, semantics §0), and the answer says so: `{ success: false, notPresent: [ids] }`
+ *   with its own message. When all were present: `{ success: true }`, as documented.
+ * - get (not in the hosted API): live entries of one document, or of all documents of the
+ *   organization, paged like every list (semantics §1 Limits): `pageSize` 1..1000 (default
+ *   1000), `pageToken`; `result.pageToken` while more may follow.
  * - delete: removes the users; removing someone absent is not an error.
  */
 import { z } from 'zod';
@@ -31,19 +34,11 @@ const writeSchema = z.object({ organizationId: id(), documentId: id(), users: it
 export function presenceRoutes(services: Services): AnyRoute[] {
   const ttlMs = services.config.presenceTtlSeconds * 1000;
 
-  async function write(data: z.output<typeof writeSchema>, ctx: RequestContext, onlyPresent: boolean) {
+  /** Writes the users; returns the ids that had no live entry (update only). */
+  async function write(data: z.output<typeof writeSchema>, ctx: RequestContext, onlyPresent: boolean): Promise<string[]> {
     const scope = { apiKey: ctx.apiKey, organizationId: data.organizationId, documentId: data.documentId };
     const applied = await writePresence(services.read, scope, data.users as PresenceInput[], { now: ctx.now, ttlMs, onlyPresent });
-    const results: Record<string, { success: boolean; id: string; message: string }> = {};
-    for (const u of data.users) {
-      const ok = applied.get(u.userId) === true;
-      results[u.userId] = {
-        success: ok,
-        id: u.userId,
-        message: ok ? (onlyPresent ? 'Presence updated.' : 'User added to presence.') : 'User is not present on this document.',
-      };
-    }
-    return results;
+    return [...new Set(data.users.map((u) => u.userId).filter((u) => applied.get(u) !== true))];
   }
 
   const add = defineRoute({
@@ -51,7 +46,10 @@ export function presenceRoutes(services: Services): AnyRoute[] {
     mutates: true,
     auth: 'apiKey',
     schema: writeSchema,
-    handler: async (data, ctx) => ({ message: 'Presence added successfully.', data: await write(data, ctx, false) }),
+    async handler(data, ctx) {
+      await write(data, ctx, false);
+      return { message: 'Presence added successfully.', data: { success: true } };
+    },
   });
 
   const update = defineRoute({
@@ -59,7 +57,14 @@ export function presenceRoutes(services: Services): AnyRoute[] {
     mutates: true,
     auth: 'apiKey',
     schema: writeSchema,
-    handler: async (data, ctx) => ({ message: 'Presence updated successfully.', data: await write(data, ctx, true) }),
+    async handler(data, ctx) {
+      const notPresent = await write(data, ctx, true);
+      if (notPresent.length === 0) return { message: 'Presence updated successfully.', data: { success: true } };
+      return {
+        message: 'Presence updated for the users present; the others are not present on this document (add them with /v2/presence/add).',
+        data: { success: false, notPresent },
+      };
+    },
   });
 
   const get = defineRoute({

@@ -3,8 +3,13 @@
  * mode): validate, merge over the key's stored config (commands/service-config.ts), answer
  * with the resulting config, secrets shown as `"__redacted__"`.
  *
- * Fields may come nested (`webhookServiceConfig: { ... }`, as on apikey/create) or flat
- * beside `useWebhookService`; nested wins when both name a field.
+ * Fields may come nested (`webhookServiceConfig: { ... }`, as on apikey/create and in the
+ * hosted API's docs) or flat beside `useWebhookService`; nested wins when both name a field.
+ *
+ * Messages are the hosted API's, word for word: "Email configuration updated successfully."
+ * and, for any refused request, "Invalid email service configuration." (webhook alike); what
+ * exactly is wrong is in `details.reason` (and `details.fields` for validation), e.g.
+ * `{ reason: "data.emailServiceConfig.fromEmail must be a valid email", fields: [...] }`.
  */
 import { z } from 'zod';
 import { workspaceDecider, type WorkspaceState } from '../../../commands/workspace.js';
@@ -15,7 +20,8 @@ import { egressPolicyOf } from '../../webhooks/egress.js';
 import type { Services } from '../../services.js';
 import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import { text, webhookUrl } from '../validation.js';
+import { parseBody, text, webhookUrl } from '../validation.js';
+import { ApiError, invalidArgument } from '../../errors.js';
 import { legacyServiceSecrets, sealServiceConfig } from '../../secrets/configs.js';
 import { workspaceStream } from '../../../commands/workspace.js';
 
@@ -70,6 +76,27 @@ function serviceOf(state: WorkspaceState, apiKey: string, service: ServiceName) 
   return state.keys[apiKey].services[service];
 }
 
+export const INVALID_EMAIL_CONFIG = 'Invalid email service configuration.';
+export const INVALID_WEBHOOK_CONFIG = 'Invalid webhook service configuration.';
+
+/**
+ * Validates `raw` against `schema` and runs `body`; any INVALID_ARGUMENT, from validation or
+ * from the merged result (commands/service-config.ts), answers with `message` and keeps the
+ * specific cause in `details.reason`.
+ */
+async function withHostedFailure<S extends z.ZodType, T>(message: string, schema: S, raw: unknown, body: (data: z.output<S>) => Promise<T>): Promise<T> {
+  try {
+    return await body(parseBody(schema, { data: raw }));
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 'INVALID_ARGUMENT') throw err;
+    const details = err.details && typeof err.details === 'object' ? err.details : {};
+    throw invalidArgument(message, { reason: err.message, ...details });
+  }
+}
+
+/** Anything object-shaped; the route validates it itself (withHostedFailure). */
+const anyData = z.record(z.string(), z.unknown());
+
 export function serviceConfigRoutes(services: Services): AnyRoute[] {
   // A URL naming a refused address literally is refused here; one naming a host is checked
   // when the deliverer resolves it (src/webhooks/egress.ts).
@@ -77,50 +104,60 @@ export function serviceConfigRoutes(services: Services): AnyRoute[] {
   const urlOrEmpty = () => webhookUrl(egress, { allowEmpty: true }).optional();
   const webhookFields = { authToken: value(), rawNotificationUrl: urlOrEmpty(), processedNotificationUrl: urlOrEmpty() };
 
+  const emailSchema = z.object({
+    useEmailService: z.boolean().optional(),
+    setDefaultEmailTriggers: z.boolean().optional(),
+    emailServiceConfig: z.object(emailFields).optional(),
+    triggers: z.array(text(64).min(1)).max(50).optional(),
+    ...emailFields,
+  });
   const email = defineRoute({
     path: '/v2/workspace/emailconfig/update',
     mutates: true,
     auth: 'apiKey',
-    schema: z.object({
-      useEmailService: z.boolean().optional(),
-      setDefaultEmailTriggers: z.boolean().optional(),
-      emailServiceConfig: z.object(emailFields).optional(),
-      triggers: z.array(text(64).min(1)).max(50).optional(),
-      ...emailFields,
-    }),
-    async handler(data, ctx) {
+    schema: anyData,
+    handler: (raw, ctx) => withHostedFailure(INVALID_EMAIL_CONFIG, emailSchema, raw, async (data) => {
       const { useEmailService, emailServiceConfig, triggers, setDefaultEmailTriggers, ...flat } = data;
+      const config = { ...defined(flat), ...defined(emailServiceConfig ?? {}) };
+      if (useEmailService === undefined && emailServiceConfig === undefined && Object.keys(config).length === 0 && !triggers && !setDefaultEmailTriggers) {
+        throw invalidArgument('At least one of useEmailService or emailServiceConfig must be provided.');
+      }
       const s = await update(ctx, 'email', {
         enabled: useEmailService,
-        config: { ...defined(flat), ...defined(emailServiceConfig ?? {}) },
+        config,
         triggers: triggers ?? (setDefaultEmailTriggers ? DEFAULT_EMAIL_TRIGGERS : undefined),
       });
       return {
-        message: 'Email config updated successfully.',
+        message: 'Email configuration updated successfully.',
         data: { useEmailService: s.enabled, emailServiceConfig: redactConfig(s.config), triggers: s.triggers },
       };
-    },
+    }),
   });
 
+  const webhookSchema = z.object({
+    useWebhookService: z.boolean().optional(),
+    webhookServiceConfig: z.object(webhookFields).optional(),
+    triggers: z.array(z.enum(WEBHOOK_TRIGGERS)).max(WEBHOOK_TRIGGERS.length * 2).optional(),
+    ...webhookFields,
+  });
   const webhook = defineRoute({
     path: '/v2/workspace/webhookconfig/update',
     mutates: true,
     auth: 'apiKey',
-    schema: z.object({
-      useWebhookService: z.boolean().optional(),
-      webhookServiceConfig: z.object(webhookFields).optional(),
-      triggers: z.array(z.enum(WEBHOOK_TRIGGERS)).max(WEBHOOK_TRIGGERS.length * 2).optional(),
-      ...webhookFields,
-    }),
-    async handler(data, ctx) {
+    schema: anyData,
+    handler: (raw, ctx) => withHostedFailure(INVALID_WEBHOOK_CONFIG, webhookSchema, raw, async (data) => {
       const { useWebhookService, webhookServiceConfig, triggers, ...flat } = data;
+      const config = { ...defined(flat), ...defined(webhookServiceConfig ?? {}) };
+      if (useWebhookService === undefined && webhookServiceConfig === undefined && Object.keys(config).length === 0 && !triggers) {
+        throw invalidArgument('At least one of useWebhookService or webhookServiceConfig must be provided.');
+      }
       const s = await update(ctx, 'webhook', {
         enabled: useWebhookService,
-        config: { ...defined(flat), ...defined(webhookServiceConfig ?? {}) },
+        config,
         triggers: triggers ? [...new Set(triggers)] : undefined,
       });
       return {
-        message: 'Webhook config updated successfully.',
+        message: 'Webhook configuration updated successfully.',
         data: {
           useWebhookService: s.enabled,
           webhookServiceConfig: redactConfig(s.config),
@@ -128,7 +165,7 @@ export function serviceConfigRoutes(services: Services): AnyRoute[] {
           disabledEndpoints: s.disabledEndpoints,
         },
       };
-    },
+    }),
   });
 
   return [email, webhook];

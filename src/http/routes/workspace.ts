@@ -4,9 +4,10 @@
  * only as hashes.
  */
 import { z } from 'zod';
-import { workspaceDecider, workspaceStream, type ApiKeySettings, type NewApiKey } from '../../../commands/workspace.js';
-import { apiKeyOfWorkspace, tokenMetadata } from '../../../queries/credentials.js';
-import { notFound } from '../../errors.js';
+import { API_KEY_NOT_FOUND, workspaceDecider, workspaceStream, type ApiKeySettings, type NewApiKey } from '../../../commands/workspace.js';
+import { apiKeyOfWorkspace } from '../../../queries/credentials.js';
+import { REDACTED } from '../../../projections/workspaces.js';
+import { invalidArgument, notFound } from '../../errors.js';
 import { hashSecret, newId, newSecret } from '../../ids.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
@@ -35,18 +36,48 @@ const defaultSettings = (): ApiKeySettings => ({
 
 const configString = () => z.string().max(2048).optional();
 
-/** Creates a workspace with one testing key; shared by the route and the CLI. */
+/**
+ * The first key's default name, as the hosted API makes it: the part of `ownerEmail` before
+ * the `@`, capitalized, then " Test API Key". Example: `owner@example.com` -> "Owner Test API Key".
+ */
+export const defaultKeyName = (ownerEmail: string) => {
+  const local = ownerEmail.slice(0, ownerEmail.lastIndexOf('@'));
+  return `${local.charAt(0).toUpperCase()}${local.slice(1)} Test API Key`;
+};
+
+/** The auth tokens' display name (tokens have no name of their own here; docs/compatibility.md). */
+export const AUTH_TOKEN_NAME = 'Default Auth Token';
+
+/**
+ * An auth token as the hosted API shows it (`{ token, name, domains }`), plus the `tokenId`
+ * that `authtoken/reset` accepts and, on a list, its creation time. `token` is the secret
+ * only on the answer that created it; every read shows `"__redacted__"` (semantics §0).
+ */
+export const tokenView = (token: string, tokenId: string, createdAt?: number) => ({
+  token,
+  name: AUTH_TOKEN_NAME,
+  domains: [] as string[],
+  tokenId,
+  ...(createdAt !== undefined ? { createdAt } : {}),
+});
+
+/**
+ * Creates a workspace with one testing key; shared by the route and the CLI. Defaults as
+ * the hosted API documents them: the owner's name is `ownerEmail`, the workspace's name is
+ * "<name> workspace" (so "<ownerEmail> workspace" when neither is given).
+ */
 export async function createWorkspace(
   ctx: RequestContext,
-  input: { ownerEmail: string; name?: string; workspaceName?: string },
+  input: { ownerEmail: string; name?: string; workspaceName?: string; avatar?: string },
 ) {
   const workspaceId = newId();
+  const ownerId = newId();
   const wsToken = newToken();
   const keyToken = newToken();
-  const ownerName = input.name ?? input.ownerEmail.split('@')[0]!;
+  const ownerName = input.name ?? input.ownerEmail;
   const firstKey: NewApiKey = {
     apiKey: newId(),
-    apiKeyName: 'Default testing key',
+    apiKeyName: defaultKeyName(input.ownerEmail),
     type: 'testing',
     ownerEmail: input.ownerEmail,
     persistenceDBRegion: null,
@@ -54,19 +85,30 @@ export async function createWorkspace(
     settings: defaultSettings(),
     token: { tokenId: keyToken.tokenId, tokenHash: keyToken.tokenHash },
   };
-  const name = input.workspaceName ?? `${ownerName}'s workspace`;
+  const name = input.workspaceName ?? `${ownerName} workspace`;
   await ctx.execute(workspaceDecider, workspaceStream(workspaceId), {
     type: 'CreateWorkspace',
-    data: { workspaceId, name, ownerEmail: input.ownerEmail, ownerName, authTokenHash: wsToken.tokenHash, firstKey },
+    data: {
+      workspaceId,
+      name,
+      ownerEmail: input.ownerEmail,
+      ownerName,
+      ownerId,
+      ...(input.avatar !== undefined ? { ownerAvatar: input.avatar } : {}),
+      authTokenHash: wsToken.tokenHash,
+      firstKey,
+    },
     metadata: { now: ctx.now },
   });
   return {
     id: workspaceId,
     name,
-    owner: { email: input.ownerEmail, name: ownerName },
+    owner: { email: input.ownerEmail, id: ownerId, name: ownerName, ...(input.avatar !== undefined ? { avatar: input.avatar } : {}) },
     authToken: wsToken.secret,
     apiKeyList: {
-      [firstKey.apiKey]: { id: firstKey.apiKey, apiKeyName: firstKey.apiKeyName, type: 'testing', authToken: keyToken.secret },
+      // `authToken`: the hosted API leaves it out and has clients read it from
+      // authtokens/get; here secrets are shown once, so this is where the client gets it.
+      [firstKey.apiKey]: { apiKeyName: firstKey.apiKeyName, id: firstKey.apiKey, type: 'testing', authToken: keyToken.secret },
     },
   };
 }
@@ -81,13 +123,16 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
     path: '/v2/workspace/create',
     mutates: true,
     auth: 'admin',
+    // Bounds as the hosted API documents them: names 1..200 characters, the avatar URL at
+    // most 2000.
     schema: z.object({
       ownerEmail: email(),
-      name: text(256).optional(),
-      workspaceName: text(256).optional(),
+      name: text(200).min(1).optional(),
+      workspaceName: text(200).min(1).optional(),
+      avatar: text(2000).optional(),
     }),
     handler: (data, ctx) => createWorkspace(ctx, data).then((created) => ({
-      message: 'Workspace created successfully.',
+      message: 'Workspace created successfully',
       data: created,
     })),
   });
@@ -97,7 +142,9 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
     mutates: true,
     auth: 'workspace',
     schema: z.object({
-      ownerEmail: email(),
+      // Required; checked in the handler so that its absence answers in the hosted API's
+      // words ("ownerEmail is required.").
+      ownerEmail: email().optional(),
       type: z.enum(['testing', 'production']),
       persistenceDBRegion: region(),
       realtimeDBRegion: region(),
@@ -127,6 +174,8 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
         .optional(),
     }),
     async handler(data, ctx) {
+      const { ownerEmail } = data;
+      if (ownerEmail === undefined) throw invalidArgument('ownerEmail is required.', { fields: [{ field: 'data.ownerEmail', code: 'invalid_type' }] });
       const workspaceId = ctx.workspaceId!;
       const token = data.createAuthToken ? newToken() : undefined;
       const allowedDomains = [...new Set([...(data.allowedDomains ?? []), ...(data.addLocalHostToAllowedDomains ? ['localhost'] : [])])];
@@ -149,7 +198,7 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
           apiKey,
           apiKeyName: data.apiKeyName ?? `${data.type} key`,
           type: data.type,
-          ownerEmail: data.ownerEmail,
+          ownerEmail,
           // persistenceDBRegion applies to production keys only; the default is the first
           // (North America) region of the configured list.
           persistenceDBRegion: production ? (data.persistenceDBRegion ?? regions[0]!) : null,
@@ -183,10 +232,10 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
     schema: z.object({ apiKey: id() }),
     async handler(data, ctx) {
       const key = await apiKeyOfWorkspace(services.read, ctx.workspaceId!, data.apiKey);
-      if (!key) throw notFound('API key not found in this workspace.');
+      if (!key) throw notFound(API_KEY_NOT_FOUND);
       return {
         message: 'Auth tokens retrieved successfully.',
-        data: { apiKey: key._id, authTokens: tokenMetadata(key.tokens) },
+        data: { apiKey: key._id, authTokens: key.tokens.map((t) => tokenView(REDACTED, t.tokenId, t.createdAt)) },
       };
     },
   });
@@ -205,7 +254,7 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
       });
       return {
         message: 'Auth token reset successfully.',
-        data: { apiKey: data.apiKey, tokenId: token.tokenId, authToken: token.secret },
+        data: { apiKey: data.apiKey, newAuthToken: tokenView(token.secret, token.tokenId) },
       };
     },
   });
