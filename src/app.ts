@@ -29,6 +29,7 @@ import { tokenRoutes } from './http/routes/tokens.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { auditRoutes } from './http/routes/audit.js';
 import { countParked } from './ops/parked.js';
+import { installOperations, neverShed } from './http/metrics.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
   return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services)];
@@ -119,6 +120,9 @@ function idempotencyScope(caller: Caller, req: FastifyRequest, adminToken: strin
 }
 
 export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+  // First, so its request hooks (metrics, load shedding) cover every route added below.
+  const metrics = await installOperations(app, services);
+
   // Any content type is read as JSON: `curl -d` without a header still works, and there is
   // one parser (with Fastify's prototype-poisoning protection) for every body.
   // The nesting depth is checked on the raw text first (src/http/json-depth.ts), so no
@@ -154,7 +158,7 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
     void reply.status(404).send(failure(err));
   });
 
-  app.get('/healthz', async (req, reply) => {
+  app.get('/healthz', { config: neverShed }, async (req, reply) => {
     void reply.header('x-request-id', req.id);
     return { status: 'ok' };
   });
@@ -201,7 +205,9 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
     if (ctx.lastPosition) {
       // Read-your-writes: the write is durable already; wait (bounded) until the read
       // models show it, so the client's next query sees what it just did.
+      const waitStarted = performance.now();
       const caughtUp = await services.projections.waitFor(ctx.lastPosition, services.config.readYourWritesTimeoutMs);
+      metrics.readYourWrites((performance.now() - waitStarted) / 1000, caughtUp);
       if (!caughtUp) req.log.warn({ position: ctx.lastPosition }, 'read models lag behind this write');
     }
     return out;

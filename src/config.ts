@@ -86,6 +86,19 @@ export interface Config {
    * EVENTSTORE_URL and MONGODB_URL are set (processes on several hosts share no DATA_DIR).
    */
   secretsKey?: Uint8Array;
+  /** When set, `GET /metrics` requires `Authorization: Bearer <token>`; unset, it is open (docs/operations.md). */
+  metricsToken?: string;
+  /**
+   * Load shedding (src/http/metrics.ts): requests are answered 503 UNAVAILABLE while the
+   * event loop's mean delay over the last sample exceeds this; 0 turns the check off.
+   */
+  shedMaxEventLoopDelayMs: number;
+  /** Shed while the V8 heap in use exceeds this many bytes; 0 (default) off. */
+  shedMaxHeapUsedBytes: number;
+  /** Shed while the process's resident set exceeds this many bytes; 0 (default) off. */
+  shedMaxRssBytes: number;
+  /** The retry-after a shed request is told, in seconds. */
+  shedRetryAfterSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -281,6 +294,10 @@ export function loadConfig(env: Env = process.env): Config {
       `must be 0 (off) or more than REQUEST_TIMEOUT_MS (${requestTimeoutMs}) and READ_YOUR_WRITES_TIMEOUT_MS (${readYourWritesTimeoutMs}), got ${connectionTimeoutMs}`,
     );
   }
+  const metricsToken = env.METRICS_TOKEN || undefined;
+  if (metricsToken !== undefined && (metricsToken.length < 16 || metricsToken.length > 1024 || !/^[\x21-\x7e]+$/.test(metricsToken))) {
+    throw new ConfigError('METRICS_TOKEN', 'must be 16 to 1024 printable characters without spaces (it is sent as a bearer token)');
+  }
   const eventStoreUrl = eventStoreUrlOf(env);
   const mongodbUrl = mongoUrl(env, 'MONGODB_URL');
   const key = secretsKey(env, eventStoreUrl !== undefined && mongodbUrl !== undefined);
@@ -318,5 +335,10 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowedCidrs: cidrs(env, 'WEBHOOK_ALLOWED_CIDRS'),
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     ...(key ? { secretsKey: key } : {}),
+    ...(metricsToken ? { metricsToken } : {}),
+    shedMaxEventLoopDelayMs: integer(env, 'SHED_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 600_000),
+    shedMaxHeapUsedBytes: integer(env, 'SHED_MAX_HEAP_USED_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
+    shedMaxRssBytes: integer(env, 'SHED_MAX_RSS_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
+    shedRetryAfterSeconds: integer(env, 'SHED_RETRY_AFTER_SECONDS', 10, 1, 3600),
   };
 }

@@ -48,6 +48,8 @@ export class CommandHandler {
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly maxRetries: number;
   private readonly cacheSize: number;
+  /** Told the duration of each append that landed, in seconds (GET /metrics). */
+  onAppendTimed: ((seconds: number) => void) | undefined;
 
   constructor(
     private readonly store: EventStore,
@@ -126,12 +128,14 @@ export class CommandHandler {
       }
       const { state, revision } = loaded;
       if (events.length === 0) return { state, events };
+      const appendStarted = performance.now();
       try {
         const result = await this.store.append(
           stream,
           events.map((e) => ({ id: newEventId(), type: e.type, data: e.data, metadata })),
           revision === -1 ? 'no_stream' : revision,
         );
+        this.onAppendTimed?.((performance.now() - appendStarted) / 1000);
         const next = events.reduce(decider.evolve, state);
         this.remember(stream, decider.name, next, result.nextRevision);
         return { state: next, events, position: result.position };
