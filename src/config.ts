@@ -336,7 +336,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     ...(key ? { secretsKey: key } : {}),
     ...(metricsToken ? { metricsToken } : {}),
-    shedMaxEventLoopDelayMs: integer(env, 'SHED_MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 600_000),
+    shedMaxEventLoopDelayMs: integer(env, 'SHED_MAX_EVENT_LOOP_DELAY_MS', 0, 0, 600_000),
     shedMaxHeapUsedBytes: integer(env, 'SHED_MAX_HEAP_USED_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
     shedMaxRssBytes: integer(env, 'SHED_MAX_RSS_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
     shedRetryAfterSeconds: integer(env, 'SHED_RETRY_AFTER_SECONDS', 10, 1, 3600),

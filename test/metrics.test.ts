@@ -206,7 +206,7 @@ Metrics('configuration: bad values stop the start naming the variable', () => {
   assert.throws(() => loadConfig({ METRICS_TOKEN: 'short' }), (e: Error) => e instanceof ConfigError && e.variable === 'METRICS_TOKEN');
   assert.throws(() => loadConfig({ METRICS_TOKEN: 'has a space in it, 0123456789' }), (e: Error) => e instanceof ConfigError && e.variable === 'METRICS_TOKEN');
   const c = loadConfig({});
-  assert.is(c.shedMaxEventLoopDelayMs, 1000);
+  assert.is(c.shedMaxEventLoopDelayMs, 0, 'load shedding is opt-in');
   assert.is(c.shedMaxHeapUsedBytes, 0);
   assert.is(c.shedMaxRssBytes, 0);
   assert.is(c.metricsToken, undefined);
