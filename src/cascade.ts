@@ -7,7 +7,7 @@ import { documentDecider } from '../commands/document.js';
 import { grantsDecider } from '../commands/grant.js';
 import { groupDecider } from '../commands/group.js';
 import { CASCADE_WORK, type WorkItem } from '../projections/cascade-work.js';
-import type { EventMetadata, EventStore, RecordedEvent } from './ports/event-store.js';
+import type { EventMetadata, EventStore } from './ports/event-store.js';
 import type { ReadStore } from './ports/read-store.js';
 import type { CommandHandler } from './runtime/command-handler.js';
 import type { ProjectionRunner, RunnerLogger } from './runtime/projection-runner.js';
@@ -108,7 +108,7 @@ export class CascadeWorker {
     // The store must answer a plain read before anything is parked (an unrecognised outage).
     await this.read.count(CASCADE_WORK, {});
     const cause = { id: item.causationId, position: item.seq, type: `cascade:${item.kind}`, stream: item.organizationId, metadata: { apiKey: item.apiKey } };
-    const doc = parkedDoc('cascade', cause as unknown as RecordedEvent, last, PARK_AFTER_ATTEMPTS, this.clock(), item);
+    const doc = parkedDoc('cascade', cause, last, PARK_AFTER_ATTEMPTS, this.clock(), item);
     // One deletion queues many items: each its own parked record.
     doc._id = parkedId('cascade', createHash('sha256').update(item._id).digest('hex').slice(0, 20));
     return doc;

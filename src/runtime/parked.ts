@@ -70,7 +70,10 @@ export function errorText(error: unknown): string {
   return text.length > MAX_ERROR ? `${text.slice(0, MAX_ERROR)}…` : text;
 }
 
-export function parkedDoc(follower: string, event: RecordedEvent, error: unknown, attempts: number, now: number, item?: Doc): ParkedDoc {
+/** What a parked record says of the event: a recorded event, or what the cascade knows of the one that caused its item. */
+export type ParkedEventRef = Pick<RecordedEvent, 'id' | 'position' | 'type' | 'stream'> & { metadata: { apiKey?: string } };
+
+export function parkedDoc(follower: string, event: ParkedEventRef, error: unknown, attempts: number, now: number, item?: Doc): ParkedDoc {
   return {
     _id: parkedId(follower, event.id),
     follower,
