@@ -15,6 +15,20 @@ export const pageToken = () => z.string().min(1).max(4096).optional();
 export type Outcome = { success: boolean; message: string } & Record<string, unknown>;
 
 /**
+ * A page of a list that clients of the hosted API read the next token of in
+ * `result.nextPageToken` as well as `result.pageToken` (semantics §4a): both, or neither on
+ * the last page.
+ */
+export function pageAnswer(message: string, page: { rows: unknown; pageToken?: string }) {
+  return {
+    message,
+    data: page.rows,
+    pageToken: page.pageToken,
+    ...(page.pageToken ? { extra: { nextPageToken: page.pageToken } } : {}),
+  };
+}
+
+/**
  * How a refused item reads: its message, and the fields after it. Most endpoints show the
  * refusal's own message; the documents endpoints show the hosted API's strings and a `code`
  * (see `documentFailure` in documents.ts).

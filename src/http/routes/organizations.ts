@@ -14,7 +14,7 @@ import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id, ids, items, text } from '../validation.js';
-import { eachItem, item, keyed, pageSize, pageToken, unique, type Failure } from './domain.js';
+import { eachItem, item, keyed, pageAnswer, pageSize, pageToken, unique, type Failure } from './domain.js';
 import { organizationStream } from '../../../commands/organization.js';
 
 /** The hosted API's per-item string for a missing organization (no final period there). */
@@ -105,12 +105,7 @@ export function organizationRoutes(services: Services): AnyRoute[] {
         pageSize: data.pageSize ?? DEFAULT_PAGE_SIZE,
         pageToken: data.pageToken,
       });
-      return {
-        message: 'Organization(s) retrieved successfully.',
-        data: page.rows,
-        pageToken: page.pageToken,
-        ...(page.pageToken ? { extra: { nextPageToken: page.pageToken } } : {}),
-      };
+      return pageAnswer('Organization(s) retrieved successfully.', page);
     },
   });
 

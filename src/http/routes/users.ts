@@ -21,7 +21,7 @@ import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { email, id, ids, items, text } from '../validation.js';
 import { organizationTree } from './documents.js';
-import { eachItem, firstById, item, keyed, pageSize, pageToken, unique } from './domain.js';
+import { eachItem, firstById, item, keyed, pageAnswer, pageSize, pageToken, unique } from './domain.js';
 import { documentStream } from '../../../commands/document.js';
 import { grantsStream } from '../../../commands/grant.js';
 import { groupStream } from '../../../commands/group.js';
@@ -217,12 +217,7 @@ export function userRoutes(services: Services): AnyRoute[] {
           pageSize: data.pageSize ?? DEFAULT_PAGE_SIZE,
           pageToken: data.pageToken,
         });
-        return {
-          message: 'User(s) retrieved successfully.',
-          data: page.rows,
-          pageToken: page.pageToken,
-          ...(page.pageToken ? { extra: { nextPageToken: page.pageToken } } : {}),
-        };
+        return pageAnswer('User(s) retrieved successfully.', page);
       }
       await requireScope(ctx, data);
       const page = await usersPage(services.read, ctx.apiKey, ctx.now, {
@@ -233,12 +228,7 @@ export function userRoutes(services: Services): AnyRoute[] {
         pageSize: data.pageSize ?? DEFAULT_PAGE_SIZE,
         pageToken: data.pageToken,
       });
-      return {
-        message: 'User(s) retrieved successfully.',
-        data: page.rows,
-        pageToken: page.pageToken,
-        ...(page.pageToken ? { extra: { nextPageToken: page.pageToken } } : {}),
-      };
+      return pageAnswer('User(s) retrieved successfully.', page);
     },
   });
 
