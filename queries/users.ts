@@ -11,6 +11,18 @@ import { USERS, userKey, type UserDoc } from '../projections/users.js';
 import { decodePageToken, encodePageToken } from './paging.js';
 import { liveDocuments } from './documents.js';
 
+/** A users/get row: the user's profile and the role (and expiry) of the grant that counts. */
+function userRow(userId: string, g: Pick<GrantDoc, 'accessRole' | 'expiresAt'>, p: UserDoc | undefined) {
+  return {
+    userId,
+    name: p?.name ?? '',
+    email: p?.email ?? '',
+    initial: p?.initial ?? '',
+    accessRole: g.accessRole,
+    ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}),
+  };
+}
+
 export interface UsersQuery {
   organizationId: string;
   resourceType: ResourceType;
@@ -67,15 +79,7 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
   const rows = page.flatMap((userId) => {
     const g = grants.get(userId);
     if (!g || !isLive(g, nowMs) || (members && !members.has(userId))) return [];
-    const p = profiles.get(userId);
-    return [{
-      userId,
-      name: p?.name ?? '',
-      email: p?.email ?? '',
-      initial: p?.initial ?? '',
-      accessRole: g.accessRole,
-      ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}),
-    }];
+    return [userRow(userId, g, profiles.get(userId))];
   });
   const last = page[page.length - 1];
   return { rows, pageToken: more && last ? encodePageToken(query, { value: last, id: last }) : undefined };
@@ -109,17 +113,7 @@ export async function documentUsersPage(read: ReadView, apiKey: string, nowMs: n
   const { docs } = await liveDocuments(read, apiKey, organizationId, [...new Set(page.map((g) => g.resourceId))]);
   const held = page.filter((g) => isLive(g, nowMs) && docs.has(g.resourceId));
   const profiles = new Map((await read.getMany<UserDoc>(USERS, [...new Set(held.map((g) => g.userId))].map((u) => userKey(apiKey, u)))).map((u) => [u.userId, u]));
-  const rowOf = (g: GrantDoc) => {
-    const p = profiles.get(g.userId);
-    return {
-      userId: g.userId,
-      name: p?.name ?? '',
-      email: p?.email ?? '',
-      initial: p?.initial ?? '',
-      accessRole: g.accessRole,
-      ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}),
-    };
-  };
+  const rowOf = (g: GrantDoc) => userRow(g.userId, g, profiles.get(g.userId));
   const last = page[page.length - 1];
   const pageToken = found.length > pageSize && last ? encodePageToken(query, { value: last.resourceId, id: last._id }) : undefined;
   if (!q.groupByDocumentId) return { rows: held.map((g) => ({ ...rowOf(g), documentId: g.resourceId })), pageToken };
