@@ -3,6 +3,8 @@
 // `N passed, N failed` that CI reads. Extra arguments are passed to uvu (a file pattern).
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { ensureSupportedNode } from './node-runtime.mjs';
 
@@ -13,10 +15,18 @@ await ensureSupportedNode();
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dir = process.env.TEST_DIR || 'test';
 const pattern = process.argv[2] || '\\.test\\.ts$';
+// Every answer of every API test is checked against its route's declared schemas
+// (src/http/response-check.ts); each mismatch is a line in this file, and each distinct one
+// counts as a failed test below. Apps in child processes (the server tests) inherit it.
+const checkFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'collab-response-check-')), 'mismatches.log');
 const child = spawn(
   process.execPath,
   ['--import', 'tsx', path.join(root, 'node_modules', 'uvu', 'bin.js'), dir, pattern],
-  { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, FORCE_COLOR: process.env.CI ? '0' : '1' } },
+  {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { COLLAB_RESPONSE_CHECK: checkFile, ...process.env, FORCE_COLOR: process.env.CI ? '0' : '1' },
+  },
 );
 let out = '';
 child.stdout.on('data', (chunk) => {
@@ -31,6 +41,12 @@ child.on('close', (code) => {
   let failed = Math.max(0, total - passed - skipped);
   // A crash before uvu's summary (a file that throws at import) is a failure too.
   if (code !== 0 && failed === 0) failed = 1;
+  const mismatches = fs.existsSync(checkFile) ? [...new Set(fs.readFileSync(checkFile, 'utf8').split('\n').filter(Boolean))] : [];
+  fs.rmSync(path.dirname(checkFile), { recursive: true, force: true });
+  if (mismatches.length > 0) {
+    process.stdout.write(`\nAnswers that do not match their route's declared schema (src/http/schema.ts):\n${mismatches.map((m) => `  ${m}`).join('\n')}\n`);
+    failed += mismatches.length;
+  }
   process.stdout.write(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
-  process.exit(code === 0 && failed === 0 ? 0 : 1);
+  process.exit(failed === 0 && code === 0 ? 0 : 1);
 });

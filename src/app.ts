@@ -6,16 +6,20 @@
  * data } }`, failure `{ error: { status, message, details? } }` with the canonical HTTP
  * status. Nothing, however malformed, gets a stack trace back.
  */
-import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { nanoid } from 'nanoid';
 import { createHash } from 'node:crypto';
-import { ApiError, httpStatusOf, invalidArgument } from './errors.js';
+import { ApiError, BugError, httpStatusOf, invalidArgument } from './errors.js';
 import { MAX_JSON_DEPTH, jsonDepth } from './http/json-depth.js';
 import type { Services } from './services.js';
 import { authenticate, type Caller } from './http/auth.js';
 import { RequestContext } from './http/context.js';
 import type { AnyRoute, Success } from './http/route.js';
 import { parseBody } from './http/validation.js';
+import { fastifySchema, installOpenApi } from './http/openapi.js';
+import { responseCheckFile, responseCheckHook } from './http/response-check.js';
+import { answersOf } from './http/schema.js';
+import type { z } from 'zod';
 import { workspaceRoutes } from './http/routes/workspace.js';
 import { keyLifecycleRoutes } from './http/routes/key-lifecycle.js';
 import { RateLimiter, RateLimitedError } from './http/rate-limit.js';
@@ -119,9 +123,42 @@ function idempotencyScope(caller: Caller, req: FastifyRequest, adminToken: strin
   return `ip:${req.ip}:body:${hash}`;
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Who called, set by the route's preValidation hook (authentication). */
+    caller: Caller | null;
+    /** The Idempotency-Key of a mutating call and the hash of the body as sent. */
+    idempotency: { key: string; hash: string } | null;
+  }
+}
+
 export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
-  // First, so its request hooks (metrics, load shedding) cover every route added below.
+  // Before any route: @fastify/swagger collects the routes as they are added.
+  await installOpenApi(app, services.config);
+  // Next, so its request hooks (metrics, load shedding) cover every route added below.
   const metrics = await installOperations(app, services);
+  app.decorateRequest('caller', null);
+  app.decorateRequest('idempotency', null);
+
+  // Fastify validates each route's body with the zod schema it was given (src/http/schema.ts
+  // `requestEnvelope`), through parseBody so the messages are semantics §1's
+  // (`data.users[2].email must be a valid email`), and the handler gets the parsed value.
+  // Each body schema maps back to its route's `data` schema.
+  const dataSchemas = new WeakMap<object, z.ZodType>();
+  app.setValidatorCompiler(({ schema, url }) => {
+    const data = dataSchemas.get(schema);
+    if (!data) throw new BugError(`route ${url} has a body schema that is not a route's`);
+    return (body: unknown) => {
+      try {
+        return { value: { data: parseBody(data, body) } };
+      } catch (error) {
+        return { error: error as Error };
+      }
+    };
+  });
+  // Answers are written with JSON.stringify (byte for byte what they were before the
+  // schemas, which document them; tests check answers against them, response-check.ts).
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
 
   // Any content type is read as JSON: `curl -d` without a header still works, and there is
   // one parser (with Fastify's prototype-poisoning protection) for every body.
@@ -199,7 +236,7 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
 
   /** Runs the route for an authenticated caller; a write waits for the read models first. */
   const run = async (route: AnyRoute, req: FastifyRequest, caller: Caller): Promise<Success> => {
-    const data = parseBody(route.schema, req.body);
+    const data = (req.body as { data: unknown }).data;
     const ctx = new RequestContext(services, req.id, services.clock(), req.log, caller.actor, caller.tenant, caller.workspaceId);
     const out = await route.handler(data, ctx);
     if (ctx.lastPosition) {
@@ -213,19 +250,36 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
     return out;
   };
 
-  for (const route of allRoutes(services)) {
-    app.post(route.path, async (req, reply) => {
-      void reply.header('x-request-id', req.id);
-      // Read caches re-validate against other processes' commits before serving this request.
-      services.read.beginRequest();
-      // Before the admin token is checked, so guesses at it are throttled too.
-      if (route.auth === 'admin' && signups.enabled) signups.take(`ip:${req.ip}`);
-      const caller = await authenticate(req, route.auth, services);
-      if (limiter.enabled) limiter.take(scopeOf(caller, req));
+  /**
+   * Before the body is validated: credentials, rate limits and the Idempotency-Key, so a
+   * caller without credentials learns that (401) before anything about its body, and the
+   * body is hashed as sent (validation drops unknown fields).
+   */
+  const admit = (route: AnyRoute) => async (req: FastifyRequest, reply: FastifyReply) => {
+    void reply.header('x-request-id', req.id);
+    // Read caches re-validate against other processes' commits before serving this request.
+    services.read.beginRequest();
+    // Before the admin token is checked, so guesses at it are throttled too.
+    if (route.auth === 'admin' && signups.enabled) signups.take(`ip:${req.ip}`);
+    const caller = await authenticate(req, route.auth, services);
+    if (limiter.enabled) limiter.take(scopeOf(caller, req));
+    req.caller = caller;
+    // A read runs every time: its Idempotency-Key is accepted and ignored (idempotency.ts).
+    const key = route.mutates ? readIdempotencyKey(req.headers['idempotency-key']) : undefined;
+    if (key) req.idempotency = { key, hash: bodyHash(req.body) };
+  };
 
-      // A read runs every time: its Idempotency-Key is accepted and ignored (idempotency.ts).
-      const idemKey = route.mutates ? readIdempotencyKey(req.headers['idempotency-key']) : undefined;
-      if (!idemKey) {
+  const checkFile = responseCheckFile();
+  for (const route of allRoutes(services)) {
+    const schema = fastifySchema(route);
+    dataSchemas.set(schema.body, route.schema);
+    const check = checkFile ? { onSend: responseCheckHook(route.path, answersOf(route), checkFile) } : {};
+    app.post(route.path, { schema, preValidation: admit(route), ...check }, async (req, reply) => {
+      void reply.header('x-request-id', req.id);
+      const caller = req.caller;
+      if (!caller) throw new BugError(`route ${route.path} ran without its preValidation hook`);
+      const idem = req.idempotency;
+      if (!idem) {
         const out = await run(route, req, caller);
         // A route that serializes its data itself (byte for byte what JSON.stringify gives,
         // only faster) gets its envelope written here; Fastify sends strings as they are.
@@ -235,9 +289,8 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
         return reply.status(200).send(envelope(out));
       }
 
-      const hash = bodyHash(req.body);
-      const scope = idempotencyScope(caller, req, services.config.adminToken, hash);
-      const begun = await idempotency.begin(scope, route.path, idemKey, hash);
+      const scope = idempotencyScope(caller, req, services.config.adminToken, idem.hash);
+      const begun = await idempotency.begin(scope, route.path, idem.key, idem.hash);
       if ('replay' in begun) {
         return reply.status(begun.replay.status).header('idempotent-replayed', 'true').send(begun.replay.body);
       }

@@ -34,6 +34,13 @@ export const UNMATCHED_ROUTE = '(unmatched)';
  */
 export const neverShed = { pressureHandler: () => undefined };
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Read by @fastify/under-pressure, whose types do not declare it on route config. */
+    pressureHandler?: (request: FastifyRequest, reply: FastifyReply, type: string, value: number | undefined) => Promise<void> | void;
+  }
+}
+
 export interface AppMetrics {
   registry: Registry;
   /** A write waited `seconds` for the read models; `caughtUp` false: it answered at the timeout. */

@@ -1,10 +1,12 @@
 /**
- * A route is a path, an authentication mode, a zod schema for `data`, and a handler that
- * gets the parsed data (typed from the schema: no casts at the edge) and returns what goes in
- * the success envelope. Everything else (auth, validation, envelopes, read-your-writes) is
- * done once, here and in app.ts.
+ * A route is a path, an authentication mode, a zod schema for the request's `data` and one
+ * for the answer's `data`, the error statuses it can answer, and a handler that gets the
+ * parsed data (typed from the schema: no casts at the edge) and returns what goes in the
+ * success envelope. Everything else (auth, validation, envelopes, read-your-writes, the
+ * OpenAPI document) is done once, in app.ts and src/http/schema.ts, from these.
  */
 import type { z } from 'zod';
+import type { StatusCode } from '../errors.js';
 import type { RequestContext } from './context.js';
 
 /**
@@ -25,8 +27,21 @@ export interface Success {
   extra?: Record<string, unknown>;
 }
 
-export interface RouteDef<S extends z.ZodType = z.ZodType> {
+/** What the OpenAPI document says of a route besides its schemas. */
+export interface RouteDoc {
+  /** One line: what the route does. */
+  summary: string;
+  /** More, in Markdown: rules a client must know (limits, batch behaviour, paging). */
+  description?: string;
+  /** A request `data` that the route accepts (shown in the docs page). */
+  example?: Record<string, unknown>;
+}
+
+export interface RouteDef<S extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {
   path: string;
+  /** The group the route is listed under in the OpenAPI document (`Folders`, `Users`...). */
+  tag?: string;
+  doc?: RouteDoc;
   /**
    * Whether the route changes anything (appends events, writes presence, grants, signs a
    * token). Required, so every route is classified where it is defined: only mutating
@@ -36,7 +51,22 @@ export interface RouteDef<S extends z.ZodType = z.ZodType> {
   mutates: boolean;
   auth: AuthMode;
   schema: S;
-  /** Writes wait for read models before answering (read-your-writes). Default true. */
+  /**
+   * The answer's `result.data`, as the service writes it (`NO_DATA` when the answer has
+   * none). The source of the OpenAPI document; tests check every answer against it
+   * (src/http/response-check.ts), so the two cannot drift.
+   */
+  response?: R;
+  /**
+   * `pageToken`: the answer may carry `result.pageToken` (a list); `both`: it carries
+   * `result.nextPageToken` too (the lists the hosted API pages that way, semantics §4a).
+   */
+  paged?: 'pageToken' | 'both';
+  /**
+   * The failure statuses this route answers besides the ones every route of its auth mode
+   * can (src/http/schema.ts `commonErrors`): NOT_FOUND for an unknown organization, say.
+   */
+  errors?: readonly StatusCode[];
   handler: (data: z.output<S>, ctx: RequestContext) => Promise<Success>;
   /**
    * Optional: writes the handler's `data` exactly as `JSON.stringify` would, only faster (a
@@ -47,11 +77,17 @@ export interface RouteDef<S extends z.ZodType = z.ZodType> {
 
 export interface AnyRoute {
   path: string;
+  tag?: string;
+  doc?: RouteDoc;
   mutates: boolean;
   auth: AuthMode;
   schema: z.ZodType;
+  response?: z.ZodType;
+  paged?: 'pageToken' | 'both';
+  errors?: readonly StatusCode[];
   handler: (data: unknown, ctx: RequestContext) => Promise<Success>;
   dataJson?: (data: unknown) => string;
 }
 
-export const defineRoute = <S extends z.ZodType>(def: RouteDef<S>): AnyRoute => def as unknown as AnyRoute;
+export const defineRoute = <S extends z.ZodType, R extends z.ZodType>(def: RouteDef<S, R>): AnyRoute =>
+  def as unknown as AnyRoute;

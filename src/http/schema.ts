@@ -1,0 +1,98 @@
+/**
+ * The envelopes of semantics §1 as zod schemas, built per route from its `schema` (request
+ * `data`) and `response` (answer `data`). They are what Fastify is given for the route
+ * (`schema.body`, `schema.response`): the validator compiler validates with them, and
+ * @fastify/swagger turns them into the OpenAPI document (src/http/openapi.ts). In tests,
+ * every answer is checked against them (src/http/response-check.ts).
+ */
+import { z } from 'zod';
+import { httpStatusOf, type StatusCode } from '../errors.js';
+import type { AnyRoute, AuthMode } from './route.js';
+
+/** `response` of a route whose answer has no `result.data` (documents/move). */
+export const NO_DATA = z.undefined();
+
+/**
+ * The failure envelope for one HTTP status, `status` narrowed to the API statuses it stands
+ * for (400: INVALID_ARGUMENT or FAILED_PRECONDITION). One schema per HTTP status, registered
+ * with an id so the OpenAPI document names it once (`#/components/schemas/Failure404`)
+ * instead of repeating it under every route.
+ */
+function failureEnvelope(http: number, statuses: readonly [StatusCode, ...StatusCode[]]) {
+  return z
+    .object({
+      error: z.object({
+        status: z.enum(statuses),
+        message: z.string().describe('What went wrong, naming the field or resource.'),
+        code: z.string().optional().describe('Where the hosted API shows one: `not-found` for folders/delete\'s unknown folder.'),
+        details: z.unknown().optional().describe("Structured detail: the invalid fields, an oversized replay's size..."),
+      }),
+    })
+    .meta({ id: `Failure${http}` });
+}
+
+const statusesOfHttp = new Map<number, StatusCode[]>();
+for (const [status, http] of Object.entries(httpStatusOf) as Array<[StatusCode, number]>) {
+  statusesOfHttp.set(http, [...(statusesOfHttp.get(http) ?? []), status]);
+}
+/** An oversized body is INVALID_ARGUMENT answered 413 (the envelope, not Fastify's page). */
+statusesOfHttp.set(413, ['INVALID_ARGUMENT']);
+export const FAILURE: ReadonlyMap<number, z.ZodType> = new Map(
+  [...statusesOfHttp].map(([http, statuses]) => [http, failureEnvelope(http, statuses as [StatusCode, ...StatusCode[]])]),
+);
+
+/**
+ * What every route of an auth mode can answer besides success, whatever its handler does:
+ * a body that does not fit (400, 413), missing or wrong credentials, rate limits (429), load
+ * shedding or a store out of reach (503), a bug (500). A mutating route can also answer
+ * `ABORTED` (409: a write that lost its race more often than the retry budget allows) and
+ * `ALREADY_EXISTS` (409: an Idempotency-Key reused after its answer was too large to keep,
+ * src/http/idempotency.ts).
+ */
+export function commonErrors(auth: AuthMode, mutates: boolean): StatusCode[] {
+  const out: StatusCode[] = ['INVALID_ARGUMENT', 'RESOURCE_EXHAUSTED', 'INTERNAL', 'UNAVAILABLE'];
+  if (auth === 'admin' || auth === 'workspace' || auth === 'apiKey') out.push('UNAUTHENTICATED', 'PERMISSION_DENIED');
+  if (mutates) out.push('ABORTED', 'ALREADY_EXISTS');
+  return out;
+}
+
+/** A route's failure statuses by HTTP status, in order (400 holds INVALID_ARGUMENT and FAILED_PRECONDITION). */
+export function errorsByHttpStatus(route: Pick<AnyRoute, 'auth' | 'mutates' | 'errors'>): Map<number, StatusCode[]> {
+  const all = new Set<StatusCode>([...commonErrors(route.auth, route.mutates), ...(route.errors ?? [])]);
+  const out = new Map<number, StatusCode[]>([[413, ['INVALID_ARGUMENT']]]);
+  for (const s of all) {
+    const http = httpStatusOf[s];
+    out.set(http, [...(out.get(http) ?? []), s]);
+  }
+  return new Map([...out].sort(([a], [b]) => a - b));
+}
+
+/** `{ result: { status, message, data?, pageToken?, nextPageToken? } }` for `route`. */
+export function successEnvelope(route: Pick<AnyRoute, 'response' | 'paged'>) {
+  const result: Record<string, z.ZodType> = {
+    status: z.literal('success'),
+    message: z.string(),
+  };
+  if (route.response !== NO_DATA) result.data = route.response ?? z.unknown();
+  if (route.paged) {
+    result.pageToken = z.string().optional().describe('Present while another page may follow: send it back as `data.pageToken`.');
+  }
+  if (route.paged === 'both') result.nextPageToken = z.string().optional().describe('The same token as `pageToken` (the hosted API\'s name).');
+  return z.object({ result: z.object(result) });
+}
+
+/** The request body: `{ data: <route schema> }`. */
+export const requestEnvelope = (route: Pick<AnyRoute, 'schema'>) => z.object({ data: route.schema });
+
+/** One answer a route can give: its schema and, for a failure, the API statuses it may carry. */
+export interface Answer {
+  schema: z.ZodType;
+  statuses?: readonly StatusCode[];
+}
+
+/** Every answer of `route`, keyed by HTTP status. */
+export function answersOf(route: AnyRoute): Map<number, Answer> {
+  const out = new Map<number, Answer>([[200, { schema: successEnvelope(route) }]]);
+  for (const [http, statuses] of errorsByHttpStatus(route)) out.set(http, { schema: FAILURE.get(http)!, statuses });
+  return out;
+}
