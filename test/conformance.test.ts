@@ -1,6 +1,6 @@
 /**
  * Spec-conformance tests: one named test per rule of the contract
- * (../shared/spec/collaboration-rest-api.md and ../shared/design/semantics.md, §-numbers
+ * (docs/contract/collaboration-rest-api.md and docs/contract/semantics.md, §-numbers
  * below), through the HTTP API. Each organization id is fresh per test, so tests do not
  * depend on one another.
  */
