@@ -16,7 +16,7 @@ import { authenticate, type Caller } from './http/auth.js';
 import { RequestContext } from './http/context.js';
 import type { AnyRoute, Success } from './http/route.js';
 import { parseBody } from './http/validation.js';
-import { fastifySchema, installOpenApi } from './http/openapi.js';
+import { fastifySchema, installOpenApi, operationSchemas } from './http/openapi.js';
 import { responseCheckFile, responseCheckHook } from './http/response-check.js';
 import { answersOf } from './http/schema.js';
 import type { z } from 'zod';
@@ -195,11 +195,11 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
     void reply.status(404).send(failure(err));
   });
 
-  app.get('/healthz', { config: neverShed }, async (req, reply) => {
+  app.get('/healthz', { config: neverShed, schema: operationSchemas.healthz }, async (req, reply) => {
     void reply.header('x-request-id', req.id);
     return { status: 'ok' };
   });
-  app.get('/readyz', async (req, reply) => {
+  app.get('/readyz', { schema: operationSchemas.readyz }, async (req, reply) => {
     void reply.header('x-request-id', req.id);
     const caughtUp = await services.projections.isCaughtUp();
     if (!caughtUp) {

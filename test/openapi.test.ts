@@ -21,7 +21,9 @@ import { answersOf } from '../src/http/schema.js';
 import type { AnyRoute } from '../src/http/route.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const CHROMIUM = '/usr/bin/chromium';
+// Debian's chromium on our machines; CI images that ship another Chromium build (GitHub's
+// ubuntu runners have Google Chrome) name it in CHROMIUM_PATH.
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
 async function openApiDoc(h: Harness): Promise<any> {
   const res = await h.app.inject({ method: 'GET', url: '/openapi.json' });
@@ -167,7 +169,7 @@ B.after(async (ctx) => ctx.h.close());
 
 B('renders the document: title and operations shown, nothing fetched from another host', async ({ base, title }) => {
   if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); this test renders /docs in it.`);
+    throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH to a Chromium build; this test renders /docs in it.`);
   }
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-background-networking'] });
   try {

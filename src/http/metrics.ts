@@ -20,6 +20,7 @@ import type { Services } from '../services.js';
 import { LOG_START, type LogPosition } from '../ports/event-store.js';
 import { countParked } from '../ops/parked.js';
 import { DELIVERIES } from '../webhooks/outbox.js';
+import { operationSchemas } from './openapi.js';
 
 /** Events counted behind a projection's checkpoint per scrape; past it the gauge reads this (saturated). */
 export const LAG_SCAN_LIMIT = 1000;
@@ -173,7 +174,7 @@ export async function installOperations(app: FastifyInstance, services: Services
     return m !== null && timingSafeEqual(digest(m[1]!), tokenDigest);
   };
 
-  app.get('/metrics', { config: neverShed }, async (req: FastifyRequest, reply: FastifyReply) => {
+  app.get('/metrics', { config: neverShed, schema: operationSchemas.metrics }, async (req: FastifyRequest, reply: FastifyReply) => {
     void reply.header('x-request-id', req.id);
     if (!authorized(req)) {
       return reply

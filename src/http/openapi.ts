@@ -12,11 +12,11 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { createJsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import type { OpenAPIV3_1 } from 'openapi-types';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Config } from '../config.js';
 import { MAX_JSON_DEPTH } from './json-depth.js';
 import type { AnyRoute, AuthMode } from './route.js';
-import { answersOf, requestEnvelope } from './schema.js';
+import { FAILURE, answersOf, requestEnvelope } from './schema.js';
 
 /** The credential headers of each mode, as OpenAPI security schemes. */
 const securitySchemes: Record<string, OpenAPIV3_1.SecuritySchemeObject> = {
@@ -62,6 +62,34 @@ retry with the same key and body gets the first answer back (header \`idempotent
 The repository's \`docs/api.md\` explains these conventions; \`docs/compatibility.md\` lists
 where this service differs from the hosted API it replaces.`;
 
+const json = (description: string, schema: z.ZodType) => ({ description, content: { 'application/json': { schema } } });
+
+/** The operator's GET routes, in the document beside the API (tag Operations). */
+export const operationSchemas = {
+  healthz: {
+    tags: ['Operations'],
+    summary: 'Liveness: the process answers.',
+    response: { 200: json('Alive', z.object({ status: z.literal('ok') })) },
+  },
+  readyz: {
+    tags: ['Operations'],
+    summary: 'Readiness: the read models have caught up with the event log.',
+    response: {
+      200: json('Ready', z.object({ status: z.literal('ready'), parkedEvents: z.number().int().describe('Events set aside after failing (docs/operations.md).') })),
+      503: json('UNAVAILABLE: catching up', FAILURE.get(503)!),
+    },
+  },
+  metrics: {
+    tags: ['Operations'],
+    summary: 'Prometheus metrics (text exposition format).',
+    description: 'When the operator sets METRICS_TOKEN, send `Authorization: Bearer <METRICS_TOKEN>`.',
+    response: {
+      200: { description: 'The metrics', content: { 'text/plain': { schema: z.string() } } },
+      401: json('UNAUTHENTICATED: METRICS_TOKEN is set and the bearer token is missing or wrong', FAILURE.get(401)!),
+    },
+  },
+};
+
 /** The route options Fastify is given for `route`: its schemas and what the document says of it. */
 export function fastifySchema(route: AnyRoute) {
   const answers = answersOf(route);
@@ -83,6 +111,23 @@ export function fastifySchema(route: AnyRoute) {
   };
 }
 
+/**
+ * Adds the schemas registered with an id (the failure envelopes) as components. The
+ * transform emits an input and an output variant of each (`Failure404Input`); the failure
+ * envelopes are only ever answers, so the unreferenced input variants are dropped.
+ */
+const components: typeof jsonSchemaTransformObject = (input) => {
+  const doc = jsonSchemaTransformObject(input) as OpenAPIV3_1.Document;
+  const schemas = doc.components?.schemas;
+  if (schemas) {
+    const text = JSON.stringify(doc.paths ?? {});
+    for (const name of Object.keys(schemas)) {
+      if (name.endsWith('Input') && !text.includes(`"#/components/schemas/${name}"`)) delete schemas[name];
+    }
+  }
+  return doc;
+};
+
 export async function installOpenApi(app: FastifyInstance, config: Config): Promise<void> {
   await app.register(fastifySwagger, {
     openapi: {
@@ -92,8 +137,7 @@ export async function installOpenApi(app: FastifyInstance, config: Config): Prom
       tags: [],
     },
     transform: createJsonSchemaTransform({ skipList: [] }),
-    // Adds the schemas registered with an id (the failure envelopes) as components.
-    transformObject: jsonSchemaTransformObject,
+    transformObject: components,
   });
   app.get('/openapi.json', { schema: { hide: true } }, async (req, reply) => {
     void reply.header('x-request-id', req.id);

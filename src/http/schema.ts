@@ -35,8 +35,10 @@ const statusesOfHttp = new Map<number, StatusCode[]>();
 for (const [status, http] of Object.entries(httpStatusOf) as Array<[StatusCode, number]>) {
   statusesOfHttp.set(http, [...(statusesOfHttp.get(http) ?? []), status]);
 }
-/** An oversized body is INVALID_ARGUMENT answered 413 (the envelope, not Fastify's page). */
+// Two INVALID_ARGUMENT answers with their own HTTP status: an oversized body (413), and an
+// Idempotency-Key sent again with another body (422, src/http/idempotency.ts).
 statusesOfHttp.set(413, ['INVALID_ARGUMENT']);
+statusesOfHttp.set(422, ['INVALID_ARGUMENT']);
 export const FAILURE: ReadonlyMap<number, z.ZodType> = new Map(
   [...statusesOfHttp].map(([http, statuses]) => [http, failureEnvelope(http, statuses as [StatusCode, ...StatusCode[]])]),
 );
@@ -45,9 +47,10 @@ export const FAILURE: ReadonlyMap<number, z.ZodType> = new Map(
  * What every route of an auth mode can answer besides success, whatever its handler does:
  * a body that does not fit (400, 413), missing or wrong credentials, rate limits (429), load
  * shedding or a store out of reach (503), a bug (500). A mutating route can also answer
- * `ABORTED` (409: a write that lost its race more often than the retry budget allows) and
- * `ALREADY_EXISTS` (409: an Idempotency-Key reused after its answer was too large to keep,
- * src/http/idempotency.ts).
+ * `ABORTED` (409: a write that lost its race more often than the retry budget allows, or a
+ * retry while the first request with its Idempotency-Key still runs), `ALREADY_EXISTS` (409:
+ * an Idempotency-Key reused after its answer was too large to keep) and INVALID_ARGUMENT 422
+ * (the key reused with another body), src/http/idempotency.ts.
  */
 export function commonErrors(auth: AuthMode, mutates: boolean): StatusCode[] {
   const out: StatusCode[] = ['INVALID_ARGUMENT', 'RESOURCE_EXHAUSTED', 'INTERNAL', 'UNAVAILABLE'];
@@ -60,6 +63,7 @@ export function commonErrors(auth: AuthMode, mutates: boolean): StatusCode[] {
 export function errorsByHttpStatus(route: Pick<AnyRoute, 'auth' | 'mutates' | 'errors'>): Map<number, StatusCode[]> {
   const all = new Set<StatusCode>([...commonErrors(route.auth, route.mutates), ...(route.errors ?? [])]);
   const out = new Map<number, StatusCode[]>([[413, ['INVALID_ARGUMENT']]]);
+  if (route.mutates) out.set(422, ['INVALID_ARGUMENT']);
   for (const s of all) {
     const http = httpStatusOf[s];
     out.set(http, [...(out.get(http) ?? []), s]);
