@@ -1,16 +1,85 @@
 /**
  * Helpers shared by the domain routes (organizations, folders, documents, users, groups,
- * permissions): stream names, per-item outcomes, and the few schema pieces they repeat.
+ * permissions): stream names, per-item outcomes, and the few schema pieces they repeat,
+ * request and answer alike.
  */
 import { z } from 'zod';
 import { ACCESS_TYPES } from '../../../commands/folder-tree.js';
+import { ACCESS_ROLES } from '../../../commands/grant.js';
 import { ApiError } from '../../errors.js';
-import { MAX_PAGE_SIZE } from '../../../queries/paging.js';
-
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../../queries/paging.js';
 
 export const accessType = () => z.enum(ACCESS_TYPES);
 export const pageSize = () => z.number().int().min(1).max(MAX_PAGE_SIZE).optional();
 export const pageToken = () => z.string().min(1).max(4096).optional();
+
+/** The paging rule of a list, for its route's description. */
+export const PAGE_SIZE_DOC = `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`;
+
+// ---- answer schemas (the `response` of the domain routes) ----
+
+export const accessRole = () => z.enum(ACCESS_ROLES);
+
+const succeeded = () => z.boolean().describe('Whether this item went through. A failed item changes nothing and leaves the other items as they are.');
+const itemMessage = () => z.string().describe("What happened to this item (the hosted API's strings).");
+
+/** `{ [id]: outcome }`: a batch's answer, one entry per distinct id sent. */
+export const outcomesById = <T extends z.ZodType>(outcome: T) => z.record(z.string(), outcome);
+
+/** `{ success, id, message }`: one item of a batch, `id` echoing the id sent. */
+export const idOutcome = z.object({
+  success: succeeded(),
+  id: z.string().describe('The id sent for this item.'),
+  message: itemMessage(),
+});
+
+/** `{ success, message }`: an item whose outcome names no id beyond its key. */
+export const bareOutcome = z.object({ success: succeeded(), message: itemMessage() });
+
+/** The per-item `code` of a refused documents item (see itemCode). */
+export const failureCode = () =>
+  z
+    .string()
+    .optional()
+    .describe('On a failed item only: the refusal\'s status in lower case with dashes, as the hosted API shows it (`already-exists`, `not-found`).');
+
+/** What an access update echoes per item: the type set, or inheritance from the parent. */
+export const accessEcho = {
+  accessType: accessType().nullable().describe('The access type set; null when the item now inherits it from its parent.'),
+  inheritFromParent: z.literal(true).optional().describe('Present (true) when the item now inherits its access type from its parent.'),
+};
+
+/** A folder row of folders/get (queries/folders.ts `folderRow`), with its subfolders when asked. */
+export const folderRowSchema: z.ZodType = z
+  .object({
+    folderId: z.string(),
+    folderName: z.string(),
+    organizationId: z.string(),
+    parentFolderId: z.string().describe('The parent folder\'s id; `"root"` for a folder at the organization root.'),
+    apiKey: z.string().describe('The API key the folder belongs to (the caller\'s own).'),
+    createdAt: z.number().describe('Creation time, milliseconds since the epoch.'),
+    lastUpdated: z.number().describe('Last change to the folder or its placement, milliseconds since the epoch.'),
+    ancestors: z.array(z.string()).describe('The folders above it, from `"root"` down to its parent.'),
+    accessType: accessType().describe('The effective access type: its own, else inherited from its parent (at the root, the organization default).'),
+    inheritAccessFromParent: z.boolean().describe('True when the folder has no access type of its own.'),
+    get subFolders() {
+      return z
+        .array(folderRowSchema)
+        .optional()
+        .describe('Its subfolders in creation order, on a folders/get with `folderId` for the folders above `maxDepth` (empty: none). Absent on the deepest level shown and on the all-folders list.');
+    },
+  })
+  .meta({ id: 'FolderRow' });
+
+/** A users/get row (queries/users.ts `userRow`): the profile and the grant that counts at the scope. */
+export const userRowSchema = z.object({
+  userId: z.string(),
+  name: z.string().describe('Empty when the user has no profile.'),
+  email: z.string().describe('Empty when the user has no profile.'),
+  initial: z.string().describe('Empty when the user has no profile.'),
+  accessRole: accessRole(),
+  expiresAt: z.number().optional().describe('Unix seconds; only on a temporary grant.'),
+});
 
 export type Outcome = { success: boolean; message: string } & Record<string, unknown>;
 

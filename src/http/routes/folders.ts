@@ -17,7 +17,8 @@ import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id, ids, items, text } from '../validation.js';
-import { accessType, keyed, pageSize, pageToken, type Outcome } from './domain.js';
+import { accessEcho, accessType, bareOutcome, folderRowSchema, idOutcome, keyed, outcomesById, PAGE_SIZE_DOC, pageSize, pageToken, type Outcome } from './domain.js';
+import { DEFAULT_FOLDER_MAX_DEPTH } from '../../../commands/folder-tree.js';
 import { organizationStream } from '../../../commands/organization.js';
 import type { OrganizationCommand } from '../../../commands/organization.js';
 
@@ -31,9 +32,22 @@ async function batch(ctx: RequestContext, command: OrganizationCommand, folderId
 
 const parent = () => id().nullable().optional();
 
+const BATCH = 'The batch is decided in order, each item against the tree the previous items left, and appended at once. ' +
+  'An item that cannot be applied fails alone; `data` is keyed by folderId, each id once (its first occurrence). ' +
+  `A folder that would land deeper than the folder depth limit (${DEFAULT_FOLDER_MAX_DEPTH} levels unless the operator sets FOLDER_MAX_DEPTH) ` +
+  'refuses the whole batch with INVALID_ARGUMENT, nothing written. An organization that does not exist is NOT_FOUND.';
+
 export function folderRoutes(services: Services): AnyRoute[] {
   const add = defineRoute({
     path: '/v2/organizations/folders/add',
+    tag: 'Folders',
+    doc: {
+      summary: 'Add folders',
+      description: `${BATCH} With \`createOrganization: true\` a missing organization is created first. ` +
+        'A folder id that exists fails its item ("Folder already exists"), as does an unknown `parentFolderId`. ' +
+        '`parentFolderId` absent, null or `"root"`: the folder is at the organization root. Without `accessType` the folder inherits its parent\'s.',
+      example: { organizationId: 'yourOrganizationId', folders: [{ folderId: 'folder2025', folderName: 'folder2025', accessType: 'restricted' }] },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({
@@ -41,6 +55,8 @@ export function folderRoutes(services: Services): AnyRoute[] {
       createOrganization: z.boolean().optional(),
       folders: items(z.object({ folderId: id(), folderName: text(1024).optional(), parentFolderId: parent(), accessType: accessType().optional() })),
     }),
+    response: outcomesById(idOutcome),
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const results = await batch(ctx, {
         type: 'AddFolders',
@@ -58,12 +74,22 @@ export function folderRoutes(services: Services): AnyRoute[] {
 
   const update = defineRoute({
     path: '/v2/organizations/folders/update',
+    tag: 'Folders',
+    doc: {
+      summary: 'Rename or move folders',
+      description: `${BATCH} A new \`parentFolderId\` moves the folder with its whole subtree (null or \`"root"\`: to the organization root), ` +
+        'and everything under it takes its new effective access type. A folder that does not exist, an unknown parent, or a move under ' +
+        'the folder itself or one of its subfolders (a cycle) fails its item.',
+      example: { organizationId: 'yourOrganizationId', folders: [{ folderId: 'yourFolderId', folderName: 'yourFolderName', parentFolderId: 'yourParentFolderId' }] },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({
       organizationId: id(),
       folders: items(z.object({ folderId: id(), folderName: text(1024).optional(), parentFolderId: parent() })),
     }),
+    response: outcomesById(idOutcome),
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const results = await batch(ctx, {
         type: 'UpdateFolders',
@@ -76,6 +102,15 @@ export function folderRoutes(services: Services): AnyRoute[] {
 
   const access = defineRoute({
     path: '/v2/organizations/folders/access/update',
+    tag: 'Folders',
+    doc: {
+      summary: 'Set the access type of folders',
+      description: 'Sets `accessType` (default `public`) on each folder, or with `inheritFromParent: true` clears it so the folder ' +
+        'inherits its parent\'s (at the root, the organization default). Subfolders and documents without a type of their own follow. ' +
+        'A folder that does not exist fails its item ("Folder does not exist."); `data` is keyed by folderId, each id once. ' +
+        'An organization that does not exist is NOT_FOUND.',
+      example: { organizationId: 'yourOrganizationId', folderIds: ['yourFolderId1', 'yourFolderId2'], accessType: 'organizationPrivate' },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({
@@ -84,6 +119,8 @@ export function folderRoutes(services: Services): AnyRoute[] {
       accessType: accessType().optional(),
       inheritFromParent: z.boolean().optional(),
     }),
+    response: outcomesById(bareOutcome.extend(accessEcho)),
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const results = await batch(ctx, {
         type: 'SetFolderAccess',
@@ -101,9 +138,19 @@ export function folderRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/organizations/folders/delete',
+    tag: 'Folders',
+    doc: {
+      summary: 'Delete a folder with its subfolders and documents',
+      description: 'Answers at once ("Folder deletion initiated successfully."): the folder, every subfolder and every document under ' +
+        'them disappear from all reads from then on, and their grants go too; the documents\' deletions are appended in the background. ' +
+        'A folder that does not exist is NOT_FOUND with `code: "not-found"` ("Folder not found."); so is an organization that does not exist.',
+      example: { organizationId: 'org10', folderId: 'folderId2' },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), folderId: id() }),
+    response: z.null(),
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId, folderId } = data;
       const stream = organizationStream(ctx.apiKey, organizationId);
@@ -118,6 +165,15 @@ export function folderRoutes(services: Services): AnyRoute[] {
 
   const get = defineRoute({
     path: '/v2/organizations/folders/get',
+    tag: 'Folders',
+    doc: {
+      summary: 'Get a folder with its subfolders, or list all folders',
+      description: 'With `folderId`: one row, that folder, its subfolders nested in `subFolders` down to `maxDepth` levels ' +
+        '(default 1: its immediate subfolders); not paged. Without: every folder of the organization in creation order, flat, ' +
+        `paged with ${PAGE_SIZE_DOC} and \`pageToken\` (\`result.pageToken\` while more follow). ` +
+        'An organization or folder that does not exist is NOT_FOUND.',
+      example: { organizationId: 'yourOrganizationId', folderId: 'yourFolderId', maxDepth: 3 },
+    },
     mutates: false,
     auth: 'apiKey',
     schema: z.object({
@@ -128,6 +184,9 @@ export function folderRoutes(services: Services): AnyRoute[] {
       pageSize: pageSize(),
       pageToken: pageToken(),
     }),
+    response: z.array(folderRowSchema),
+    paged: 'pageToken',
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       await requireOrganization(services.read, ctx.apiKey, data.organizationId);
       if (data.folderId !== undefined) {

@@ -18,7 +18,7 @@ import type { RequestContext } from '../context.js';
 import type { GroupCommand } from '../../../commands/group.js';
 import { id, ids, items, text } from '../validation.js';
 import { organizationTree } from './documents.js';
-import { eachItem, keyed, unique } from './domain.js';
+import { eachItem, idOutcome, keyed, outcomesById, unique } from './domain.js';
 import { grantsStream } from '../../../commands/grant.js';
 import { groupStream } from '../../../commands/group.js';
 import { organizationStream } from '../../../commands/organization.js';
@@ -36,9 +36,26 @@ async function members(ctx: RequestContext, command: GroupCommand, userIds: read
   }));
 }
 
+/** Membership changes answer per user: `{ [userId]: { success, organizationUserGroupId, message } }`. */
+const memberOutcomes = outcomesById(
+  z.object({
+    success: z.boolean().describe('Whether this user\'s change went through; a failed user leaves the others as they are.'),
+    organizationUserGroupId: z.string().describe('The group the change was made in (the one sent).'),
+    message: z.string().describe('What happened to this user.'),
+  }),
+);
+
 export function groupRoutes(services: Services): AnyRoute[] {
   const add = defineRoute({
     path: '/v2/organizations/usergroups/add',
+    tag: 'User groups',
+    doc: {
+      summary: 'Add user groups to an organization',
+      description: 'Each group is its own item, keyed by groupId (each id once): a group id that exists fails its item ' +
+        '("Organization user group already exists."). With `createOrganization: true` a missing organization is created first; ' +
+        'otherwise an organization that does not exist is NOT_FOUND.',
+      example: { organizationId: 'yourOrganizationId', organizationUserGroups: [{ groupId: 'engineering', groupName: 'Engineering' }] },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({
@@ -46,6 +63,8 @@ export function groupRoutes(services: Services): AnyRoute[] {
       createOrganization: z.boolean().optional(),
       organizationUserGroups: items(z.object({ groupId: id(), groupName: text(256) })),
     }),
+    response: outcomesById(idOutcome),
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId } = data;
       if (data.createOrganization) {
@@ -64,9 +83,19 @@ export function groupRoutes(services: Services): AnyRoute[] {
 
   const addUsers = defineRoute({
     path: '/v2/organizations/usergroups/users/add',
+    tag: 'User groups',
+    doc: {
+      summary: 'Add users to a user group',
+      description: 'Only members of the organization (a live grant on the organization) can join: any other user fails its item ' +
+        '("User is not a member of the organization."). A user already in the group succeeds. `data` is keyed by userId (each id once). ' +
+        'An organization or group that does not exist is NOT_FOUND.',
+      example: { organizationId: 'yourOrganizationId', organizationUserGroupId: 'yourGroupId', userIds: ['yourUserId1'] },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), organizationUserGroupId: id(), userIds: ids() }),
+    response: memberOutcomes,
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId } = data;
       await organizationTree(services, ctx.apiKey, organizationId);
@@ -89,9 +118,19 @@ export function groupRoutes(services: Services): AnyRoute[] {
 
   const removeUsers = defineRoute({
     path: '/v2/organizations/usergroups/users/delete',
+    tag: 'User groups',
+    doc: {
+      summary: 'Remove users from a user group',
+      description: '`userIds`, or `deleteAll: true` to empty the group (one of them is required: INVALID_ARGUMENT otherwise). ' +
+        'A user not in the group fails its item ("User is not in the organization user group."). `data` is keyed by userId ' +
+        '(each id once); with `deleteAll` it lists every user removed. An organization or group that does not exist is NOT_FOUND.',
+      example: { organizationId: 'yourOrganizationId', organizationUserGroupId: 'yourGroupId', userIds: ['yourUserId1'] },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), organizationUserGroupId: id(), userIds: ids().optional(), deleteAll: z.boolean().optional() }),
+    response: memberOutcomes,
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId } = data;
       if (!data.deleteAll && !data.userIds) throw invalidArgument('data.userIds is required unless data.deleteAll is true');

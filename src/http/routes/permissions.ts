@@ -19,6 +19,7 @@ import {
   ACCESS_ROLES,
   grantsDecider,
   MAX_ACCESS_FIELDS_PER_GRANT,
+  MAX_ACCESS_FIELDS_PER_USER,
   plan,
   resourceKey,
   sortedUnique,
@@ -30,12 +31,12 @@ import {
 } from '../../../commands/grant.js';
 import { organizationDecider } from '../../../commands/organization.js';
 import { capturing } from '../../../commands/outcomes.js';
-import { MAX_PERMISSION_USERS, resolvePermissions } from '../../../queries/permissions.js';
+import { MAX_PERMISSION_CELLS, MAX_PERMISSION_USERS, MAX_REPORTED_ACCESS_FIELDS, resolvePermissions } from '../../../queries/permissions.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id, ids, items } from '../validation.js';
-import { keyed, type Outcome } from './domain.js';
+import { accessRole, accessType, keyed, outcomesById, type Outcome } from './domain.js';
 import { documentStream } from '../../../commands/document.js';
 import { grantsStream } from '../../../commands/grant.js';
 import { organizationStream } from '../../../commands/organization.js';
@@ -210,14 +211,77 @@ export async function missingResources(ctx: RequestContext, resources: ResourceI
   return Object.fromEntries(reasons.filter((x): x is readonly [string, string] => x[1] !== null));
 }
 
+/**
+ * A permissions/get entry in a success (queries/permissions.ts `Entry`): allowed or denied.
+ * The third kind, `does_not_exist`, only appears in a NOT_FOUND's `details`.
+ */
+const permissionEntry = z.union([
+  z.object({
+    accessRole: accessRole(),
+    accessType: accessType().optional().describe('The resource\'s effective access type (absent on the organization entry).'),
+    expiresAt: z.number().optional().describe('Unix seconds, when the grant that decides is temporary.'),
+  }),
+  z.object({
+    error: z.string().describe('"User does not have access to document" (folder, organization), or "Document is disabled".'),
+    errorCode: z.literal('permission_denied'),
+    accessType: accessType().optional().describe('The resource\'s effective access type (absent on the organization entry).'),
+  }),
+]);
+const entries = () => z.record(z.string(), permissionEntry);
+
+/** permissions/get: `{ [userId]: { organization, folders?, documents?, context? } }`. */
+const userPermissions = outcomesById(
+  z.object({
+    organization: entries().describe('One entry, keyed by the organizationId: the user\'s membership.'),
+    folders: entries().optional().describe('One entry per folderId asked for; absent when none was.'),
+    documents: entries().optional().describe('One entry per documentId asked for; absent when none was.'),
+    context: z
+      .object({ accessFields: z.array(z.string()).describe(`Sorted, unique \`"field:value"\` strings, at most ${MAX_REPORTED_ACCESS_FIELDS}.`) })
+      .optional()
+      .describe('The access fields the user holds on the organization (as a member) and on the resources asked for that they may open; absent when none.'),
+  }),
+);
+
+/**
+ * permissions/add and remove: every resource's outcome, keyed by resource id, present only
+ * when one failed (see the top of this file).
+ */
+const resourceOutcomes = outcomesById(
+  z.object({
+    success: z.boolean().describe('Whether this resource\'s change went through; a failed one leaves the others as they are.'),
+    type: z.enum(['organization', 'folder', 'document']),
+    message: z.string().describe('What happened to this resource.'),
+  }),
+)
+  .optional()
+  .describe('Only when a resource failed: every resource\'s outcome, keyed by resource id. Absent when all went through.');
+
+const RESOURCES = 'Each resource is `{ type: organization | folder | document, id, organizationId (folder and document) }`; the user may be ' +
+  'given as `userId` or `user.userId`. A resource that does not exist fails alone (never a grant on nothing). When every resource went ' +
+  'through the answer has no `data`; when one failed, `data` holds every resource\'s outcome keyed by resource id.';
+
 export function permissionRoutes(services: Services): AnyRoute[] {
   const get = defineRoute({
     path: '/v2/auth/permissions/get',
+    tag: 'Permissions',
+    doc: {
+      summary: 'Resolve what users may open',
+      description: `For each of \`userIds\` (at most ${MAX_PERMISSION_USERS}): their organization membership, and an entry per folder and document asked for, ` +
+        'resolved through inheritance: grants on the resource, on each folder above it (nearest first), then on the organization, ' +
+        'decided by the resource\'s effective access type (`public`: everyone; `organizationPrivate`: any grant, membership included; ' +
+        '`restricted`: a grant on the resource or a folder above it). A disabled document, or any document of a disabled organization, ' +
+        `is denied. At most ${MAX_PERMISSION_CELLS} cells (users x folders and documents): INVALID_ARGUMENT beyond. ` +
+        'A folder or document that does not exist fails the whole query with NOT_FOUND, the entries in `error.details` ' +
+        '(missing ones with `errorCode: does_not_exist`); so does an organization that does not exist.',
+      example: { organizationId: 'org1', userIds: ['samarth'], documentIds: ['freestyle-comments1'] },
+    },
     mutates: false,
     auth: 'apiKey',
     // semantics §1 Limits: 100 userIds and 10,000 cells (queries/permissions.ts), refused
     // before any resolution work.
     schema: z.object({ organizationId: id(), userIds: ids(MAX_PERMISSION_USERS), folderIds: ids().optional(), documentIds: ids().optional() }),
+    response: userPermissions,
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const result = await resolvePermissions(services.read, ctx.apiKey, ctx.now, data);
       return { message: 'User permissions retrieved successfully.', data: result };
@@ -226,9 +290,22 @@ export function permissionRoutes(services: Services): AnyRoute[] {
 
   const add = defineRoute({
     path: '/v2/auth/permissions/add',
+    tag: 'Permissions',
+    doc: {
+      summary: 'Grant a user access to resources',
+      description: `${RESOURCES} \`accessRole\` defaults to \`editor\`; \`expiresAt\` (Unix seconds) makes the grant temporary, and a ` +
+        'temporary grant never replaces a live permanent one (that resource fails). `context.access` (`{ field: value | value[] }`) adds ' +
+        `access fields to the grant: at most ${MAX_ACCESS_FIELDS_PER_GRANT} per resource and ${MAX_ACCESS_FIELDS_PER_USER} ` +
+        'per user in one organization, beyond which that resource fails.',
+      example: {
+        user: { userId: 'some-user-id' },
+        permissions: { resources: [{ type: 'folder', id: 'YOUR_FOLDER_ID', organizationId: 'YOUR_ORGANIZATION_ID', accessRole: 'editor' }] },
+      },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: withUser(z.object(userSchema)),
+    response: resourceOutcomes,
     async handler(data, ctx) {
       const userId = (data.userId ?? data.user?.userId)!;
       const { outcomes } = await addGrants(ctx, userId, data.permissions.resources);
@@ -238,9 +315,20 @@ export function permissionRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/auth/permissions/remove',
+    tag: 'Permissions',
+    doc: {
+      summary: 'Revoke a user\'s access to resources',
+      description: `${RESOURCES} A resource with \`context.access\` loses only those access fields, the grant stays; without, the grant goes ` +
+        '(a grant that was not there succeeds with "Permission does not exist.").',
+      example: {
+        userId: 'USER_ID',
+        permissions: { resources: [{ type: 'organization', id: 'ORGANIZATION_ID' }, { type: 'document', id: 'DOCUMENT_ID', organizationId: 'ORGANIZATION_ID' }] },
+      },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: withUser(z.object(userSchema)),
+    response: resourceOutcomes,
     async handler(data, ctx) {
       const userId = (data.userId ?? data.user?.userId)!;
       // semantics §4a: missing resources are per-resource failures in both add and remove.

@@ -21,7 +21,21 @@ import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { email, id, ids, items, text } from '../validation.js';
 import { organizationTree } from './documents.js';
-import { eachItem, firstById, item, keyed, pageAnswer, pageSize, pageToken, unique } from './domain.js';
+import {
+  bareOutcome,
+  eachItem,
+  firstById,
+  idOutcome,
+  item,
+  keyed,
+  outcomesById,
+  pageAnswer,
+  PAGE_SIZE_DOC,
+  pageSize,
+  pageToken,
+  unique,
+  userRowSchema,
+} from './domain.js';
 import { documentStream } from '../../../commands/document.js';
 import { grantsStream } from '../../../commands/grant.js';
 import { groupStream } from '../../../commands/group.js';
@@ -60,9 +74,28 @@ async function grantsOf(ctx: RequestContext, organizationId: string, userId: str
 
 const userDoesNotExist = { success: false, message: 'User does not exist.' };
 
+/** allDocuments without groupByDocumentId: one row per (document, user). */
+const documentUserRow = userRowSchema.extend({ documentId: z.string().describe('The document the user holds the grant on.') });
+
+/** What `scope` means, for every users route. */
+const SCOPE = 'The scope is the document when `documentId` is sent, else the folder when `folderId` is sent, else the organization.';
+
 export function userRoutes(services: Services): AnyRoute[] {
   const add = defineRoute({
     path: '/v2/users/add',
+    tag: 'Users',
+    doc: {
+      summary: 'Add users to an organization, folder or document',
+      description: `${SCOPE} Each user's profile (name, email, initial: from the name's first letters when omitted) is saved and the user ` +
+        'gets a grant on the scope with `accessRole` (default `editor`); an existing user is updated. A missing organization is created; ' +
+        '`createFolder: true` creates a missing folder (at the root), `createDocument: true` a missing document (in `folderId` when sent). ' +
+        'A folder or document that does not exist otherwise is NOT_FOUND. Each user is its own item, keyed by userId (each id once).',
+      example: {
+        organizationId: 'yourOrganizationId',
+        documentId: 'yourDocumentId',
+        users: [{ userId: 'yourUserId1', name: 'User Name', email: 'user@email.com', accessRole: 'editor' }],
+      },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({
@@ -72,6 +105,8 @@ export function userRoutes(services: Services): AnyRoute[] {
       createFolder: z.boolean().optional(),
       users: items(userSchema),
     }),
+    response: outcomesById(idOutcome),
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId } = data;
       const apiKey = ctx.apiKey;
@@ -120,9 +155,22 @@ export function userRoutes(services: Services): AnyRoute[] {
 
   const update = defineRoute({
     path: '/v2/users/update',
+    tag: 'Users',
+    doc: {
+      summary: 'Update users of an organization, folder or document',
+      description: `${SCOPE} Updates each user's profile fields sent and, with \`accessRole\`, the role of their grant on the scope ` +
+        '(its expiry kept). A user without a live grant on the scope fails its item ("User does not exist."). Each user is its own item, ' +
+        'keyed by userId (each id once). An organization, folder or document that does not exist is NOT_FOUND.',
+      example: {
+        organizationId: 'yourOrganizationId',
+        users: [{ userId: 'yourUserId1', name: 'User Name', email: 'user@email.com', accessRole: 'editor' }],
+      },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({ ...scope, users: items(userSchema) }),
+    response: outcomesById(idOutcome),
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId } = data;
       await requireScope(ctx, data);
@@ -153,9 +201,20 @@ export function userRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/users/delete',
+    tag: 'Users',
+    doc: {
+      summary: 'Remove users from an organization, folder or document',
+      description: `${SCOPE} With a folder or document, the user's grant there goes. With the organization alone, the user leaves it: ` +
+        'every grant they hold inside it and their membership of its user groups go. A user with nothing to remove fails its item ' +
+        '("User does not exist."). Each user is its own item, keyed by userId (each id once). ' +
+        'An organization, folder or document that does not exist is NOT_FOUND.',
+      example: { organizationId: 'yourOrganizationId', documentId: 'yourDocumentId', userIds: ['yourUserId1'] },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({ ...scope, userIds: ids() }),
+    response: outcomesById(bareOutcome),
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId } = data;
       await requireScope(ctx, data);
@@ -192,6 +251,17 @@ export function userRoutes(services: Services): AnyRoute[] {
 
   const get = defineRoute({
     path: '/v2/users/get',
+    tag: 'Users',
+    doc: {
+      summary: 'List the users of an organization, folder or document',
+      description: `${SCOPE} Rows are the users holding a live grant on the scope itself, in userId order, narrowed to \`userIds\` ` +
+        '(at most 30) and/or to members of `organizationUserGroupIds` (at most 30). With `allDocuments: true` (alone: no scope or ' +
+        'user filter beside it, INVALID_ARGUMENT otherwise): the users of every document of the organization, one row per ' +
+        '(document, user) with its `documentId`, or with `groupByDocumentId: true` an object keyed by documentId whose rows may ' +
+        `continue on the next page under the same key. Paged: ${PAGE_SIZE_DOC}; the next token comes as ` +
+        '`result.pageToken` and `result.nextPageToken` while more follow. An organization, folder or document that does not exist is NOT_FOUND.',
+      example: { organizationId: 'yourOrganizationId', documentId: 'yourDocumentId', userIds: ['yourUserId1', 'yourUserId2'] },
+    },
     mutates: false,
     auth: 'apiKey',
     schema: z.object({
@@ -203,6 +273,13 @@ export function userRoutes(services: Services): AnyRoute[] {
       pageSize: pageSize(),
       pageToken: pageToken(),
     }),
+    response: z.union([
+      z.array(documentUserRow),
+      z.array(userRowSchema),
+      z.record(z.string(), z.array(userRowSchema)).describe('allDocuments with groupByDocumentId: the rows of each document, keyed by documentId.'),
+    ]),
+    paged: 'both',
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       await requireOrganization(services.read, ctx.apiKey, data.organizationId);
       if (data.allDocuments) {
