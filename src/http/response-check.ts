@@ -26,6 +26,10 @@ function undeclared(input: unknown, parsed: unknown, path: string, out: string[]
   }
   if (!isPlainObject(input) || !isPlainObject(parsed)) return;
   for (const key of Object.keys(input)) {
+    // zod never copies a `__proto__` key into what it parses (records included), so an item
+    // id "__proto__" (which the service keeps as a plain key, src/http/routes/domain.ts
+    // `keyed`) would read as undeclared: it is checked no further.
+    if (key === '__proto__') continue;
     const at = path ? `${path}.${key}` : key;
     if (!Object.prototype.hasOwnProperty.call(parsed, key)) out.push(`${at} is not in the schema`);
     else undeclared(input[key], parsed[key], at, out);
