@@ -10,6 +10,7 @@ import {
   agentGroupSummary,
   agentGroupView,
   agentGroupsOf,
+  CUSTOM_MANAGED_BY,
   getAgent,
   getAgentGroup,
   listAgentGroups,
@@ -17,13 +18,13 @@ import {
   unknownAgentIds,
 } from '../../../queries/agents.js';
 import { AGENT_GROUPS } from '../../../projections/agents.js';
-import { isBuiltInAgent } from '../../agents/catalogue.js';
+import { BUILT_IN_MANAGED_BY, isBuiltInAgent } from '../../agents/catalogue.js';
 import { agentChangesSchema, agentConfigSchema, toAgentConfig } from '../../agents/config.js';
 import { ApiError, invalidArgument, notFound, resourceExhausted } from '../../errors.js';
 import { newId } from '../../ids.js';
 import type { Services } from '../../services.js';
 import type { RequestContext } from '../context.js';
-import { defineRoute, type AnyRoute } from '../route.js';
+import { defineRoute, type AnyRoute, type RouteDoc } from '../route.js';
 import { id } from '../validation.js';
 import { legacyAgentSecrets, sealAgentSecrets } from '../../secrets/configs.js';
 
@@ -53,9 +54,97 @@ function groupResult(apiKey: string, s: AgentGroupState) {
 const groupName = () => z.string().trim().min(1).max(200);
 const groupDescription = () => z.string().trim().max(2000);
 
+// ---- answers ----
+
+const millis = () => z.number().describe('Unix milliseconds.');
+const section = (what: string) => z.record(z.string(), z.unknown()).optional().describe(what);
+
+/** `builtInAgentView` (queries/agents.ts): a built-in agent fetched by id. */
+const builtInAgentAnswer = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  enabled: z.boolean().describe('Whether it is on for this API key.'),
+  managedBy: z.literal(BUILT_IN_MANAGED_BY),
+  system: z.literal(true),
+  essentialDefault: z.boolean().describe('Part of the default suite: on for a key that never switched it.'),
+  input: z
+    .object({
+      inputRequirements: z.object({ requires: z.array(z.string()) }),
+      userContextFields: z.array(z.object({ id: z.string(), title: z.string(), type: z.string(), required: z.boolean() })),
+    })
+    .optional(),
+});
+
+/**
+ * `customAgentView`: identity and version, then the configuration as stored, which holds
+ * every field the client sent (so the object is open: named here are the documented ones).
+ */
+const customAgentAnswer = z
+  .looseObject({
+    id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    enabled: z.boolean(),
+    version: z.number().int().describe('Starts at 1; an update of anything but `name`, `description`, `enabled` makes the next.'),
+    managedBy: z.literal(CUSTOM_MANAGED_BY),
+    rawInstructions: z.string().optional(),
+    instructions: z.string().optional(),
+    phaseTimeoutMs: z.number().optional(),
+    metadata: section('The client\'s own data.'),
+    contextGathering: section('`strategies`, `strategyOptions` (options not documented as public are secrets), `aiConfig`.'),
+    execution: section('`executionStrategy`, `responseDescriptions`, `knowledge`, `mcpServers` (their `auth` is secret)...'),
+    response: section('`useAiFormatting`, `formattingPrompt`, `responseAdapter`.'),
+    postProcess: section('`guardrails`, `deletePreviousSuggestions`, `annotations`, `analytics`...'),
+    input: section('`variableKeys`, `inputRequirements`, `userContextFields`.'),
+    scope: section('`pageScope`, `pageScopeExclude`, `contentTypes`, `crossPage`.'),
+    setup: section('As sent.'),
+  })
+  .describe('A custom agent as stored, every field the client sent included; secrets read `"__redacted__"`.');
+
+/** An `AgentRow` (queries/agents.ts): a list's identity row. */
+const agentRowAnswer = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  enabled: z.boolean(),
+  managedBy: z.enum([BUILT_IN_MANAGED_BY, CUSTOM_MANAGED_BY]).describe(`\`${BUILT_IN_MANAGED_BY}\` for a built-in agent, \`${CUSTOM_MANAGED_BY}\` for a custom one.`),
+  system: z.literal(true).optional().describe('Present on built-in agents.'),
+  version: z.number().int().optional().describe('Present on custom agents.'),
+  executionCount: z.number().int().describe('Executions are not recorded by this service: always 0.'),
+  lastExecutedAt: z.number().nullable().describe('Always `null` (see `executionCount`).'),
+});
+
+/** `agentGroupView` (queries/agents.ts). */
+const groupAnswer = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string().optional().describe('Absent when empty.'),
+  agentIds: z.array(z.string()).describe('The members, in the order `/v2/agents/get` lists them.'),
+  metadata: z.record(z.string(), z.unknown()).describe('The client\'s metadata, fixed at creation, with `apiKey` (the owning key) merged in.'),
+  createdAt: millis(),
+  updatedAt: millis(),
+});
+const groupOnly = z.object({ group: groupAnswer });
+const agentIdAnswer = z.object({ agentId: z.string() });
+const groupSummaryAnswer = groupAnswer.omit({ agentIds: true }).extend({ agentCount: z.number().int().describe('How many members.') });
+
+const TAG = 'Agents';
+
 export function agentRoutes(services: Services): AnyRoute[] {
   const get = defineRoute({
     path: '/v2/agents/get',
+    tag: TAG,
+    doc: {
+      summary: 'Fetch one agent, or list the API key\'s agents',
+      description: [
+        '- With `agentId`: `{ agent }`, in full (a custom agent\'s whole configuration, secrets `"__redacted__"`; a built-in agent\'s identity and inputs).',
+        '- Without: `{ agents }`, identity rows, built-in agents first (catalogue order), then custom agents in creation order. `filter` keeps only built-in (`defaultOnly`) or custom (`customOnly`) agents; `groupId` lists a group\'s members in the group\'s order.',
+        '',
+        'Agents whose `metadata.internal` is `true` are left out of lists (they stay fetchable by id).',
+      ].join('\n'),
+      example: { filter: 'customOnly' },
+    },
     mutates: false,
     auth: 'apiKey',
     schema: z.object({
@@ -63,6 +152,11 @@ export function agentRoutes(services: Services): AnyRoute[] {
       filter: z.enum(['defaultOnly', 'customOnly']).optional(),
       groupId: id().optional(),
     }),
+    response: z.union([
+      z.object({ agent: z.union([builtInAgentAnswer, customAgentAnswer]) }),
+      z.object({ agents: z.array(agentRowAnswer) }),
+    ]),
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       if (data.agentId !== undefined) {
         const agent = await getAgent(services.read, ctx.apiKey, data.agentId);
@@ -77,10 +171,29 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const create = defineRoute({
     path: '/v2/agents/create',
+    tag: TAG,
+    doc: {
+      summary: 'Create a custom agent',
+      description: [
+        '`name` is required; `description` defaults to `""` and `enabled` to `true`. Every other field is stored as sent, and the whole configuration is at most 64 KiB as JSON.',
+        '',
+        '- Secrets (the values of `auth` objects but their `type` and `username`, and context-gathering strategy options not documented as public) are stored encrypted and read back as `"__redacted__"`.',
+        '- `agentId` is optional (this service\'s extension): an id in use, or a built-in agent\'s, is `ALREADY_EXISTS`.',
+      ].join('\n'),
+      example: {
+        name: 'Simple Content Checker',
+        description: 'Checks for broken images and missing alt text',
+        enabled: true,
+        instructions: 'Check for broken images and missing alt text on the page.',
+        contextGathering: { strategies: ['web-page-html'] },
+        execution: {},
+      },
+    },
     mutates: true,
     auth: 'apiKey',
     // `agentId`: this service's extension (the hosted API always makes the id).
     schema: agentConfigSchema.extend({ agentId: id().optional() }),
+    response: agentIdAnswer,
     async handler({ agentId: given, ...config }, ctx) {
       const agentId = given ?? newId();
       await ctx.execute(agentDecider, agentStream(ctx.apiKey, agentId), {
@@ -94,9 +207,22 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const update = defineRoute({
     path: '/v2/agents/update',
+    tag: TAG,
+    doc: {
+      summary: 'Update an agent',
+      description: [
+        'Any subset of the fields. Changing only `name`, `description` or `enabled` keeps the version; any other field replaces the stored one whole and makes a new version. An update that changes nothing changes nothing.',
+        '',
+        '- `"__redacted__"` sent back where a secret was read keeps the stored secret.',
+        '- A built-in agent accepts only `enabled` (other fields are ignored; without `enabled`: `INVALID_ARGUMENT`).',
+      ].join('\n'),
+      example: { agentId: 'abc123def456', name: 'Updated Brand Checker', description: 'Now also checks footer typography' },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: agentChangesSchema.extend({ agentId: id() }),
+    response: agentIdAnswer,
+    errors: ['NOT_FOUND'],
     async handler({ agentId, ...given }, ctx) {
       const changes = toAgentConfig(given);
       const stream = agentStream(ctx.apiKey, agentId);
@@ -116,9 +242,18 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/agents/delete',
+    tag: TAG,
+    doc: {
+      summary: 'Delete a custom agent',
+      description:
+        'The agent leaves every group first. Repeating the call, or naming an agent that does not exist, answers success. A built-in agent cannot be deleted (`FAILED_PRECONDITION`): switch it off with `/v2/agents/update` and `enabled: false`.',
+      example: { agentId: 'abc123def456' },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({ agentId: id() }),
+    response: agentIdAnswer,
+    errors: ['FAILED_PRECONDITION'],
     async handler({ agentId }, ctx) {
       // As the hosted API does: the agent leaves every group first, so a failure leaves it
       // whole and the call can be repeated. At most MAX_AGENT_GROUPS groups are looked at.
@@ -149,6 +284,23 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const groupCreate = defineRoute({
     path: '/v2/agents/groups/create',
+    tag: TAG,
+    doc: {
+      summary: 'Create an agent group',
+      description: [
+        '- `name`: 1 to 200 characters, `description` up to 2000 (both trimmed).',
+        `- \`agentIds\`: at most ${MAX_GROUP_AGENTS} as sent (duplicates counted, then dropped), each an agent of this key (else \`NOT_FOUND\` naming the unknown ones).`,
+        `- \`metadata\`: the client's, at most ${MAX_GROUP_METADATA_BYTES / 1024} KiB as JSON, fixed at creation; \`metadata.apiKey\` is always the calling key.`,
+        `- At most ${MAX_AGENT_GROUPS} groups per API key (\`RESOURCE_EXHAUSTED\`).`,
+        '- Unknown fields are refused. `groupId` is optional (this service\'s extension).',
+      ].join('\n'),
+      example: {
+        name: 'Brand QA',
+        description: 'All brand-quality agents',
+        agentIds: ['abc123def456', 'spell-check'],
+        metadata: { organizationId: 'org_001', documentId: 'doc_001', team: 'growth' },
+      },
+    },
     mutates: true,
     auth: 'apiKey',
     // Unknown fields are refused, as the hosted API does; `groupId` is this service's
@@ -160,6 +312,8 @@ export function agentRoutes(services: Services): AnyRoute[] {
       agentIds: z.array(id()).max(MAX_GROUP_AGENTS).default([]),
       metadata: z.record(z.string().max(256), z.unknown()).optional(),
     }),
+    response: groupOnly,
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { metadata: given, ...group } = data;
       const { apiKey: _theirs, ...own } = given ?? {};
@@ -186,6 +340,13 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const groupUpdate = defineRoute({
     path: '/v2/agents/groups/update',
+    tag: TAG,
+    doc: {
+      summary: 'Rename or re-describe an agent group',
+      description:
+        'Only `name` and `description`, at least one of them. Members change through `/v2/agents/groups/add-agents` and `/remove-agents`; `metadata` is fixed at creation. Other fields are refused.',
+      example: { groupId: 'K3mR7pQxN2vB9wLdT4sY', name: 'Brand QA (v2)', description: 'Updated brand-quality agent set' },
+    },
     mutates: true,
     auth: 'apiKey',
     // Only name and description; membership changes through add-agents/remove-agents, and
@@ -195,6 +356,8 @@ export function agentRoutes(services: Services): AnyRoute[] {
       name: groupName().optional(),
       description: groupDescription().optional(),
     }),
+    response: groupOnly,
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const r = await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, data.groupId), {
         type: 'UpdateAgentGroup',
@@ -207,9 +370,17 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const groupDelete = defineRoute({
     path: '/v2/agents/groups/delete',
+    tag: TAG,
+    doc: {
+      summary: 'Delete an agent group',
+      description: 'Its agents are not deleted. A group that does not exist (or no longer does) is `NOT_FOUND`.',
+      example: { groupId: 'K3mR7pQxN2vB9wLdT4sY' },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({ groupId: id() }),
+    response: z.object({ groupId: z.string() }),
+    errors: ['NOT_FOUND'],
     async handler({ groupId }, ctx) {
       await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, groupId), {
         type: 'DeleteAgentGroup',
@@ -220,12 +391,16 @@ export function agentRoutes(services: Services): AnyRoute[] {
     },
   });
 
-  const membership = (path: string, type: 'AddAgentsToGroup' | 'RemoveAgentsFromGroup', message: string) =>
+  const membership = (path: string, type: 'AddAgentsToGroup' | 'RemoveAgentsFromGroup', message: string, doc: RouteDoc) =>
     defineRoute({
       path,
+      tag: TAG,
+      doc,
       mutates: true,
       auth: 'apiKey',
       schema: z.object({ groupId: id(), agentIds: agentIdList().min(1) }),
+      response: groupOnly,
+      errors: ['NOT_FOUND'],
       async handler(data, ctx) {
         if (type === 'AddAgentsToGroup') await requireAgents(ctx, data.agentIds);
         const r = await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, data.groupId), {
@@ -239,10 +414,18 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const groupGet = defineRoute({
     path: '/v2/agents/groups/get',
+    tag: TAG,
+    doc: {
+      summary: 'Fetch an agent group, or every group in full',
+      description: 'With `groupId`: `{ group }`. Without (this service\'s extension): `{ groups }`, every group of the API key with its members, oldest first.',
+      example: { groupId: 'K3mR7pQxN2vB9wLdT4sY' },
+    },
     mutates: false,
     auth: 'apiKey',
     // Without groupId (this service's extension): every group of the key, in full.
     schema: z.object({ groupId: id().optional() }),
+    response: z.union([groupOnly, z.object({ groups: z.array(groupAnswer) })]),
+    errors: ['NOT_FOUND'],
     async handler({ groupId }, ctx) {
       if (groupId !== undefined) {
         const g = await getAgentGroup(services.read, ctx.apiKey, groupId);
@@ -255,9 +438,16 @@ export function agentRoutes(services: Services): AnyRoute[] {
 
   const groupList = defineRoute({
     path: '/v2/agents/groups/list',
+    tag: TAG,
+    doc: {
+      summary: 'List the API key\'s agent groups',
+      description: `Every group, oldest first (at most ${MAX_AGENT_GROUPS}), with \`agentCount\` in place of the members.`,
+      example: {},
+    },
     mutates: false,
     auth: 'apiKey',
     schema: z.object({}),
+    response: z.object({ groups: z.array(groupSummaryAnswer) }),
     async handler(_data, ctx) {
       return { message: 'Agent groups listed successfully', data: { groups: (await agentGroupsOf(services.read, ctx.apiKey)).map(agentGroupSummary) } };
     },
@@ -271,8 +461,16 @@ export function agentRoutes(services: Services): AnyRoute[] {
     groupCreate,
     groupUpdate,
     groupDelete,
-    membership('/v2/agents/groups/add-agents', 'AddAgentsToGroup', 'Agents added to group successfully'),
-    membership('/v2/agents/groups/remove-agents', 'RemoveAgentsFromGroup', 'Agents removed from group successfully'),
+    membership('/v2/agents/groups/add-agents', 'AddAgentsToGroup', 'Agents added to group successfully', {
+      summary: 'Add agents to a group',
+      description: `Appended in the order given; members already in are skipped. Each id must name an agent of this key (else \`NOT_FOUND\` naming the unknown ones, and nothing is added). A group holds at most ${MAX_GROUP_AGENTS} agents (\`RESOURCE_EXHAUSTED\`).`,
+      example: { groupId: 'K3mR7pQxN2vB9wLdT4sY', agentIds: ['xyz789ghi012', 'grammar-check'] },
+    }),
+    membership('/v2/agents/groups/remove-agents', 'RemoveAgentsFromGroup', 'Agents removed from group successfully', {
+      summary: 'Remove agents from a group',
+      description: 'Ids that are not members are ignored. The agents themselves are not deleted.',
+      example: { groupId: 'K3mR7pQxN2vB9wLdT4sY', agentIds: ['spell-check'] },
+    }),
     groupGet,
     groupList,
   ];

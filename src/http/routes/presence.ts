@@ -22,14 +22,32 @@ import { defineRoute, type AnyRoute } from '../route.js';
 import { email, id, ids, items, text } from '../validation.js';
 import { pageSize, pageToken } from './domain.js';
 
+const presenceStatus = z.enum(['online', 'away', 'offline']);
+
 const userSchema = z.object({
   userId: id(),
   name: text(256).optional(),
   email: email().optional(),
-  status: z.enum(['online', 'away', 'offline']).optional(),
+  status: presenceStatus.optional(),
 });
 
 const writeSchema = z.object({ organizationId: id(), documentId: id(), users: items(userSchema) });
+
+// ---- answers ----
+
+/** The hosted API's answer to a presence write. */
+const done = z.object({ success: z.literal(true) });
+
+/** An entry as `presenceView` (src/presence/store.ts) shows it. */
+const presenceAnswer = z.object({
+  userId: z.string(),
+  documentId: z.string(),
+  name: z.string().optional(),
+  email: z.string().optional(),
+  status: presenceStatus,
+  lastSeenAt: z.number().describe('Unix milliseconds of the last add or update.'),
+  expiresAt: z.number().describe('Unix seconds: the entry is gone after this unless refreshed.'),
+});
 
 export function presenceRoutes(services: Services): AnyRoute[] {
   const ttlMs = services.config.presenceTtlSeconds * 1000;
@@ -41,11 +59,27 @@ export function presenceRoutes(services: Services): AnyRoute[] {
     return [...new Set(data.users.map((u) => u.userId).filter((u) => applied.get(u) !== true))];
   }
 
+  const ttl = `${services.config.presenceTtlSeconds} seconds`;
+
   const add = defineRoute({
     path: '/v2/presence/add',
+    tag: 'Presence',
+    doc: {
+      summary: 'Mark users present on a document',
+      description: `Each user joins (or refreshes) the document's presence list. \`status\` defaults to \`online\` (an entry already live keeps its own). An entry lives ${ttl} unless refreshed by another add or an update. Presence is not kept in the event log.`,
+      example: {
+        organizationId: 'org-123',
+        documentId: 'doc-456',
+        users: [
+          { userId: 'user-1', name: 'User Name', email: 'user@example.com' },
+          { userId: 'user-2', name: 'Another User', email: 'another@example.com', status: 'away' },
+        ],
+      },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: writeSchema,
+    response: done,
     async handler(data, ctx) {
       await write(data, ctx, false);
       return { message: 'Presence added successfully.', data: { success: true } };
@@ -54,9 +88,26 @@ export function presenceRoutes(services: Services): AnyRoute[] {
 
   const update = defineRoute({
     path: '/v2/presence/update',
+    tag: 'Presence',
+    doc: {
+      summary: 'Refresh users already present on a document',
+      description: [
+        `A heartbeat, or a new name, email or status: each entry lives another ${ttl}.`,
+        '',
+        'A user without a live entry is not added (use `/v2/presence/add`); the others are still updated. The answer then is `{ success: false, notPresent: [userIds] }` with its own message, and `{ success: true }` when every user was present.',
+      ].join('\n'),
+      example: { organizationId: 'org-123', documentId: 'doc-456', users: [{ userId: 'user-1', status: 'away' }] },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: writeSchema,
+    response: z.union([
+      done,
+      z.object({
+        success: z.literal(false),
+        notPresent: z.array(z.string()).describe('The users that had no live entry: not added, nothing changed for them.'),
+      }),
+    ]),
     async handler(data, ctx) {
       const notPresent = await write(data, ctx, true);
       if (notPresent.length === 0) return { message: 'Presence updated successfully.', data: { success: true } };
@@ -69,6 +120,13 @@ export function presenceRoutes(services: Services): AnyRoute[] {
 
   const get = defineRoute({
     path: '/v2/presence/get',
+    tag: 'Presence',
+    doc: {
+      summary: 'List who is present on a document, or on every document of an organization',
+      description:
+        'Live entries only, oldest join first; `userIds` narrows. Paged: `pageSize` 1 to 1000 (default 1000); `result.pageToken` while more may follow, sent back as `data.pageToken`.',
+      example: { organizationId: 'org-123', documentId: 'doc-456' },
+    },
     mutates: false,
     auth: 'apiKey',
     schema: z.object({
@@ -78,6 +136,8 @@ export function presenceRoutes(services: Services): AnyRoute[] {
       pageSize: pageSize(),
       pageToken: pageToken(),
     }),
+    response: z.array(presenceAnswer),
+    paged: 'pageToken',
     async handler(data, ctx) {
       const page = await presencePage(
         services.read,
@@ -91,9 +151,16 @@ export function presenceRoutes(services: Services): AnyRoute[] {
 
   const remove = defineRoute({
     path: '/v2/presence/delete',
+    tag: 'Presence',
+    doc: {
+      summary: 'Remove users from a document\'s presence list',
+      description: 'Removing a user who is not present is not an error.',
+      example: { organizationId: 'org-123', documentId: 'doc-456', userIds: ['user-1'] },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({ organizationId: id(), documentId: id(), userIds: ids() }),
+    response: done,
     async handler(data, ctx) {
       await removePresence(services.read, { apiKey: ctx.apiKey, organizationId: data.organizationId, documentId: data.documentId }, data.userIds, ctx.now);
       return { message: 'Presence deleted successfully.', data: { success: true } };

@@ -97,6 +97,41 @@ async function withHostedFailure<S extends z.ZodType, T>(message: string, schema
 /** Anything object-shaped; the route validates it itself (withHostedFailure). */
 const anyData = z.record(z.string(), z.unknown());
 
+// ---- answers ----
+
+const redactedSecret = (what: string) => z.string().optional().describe(`${what}: \`"__redacted__"\` whenever one is stored; never shown.`);
+
+/** The stored email config as `redactConfig` shows it: only the fields that are set. */
+const emailConfigAnswer = z.object({
+  type: z.string().optional().describe('The email provider (`default` when absent).'),
+  apiKey: redactedSecret('The provider\'s API key'),
+  fromEmail: z.string().optional(),
+  fromCompany: z.string().optional(),
+  commentTemplateId: z.string().optional(),
+  tagTemplateId: z.string().optional(),
+});
+
+const webhookConfigAnswer = z.object({
+  authToken: redactedSecret('The token sent to the receiver with each delivery'),
+  rawNotificationUrl: z.string().optional(),
+  processedNotificationUrl: z.string().optional(),
+});
+
+const triggersAnswer = <T extends z.ZodType>(trigger: T) =>
+  z.array(trigger).nullable().describe('The configured triggers; `null` while never configured (every event counts then).');
+
+/** The rules both updates share (Markdown, for the docs). */
+const mergeRules = (service: 'email' | 'webhook', failure: string) => [
+  `Fields may come nested (\`${service}ServiceConfig: { ... }\`) or flat beside \`use${service === 'email' ? 'Email' : 'Webhook'}Service\`; nested wins when both name a field. At least one field must be given.`,
+  '',
+  '- The update is merged over the stored configuration: a given field replaces the stored one, `""` removes it, and `"__redacted__"` (sent back as read) keeps the stored secret.',
+  '- Secrets are stored encrypted and always read back as `"__redacted__"`.',
+  '- The first update that leaves the service enabled without triggers sets the default triggers.',
+  `- Any refusal answers \`INVALID_ARGUMENT\` with the message "${failure}"; what exactly is wrong is in \`details.reason\` (and \`details.fields\`).`,
+  '',
+  'The answer is the configuration as stored after the update.',
+].join('\n');
+
 export function serviceConfigRoutes(services: Services): AnyRoute[] {
   // A URL naming a refused address literally is refused here; one naming a host is checked
   // when the deliverer resolves it (src/webhooks/egress.ts).
@@ -113,9 +148,23 @@ export function serviceConfigRoutes(services: Services): AnyRoute[] {
   });
   const email = defineRoute({
     path: '/v2/workspace/emailconfig/update',
+    tag: 'Service configuration',
+    doc: {
+      summary: 'Update the API key\'s email service configuration',
+      description: `${mergeRules('email', INVALID_EMAIL_CONFIG)}\n\nA provider other than \`default\` needs its \`apiKey\`. \`triggers\`: at most 50, each 1 to 64 characters; \`setDefaultEmailTriggers: true\` sets the defaults. This service stores the email configuration for clients; it sends no email itself.`,
+      example: {
+        useEmailService: true,
+        emailServiceConfig: { type: 'sendgrid', apiKey: 'your-provider-api-key', fromEmail: 'noreply@example.com', fromCompany: 'Example Corp' },
+      },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: anyData,
+    response: z.object({
+      useEmailService: z.boolean(),
+      emailServiceConfig: emailConfigAnswer,
+      triggers: triggersAnswer(z.string()),
+    }),
     handler: (raw, ctx) => withHostedFailure(INVALID_EMAIL_CONFIG, emailSchema, raw, async (data) => {
       const { useEmailService, emailServiceConfig, triggers, setDefaultEmailTriggers, ...flat } = data;
       const config = { ...defined(flat), ...defined(emailServiceConfig ?? {}) };
@@ -142,9 +191,30 @@ export function serviceConfigRoutes(services: Services): AnyRoute[] {
   });
   const webhook = defineRoute({
     path: '/v2/workspace/webhookconfig/update',
+    tag: 'Service configuration',
+    doc: {
+      summary: 'Update the API key\'s webhook service configuration',
+      description: `${mergeRules('webhook', INVALID_WEBHOOK_CONFIG)}\n\nAn enabled service needs \`rawNotificationUrl\` or \`processedNotificationUrl\` (http or https; a URL naming an address the operator's egress policy refuses is refused). \`triggers\` are areas: ${WEBHOOK_TRIGGERS.map((t) => `\`${t}\``).join(', ')}.`,
+      example: {
+        useWebhookService: true,
+        webhookServiceConfig: {
+          authToken: 'webhook_auth_token_here',
+          rawNotificationUrl: 'https://example.com/webhooks/raw',
+          processedNotificationUrl: 'https://example.com/webhooks/processed',
+        },
+      },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: anyData,
+    response: z.object({
+      useWebhookService: z.boolean(),
+      webhookServiceConfig: webhookConfigAnswer,
+      triggers: triggersAnswer(z.enum(WEBHOOK_TRIGGERS)),
+      disabledEndpoints: z
+        .array(z.enum(['raw', 'processed']))
+        .describe('Endpoints not delivered to since their receiver answered 410 Gone; setting the endpoint\'s URL enables it again.'),
+    }),
     handler: (raw, ctx) => withHostedFailure(INVALID_WEBHOOK_CONFIG, webhookSchema, raw, async (data) => {
       const { useWebhookService, webhookServiceConfig, triggers, ...flat } = data;
       const config = { ...defined(flat), ...defined(webhookServiceConfig ?? {}) };

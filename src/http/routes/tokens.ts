@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { issueUserToken } from '../../tokens/user-tokens.js';
+import { TOKEN_LIFETIME_SECONDS } from '../../tokens/lifetime.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { email, id, items, text } from '../validation.js';
@@ -14,6 +15,27 @@ import { accessFieldRefusals, addGrants, missingResources, resourceSchema as res
 export function tokenRoutes(_services: Services): AnyRoute[] {
   const generate = defineRoute({
     path: '/v2/auth/generate_token',
+    tag: 'Tokens',
+    doc: {
+      summary: 'Sign a user token naming the user and the resources it grants',
+      description: [
+        `The token is a JWT (HS256) signed with the API key's own signing key (\`kid\` in its header), valid ${TOKEN_LIFETIME_SECONDS / 3600} hours.`,
+        '',
+        '- The resources become grants exactly as with `/v2/auth/permissions/add` (`accessRole` defaults to `editor`).',
+        '- All or nothing: a resource that does not exist answers `NOT_FOUND` (each missing one in `details.resources`), one that would pass the access-field limit `INVALID_ARGUMENT`; nothing is granted or signed then.',
+        '- `FAILED_PRECONDITION` when the key\'s signing key cannot be decrypted: rotate it with `/v2/workspace/apikey/signingkey/rotate`.',
+      ].join('\n'),
+      example: {
+        userId: 'user789',
+        userProperties: { isAdmin: false, name: 'Bob Wilson', email: 'bob@example.com' },
+        permissions: {
+          resources: [
+            { type: 'organization', id: 'org_123' },
+            { type: 'folder', id: 'folder_001', organizationId: 'org_123', accessRole: 'editor' },
+          ],
+        },
+      },
+    },
     mutates: true,
     auth: 'apiKey',
     schema: z.object({
@@ -21,6 +43,8 @@ export function tokenRoutes(_services: Services): AnyRoute[] {
       userProperties: z.object({ name: text(256), email: email(), isAdmin: z.boolean().optional() }),
       permissions: z.object({ resources: items(resource) }).optional(),
     }),
+    response: z.object({ token: z.string().describe('The signed JWT (claims: `sub` the user, `apiKey`, `user`, `resources`, `exp`).') }),
+    errors: ['NOT_FOUND', 'FAILED_PRECONDITION'],
     async handler(data, ctx) {
       // The resources become grants exactly as with /v2/auth/permissions/add. All or
       // nothing: a token must never name a resource it does not grant, so a missing one

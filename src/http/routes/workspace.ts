@@ -16,7 +16,6 @@ import { email, id, text, webhookUrl } from '../validation.js';
 import { egressPolicyOf } from '../../webhooks/egress.js';
 import { sealServiceConfig } from '../../secrets/configs.js';
 
-
 /** A fresh auth token: the secret (returned once) and what is stored (its hash). */
 export const newToken = () => {
   const secret = newSecret();
@@ -59,6 +58,44 @@ export const tokenView = (token: string, tokenId: string, createdAt?: number) =>
   domains: [] as string[],
   tokenId,
   ...(createdAt !== undefined ? { createdAt } : {}),
+});
+
+// ---- answers (what the routes below return as `result.data`) ----
+
+/** A secret the answer carries once: nothing shows it again (semantics §0). */
+export const shownOnce = (what: string) =>
+  z.string().describe(`${what}. A secret shown only in this answer: no call shows it again.`);
+
+/** `tokenView` without `createdAt`: the token an answer creates. */
+const newAuthTokenAnswer = z.object({
+  token: shownOnce('The auth token (send it as `x-service-auth-token` with the API key)'),
+  name: z.string().describe(`Always "${AUTH_TOKEN_NAME}": tokens have no name of their own here.`),
+  domains: z.array(z.string()).describe('Always empty (kept for the hosted API\'s shape).'),
+  tokenId: z.string().describe('Names the token to `/v2/workspace/authtoken/reset`.'),
+});
+
+/** `tokenView` as a list shows it: the secret redacted, with its creation time. */
+const listedAuthTokenAnswer = newAuthTokenAnswer.extend({
+  token: z.literal(REDACTED).describe('Never the secret: it is shown once, when the token is created or reset.'),
+  createdAt: z.number().describe('Unix milliseconds.'),
+});
+
+const workspaceAnswer = z.object({
+  id: z.string().describe('The workspace id (`x-service-workspace-id`).'),
+  name: z.string(),
+  owner: z.object({ email: z.string(), id: z.string(), name: z.string(), avatar: z.string().optional() }),
+  authToken: shownOnce('The workspace auth token (`x-service-workspace-auth-token`)'),
+  apiKeyList: z
+    .record(
+      z.string(),
+      z.object({
+        apiKeyName: z.string(),
+        id: z.string().describe('The API key (`x-service-api-key`), the same as the map key.'),
+        type: z.literal('testing'),
+        authToken: shownOnce('The key\'s auth token (`x-service-auth-token`)'),
+      }),
+    )
+    .describe('The workspace\'s first API key, keyed by its id: always one testing key.'),
 });
 
 /**
@@ -121,6 +158,18 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
 
   const createWorkspaceRoute = defineRoute({
     path: '/v2/workspace/create',
+    tag: 'Workspace',
+    doc: {
+      summary: 'Create a workspace with its owner and a first testing API key',
+      description: [
+        'An operator call: it needs `x-service-admin-token` when the service runs with `ADMIN_TOKEN`, and no credentials otherwise.',
+        '',
+        '- `name` (the owner\'s) defaults to `ownerEmail`; `workspaceName` to `"<name> workspace"`.',
+        '- The first key is a testing key named after the part of `ownerEmail` before the `@` (`owner@example.com` gives "Owner Test API Key").',
+        '- The workspace auth token and the key\'s auth token are secrets shown only in this answer.',
+      ].join('\n'),
+      example: { ownerEmail: 'owner@example.com', name: 'John Doe', workspaceName: 'My Workspace', avatar: 'https://example.com/avatar.png' },
+    },
     mutates: true,
     auth: 'admin',
     // Bounds as the hosted API documents them: names 1..200 characters, the avatar URL at
@@ -131,6 +180,7 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
       workspaceName: text(200).min(1).optional(),
       avatar: text(2000).optional(),
     }),
+    response: workspaceAnswer,
     handler: (data, ctx) => createWorkspace(ctx, data).then((created) => ({
       message: 'Workspace created successfully',
       data: created,
@@ -139,6 +189,18 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
 
   const createApiKey = defineRoute({
     path: '/v2/workspace/apikey/create',
+    tag: 'API keys',
+    doc: {
+      summary: 'Create an API key in the workspace',
+      description: [
+        '- `ownerEmail` and `type` are required.',
+        '- A `production` key needs the workspace enabled for production keys (else `PERMISSION_DENIED`), on a paid plan (else `FAILED_PRECONDITION`) and under its production-key limit (else `RESOURCE_EXHAUSTED`).',
+        `- \`persistenceDBRegion\` applies to production keys only and defaults to the first supported region (\`${regions[0]}\`); regions are one of the service's configured list.`,
+        '- With `createAuthToken: true` the answer carries the key\'s first auth token, a secret shown only here; without it, create one with `/v2/workspace/authtoken/reset`.',
+        '- The secrets of `emailServiceConfig` and `webhookServiceConfig` are stored encrypted and read back as `"__redacted__"`.',
+      ].join('\n'),
+      example: { ownerEmail: 'owner@example.com', type: 'testing', createAuthToken: true },
+    },
     mutates: true,
     auth: 'workspace',
     schema: z.object({
@@ -173,6 +235,11 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
         .object({ authToken: configString(), rawNotificationUrl: httpUrl(), processedNotificationUrl: httpUrl() })
         .optional(),
     }),
+    response: z.object({
+      apiKey: z.string().describe('The new API key (`x-service-api-key`).'),
+      authToken: shownOnce('Present with `createAuthToken: true`: the key\'s auth token').optional(),
+    }),
+    errors: ['FAILED_PRECONDITION'],
     async handler(data, ctx) {
       const { ownerEmail } = data;
       if (ownerEmail === undefined) throw invalidArgument('ownerEmail is required.', { fields: [{ field: 'data.ownerEmail', code: 'invalid_type' }] });
@@ -227,9 +294,17 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
 
   const getAuthTokens = defineRoute({
     path: '/v2/workspace/authtokens/get',
+    tag: 'API keys',
+    doc: {
+      summary: 'List an API key\'s auth tokens',
+      description: 'Tokens are listed without their secret (`token` reads `"__redacted__"`): a secret is shown once, by the call that creates it. `tokenId` names a token to `/v2/workspace/authtoken/reset`.',
+      example: { apiKey: 'velt_api_key_1' },
+    },
     mutates: false,
     auth: 'workspace',
     schema: z.object({ apiKey: id() }),
+    response: z.object({ apiKey: z.string(), authTokens: z.array(listedAuthTokenAnswer) }),
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const key = await apiKeyOfWorkspace(services.read, ctx.workspaceId!, data.apiKey);
       if (!key) throw notFound(API_KEY_NOT_FOUND);
@@ -242,9 +317,21 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
 
   const resetAuthToken = defineRoute({
     path: '/v2/workspace/authtoken/reset',
+    tag: 'API keys',
+    doc: {
+      summary: 'Replace an API key\'s auth tokens with a new one',
+      description: [
+        '- Without `tokenId`: every auth token of the key stops at once, and one new token replaces them.',
+        '- With `tokenId` (from `/v2/workspace/authtokens/get`): only that token stops; the others keep working.',
+        '- The new token\'s secret is shown only in this answer.',
+      ].join('\n'),
+      example: { apiKey: 'velt_api_key_1' },
+    },
     mutates: true,
     auth: 'workspace',
     schema: z.object({ apiKey: id(), tokenId: id().optional() }),
+    response: z.object({ apiKey: z.string(), newAuthToken: newAuthTokenAnswer }),
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const token = newToken();
       await ctx.execute(workspaceDecider, workspaceStream(ctx.workspaceId!), {
