@@ -204,6 +204,8 @@ B.run();
 /** A route of the shape the app registers, for checkAnswer (only what answersOf reads). */
 const route = (over: Partial<AnyRoute> = {}): AnyRoute => ({
   path: '/v2/test/get',
+  tag: 'Test',
+  doc: { summary: 'A route for the checks.' },
   mutates: false,
   auth: 'apiKey',
   schema: z.object({}),

@@ -101,12 +101,12 @@ export function fastifySchema(route: AnyRoute) {
     };
   }
   return {
-    tags: [route.tag ?? 'TODO'],
-    summary: route.doc?.summary ?? route.path,
-    ...(route.doc?.description ? { description: route.doc.description } : {}),
+    tags: [route.tag],
+    summary: route.doc.summary,
+    ...(route.doc.description ? { description: route.doc.description } : {}),
     operationId: route.path.replace(/^\/v2\//, '').replace(/[/_-]+(\w)/g, (_, c: string) => c.toUpperCase()),
     security: securityOf(route.auth),
-    body: route.doc?.example ? requestEnvelope(route).meta({ examples: [{ data: route.doc.example }] }) : requestEnvelope(route),
+    body: route.doc.example ? requestEnvelope(route).meta({ examples: [{ data: route.doc.example }] }) : requestEnvelope(route),
     response,
   };
 }

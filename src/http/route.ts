@@ -40,8 +40,8 @@ export interface RouteDoc {
 export interface RouteDef<S extends z.ZodType = z.ZodType, R extends z.ZodType = z.ZodType> {
   path: string;
   /** The group the route is listed under in the OpenAPI document (`Folders`, `Users`...). */
-  tag?: string;
-  doc?: RouteDoc;
+  tag: string;
+  doc: RouteDoc;
   /**
    * Whether the route changes anything (appends events, writes presence, grants, signs a
    * token). Required, so every route is classified where it is defined: only mutating
@@ -56,7 +56,7 @@ export interface RouteDef<S extends z.ZodType = z.ZodType, R extends z.ZodType =
    * none). The source of the OpenAPI document; tests check every answer against it
    * (src/http/response-check.ts), so the two cannot drift.
    */
-  response?: R;
+  response: R;
   /**
    * `pageToken`: the answer may carry `result.pageToken` (a list); `both`: it carries
    * `result.nextPageToken` too (the lists the hosted API pages that way, semantics §4a).
@@ -77,12 +77,12 @@ export interface RouteDef<S extends z.ZodType = z.ZodType, R extends z.ZodType =
 
 export interface AnyRoute {
   path: string;
-  tag?: string;
-  doc?: RouteDoc;
+  tag: string;
+  doc: RouteDoc;
   mutates: boolean;
   auth: AuthMode;
   schema: z.ZodType;
-  response?: z.ZodType;
+  response: z.ZodType;
   paged?: 'pageToken' | 'both';
   errors?: readonly StatusCode[];
   handler: (data: unknown, ctx: RequestContext) => Promise<Success>;

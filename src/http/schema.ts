@@ -77,7 +77,7 @@ export function successEnvelope(route: Pick<AnyRoute, 'response' | 'paged'>) {
     status: z.literal('success'),
     message: z.string(),
   };
-  if (route.response !== NO_DATA) result.data = route.response ?? z.unknown();
+  if (route.response !== NO_DATA) result.data = route.response;
   if (route.paged) {
     result.pageToken = z.string().optional().describe('Present while another page may follow: send it back as `data.pageToken`.');
   }
