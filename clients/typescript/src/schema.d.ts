@@ -11,6 +11,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /**
+         * Prometheus metrics (text exposition format).
+         * @description When the operator sets METRICS_TOKEN, send `Authorization: Bearer <METRICS_TOKEN>`.
+         */
         get: {
             parameters: {
                 query?: never;
@@ -20,12 +24,23 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The metrics */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "text/plain": string;
+                    };
+                };
+                /** @description UNAUTHENTICATED: METRICS_TOKEN is set and the bearer token is missing or wrong */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure401"];
+                    };
                 };
             };
         };
@@ -44,6 +59,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Liveness: the process answers. */
         get: {
             parameters: {
                 query?: never;
@@ -53,12 +69,17 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Alive */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "ok";
+                        };
+                    };
                 };
             };
         };
@@ -77,6 +98,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** Readiness: the read models have caught up with the event log. */
         get: {
             parameters: {
                 query?: never;
@@ -86,12 +108,28 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Ready */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "ready";
+                            /** @description Events set aside after failing (docs/operations.md). */
+                            parkedEvents: number;
+                        };
+                    };
+                };
+                /** @description UNAVAILABLE: catching up */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure503"];
+                    };
                 };
             };
         };
@@ -112,7 +150,14 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/workspace/create */
+        /**
+         * Create a workspace with its owner and a first testing API key
+         * @description An operator call: it needs `x-service-admin-token` when the service runs with `ADMIN_TOKEN`, and no credentials otherwise.
+         *
+         *     - `name` (the owner's) defaults to `ownerEmail`; `workspaceName` to `"<name> workspace"`.
+         *     - The first key is a testing key named after the part of `ownerEmail` before the `@` (`owner@example.com` gives "Owner Test API Key").
+         *     - The workspace auth token and the key's auth token are secrets shown only in this answer.
+         */
         post: operations["workspaceCreate"];
         delete?: never;
         options?: never;
@@ -129,7 +174,14 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/workspace/apikey/create */
+        /**
+         * Create an API key in the workspace
+         * @description - `ownerEmail` and `type` are required.
+         *     - A `production` key needs the workspace enabled for production keys (else `PERMISSION_DENIED`), on a paid plan (else `FAILED_PRECONDITION`) and under its production-key limit (else `RESOURCE_EXHAUSTED`).
+         *     - `persistenceDBRegion` applies to production keys only and defaults to the first supported region (`nam5`); regions are one of the service's configured list.
+         *     - With `createAuthToken: true` the answer carries the key's first auth token, a secret shown only here; without it, create one with `/v2/workspace/authtoken/reset`.
+         *     - The secrets of `emailServiceConfig` and `webhookServiceConfig` are stored encrypted and read back as `"__redacted__"`.
+         */
         post: operations["workspaceApikeyCreate"];
         delete?: never;
         options?: never;
@@ -146,7 +198,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/workspace/authtokens/get */
+        /**
+         * List an API key's auth tokens
+         * @description Tokens are listed without their secret (`token` reads `"__redacted__"`): a secret is shown once, by the call that creates it. `tokenId` names a token to `/v2/workspace/authtoken/reset`.
+         */
         post: operations["workspaceAuthtokensGet"];
         delete?: never;
         options?: never;
@@ -163,7 +218,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/workspace/authtoken/reset */
+        /**
+         * Replace an API key's auth tokens with a new one
+         * @description - Without `tokenId`: every auth token of the key stops at once, and one new token replaces them.
+         *     - With `tokenId` (from `/v2/workspace/authtokens/get`): only that token stops; the others keep working.
+         *     - The new token's secret is shown only in this answer.
+         */
         post: operations["workspaceAuthtokenReset"];
         delete?: never;
         options?: never;
@@ -180,7 +240,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/workspace/workspaceauthtoken/rotate */
+        /**
+         * Replace the workspace auth token
+         * @description The old workspace auth token stops working at once; the new one is a secret shown only in this answer. API keys and their auth tokens are not affected.
+         */
         post: operations["workspaceWorkspaceauthtokenRotate"];
         delete?: never;
         options?: never;
@@ -197,7 +260,15 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/workspace/apikey/signingkey/rotate */
+        /**
+         * Rotate the key that signs an API key's user tokens
+         * @description User tokens (`/v2/auth/generate_token`) are signed from now on with a new signing key, named by `kid` in their header.
+         *
+         *     - By default, tokens signed before stay valid until they expire.
+         *     - With `revokePrevious: true`, every token signed before stops at once.
+         *
+         *     The signing keys themselves never leave the service.
+         */
         post: operations["workspaceApikeySigningkeyRotate"];
         delete?: never;
         options?: never;
@@ -214,7 +285,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/workspace/apikey/delete */
+        /**
+         * Delete an API key and everything that authenticates with it
+         * @description The key, its auth tokens and its user tokens stop working at once. Its configuration and agents leave the read models; its events stay in the log for audit.
+         *     The secrets stored for it (service configurations, agent credentials, token signing keys) are destroyed with its encryption key and cannot be read again.
+         *
+         *     Deleting a key already deleted answers success again. A key this workspace never had is `NOT_FOUND`.
+         */
         post: operations["workspaceApikeyDelete"];
         delete?: never;
         options?: never;
@@ -231,7 +308,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/add */
+        /**
+         * Add organizations (an existing one takes the name sent)
+         * @description Each organization is its own item: one that fails does not stop the others. `data` is keyed by organizationId, each id once (a repeated id is one item, its first occurrence). An organization that exists already is not an error: its name becomes the one sent (when sent). Without `organizationName` a new organization is named after its id.
+         */
         post: operations["organizationsAdd"];
         delete?: never;
         options?: never;
@@ -248,7 +328,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/get */
+        /**
+         * List organizations
+         * @description Every organization of the API key, or those of `organizationIds` (at most 30; unknown ids are left out), in creation order. Paged: `pageSize` 1 to 1000 (default 1000); while more rows follow, the answer carries the next token as `result.pageToken` and `result.nextPageToken`. A token is bound to the query that made it: with another query it is INVALID_ARGUMENT.
+         */
         post: operations["organizationsGet"];
         delete?: never;
         options?: never;
@@ -265,7 +348,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/update */
+        /**
+         * Rename organizations
+         * @description Each organization is its own item: one that fails does not stop the others. `data` is keyed by organizationId, each id once (a repeated id is one item, its first occurrence). An organization that does not exist fails its item ("Organization does not exist").
+         */
         post: operations["organizationsUpdate"];
         delete?: never;
         options?: never;
@@ -282,7 +368,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/delete */
+        /**
+         * Delete organizations and everything in them
+         * @description Each organization is its own item: one that fails does not stop the others. `data` is keyed by organizationId, each id once (a repeated id is one item, its first occurrence). Deleting an organization removes its folders, documents, user groups and grants. An organization that does not exist fails its item ("Organization does not exist").
+         */
         post: operations["organizationsDelete"];
         delete?: never;
         options?: never;
@@ -299,7 +388,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/access/disablestate/update */
+        /**
+         * Disable or enable organizations
+         * @description Each organization is its own item: one that fails does not stop the others. `data` is keyed by organizationId, each id once (a repeated id is one item, its first occurrence). A disabled organization denies every document in it (permissions/get answers "Document is disabled"). An organization that does not exist fails its item ("Organization does not exist").
+         */
         post: operations["organizationsAccessDisablestateUpdate"];
         delete?: never;
         options?: never;
@@ -316,7 +408,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/folders/add */
+        /**
+         * Add folders
+         * @description The batch is decided in order, each item against the tree the previous items left, and appended at once. An item that cannot be applied fails alone; `data` is keyed by folderId, each id once (its first occurrence). A folder that would land deeper than the folder depth limit (100 levels unless the operator sets FOLDER_MAX_DEPTH) refuses the whole batch with INVALID_ARGUMENT, nothing written. An organization that does not exist is NOT_FOUND. With `createOrganization: true` a missing organization is created first. A folder id that exists fails its item ("Folder already exists"), as does an unknown `parentFolderId`. `parentFolderId` absent, null or `"root"`: the folder is at the organization root. Without `accessType` the folder inherits its parent's.
+         */
         post: operations["organizationsFoldersAdd"];
         delete?: never;
         options?: never;
@@ -333,7 +428,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/folders/update */
+        /**
+         * Rename or move folders
+         * @description The batch is decided in order, each item against the tree the previous items left, and appended at once. An item that cannot be applied fails alone; `data` is keyed by folderId, each id once (its first occurrence). A folder that would land deeper than the folder depth limit (100 levels unless the operator sets FOLDER_MAX_DEPTH) refuses the whole batch with INVALID_ARGUMENT, nothing written. An organization that does not exist is NOT_FOUND. A new `parentFolderId` moves the folder with its whole subtree (null or `"root"`: to the organization root), and everything under it takes its new effective access type. A folder that does not exist, an unknown parent, or a move under the folder itself or one of its subfolders (a cycle) fails its item.
+         */
         post: operations["organizationsFoldersUpdate"];
         delete?: never;
         options?: never;
@@ -350,7 +448,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/folders/delete */
+        /**
+         * Delete a folder with its subfolders and documents
+         * @description Answers at once ("Folder deletion initiated successfully."): the folder, every subfolder and every document under them disappear from all reads from then on, and their grants go too; the documents' deletions are appended in the background. A folder that does not exist is NOT_FOUND with `code: "not-found"` ("Folder not found."); so is an organization that does not exist.
+         */
         post: operations["organizationsFoldersDelete"];
         delete?: never;
         options?: never;
@@ -367,7 +468,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/folders/access/update */
+        /**
+         * Set the access type of folders
+         * @description Sets `accessType` (default `public`) on each folder, or with `inheritFromParent: true` clears it so the folder inherits its parent's (at the root, the organization default). Subfolders and documents without a type of their own follow. A folder that does not exist fails its item ("Folder does not exist."); `data` is keyed by folderId, each id once. An organization that does not exist is NOT_FOUND.
+         */
         post: operations["organizationsFoldersAccessUpdate"];
         delete?: never;
         options?: never;
@@ -384,7 +488,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/folders/get */
+        /**
+         * Get a folder with its subfolders, or list all folders
+         * @description With `folderId`: one row, that folder, its subfolders nested in `subFolders` down to `maxDepth` levels (default 1: its immediate subfolders); not paged. Without: every folder of the organization in creation order, flat, paged with `pageSize` 1 to 1000 (default 1000) and `pageToken` (`result.pageToken` while more follow). An organization or folder that does not exist is NOT_FOUND.
+         */
         post: operations["organizationsFoldersGet"];
         delete?: never;
         options?: never;
@@ -401,7 +508,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/documents/add */
+        /**
+         * Add documents, at the organization root or in a folder
+         * @description Each document is its own item: one that fails does not stop the others, and carries the hosted `code` (`not-found`, `already-exists`...). `data` is keyed by documentId, each id once (its first occurrence). An organization that does not exist is NOT_FOUND. With `createOrganization: true` a missing organization is created first, with `createFolder: true` a missing `folderId` (at the organization root). A folder that does not exist otherwise fails every item ("Folder does not exist"); a document id that exists fails its item ("Document already exists"). Without `accessType` a document inherits its folder's.
+         */
         post: operations["organizationsDocumentsAdd"];
         delete?: never;
         options?: never;
@@ -418,7 +528,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/documents/get */
+        /**
+         * List documents of an organization
+         * @description Every document of the organization, or those of `documentIds` (at most 30; unknown ids are left out), or those directly in `folderId`, in creation order. Paged: `pageSize` 1 to 1000 (default 1000); `result.pageToken` while more rows follow. A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT. An organization or folder that does not exist is NOT_FOUND.
+         */
         post: operations["organizationsDocumentsGet"];
         delete?: never;
         options?: never;
@@ -435,7 +548,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/documents/update */
+        /**
+         * Update documents (name, access type, disabled)
+         * @description Each document is its own item: one that fails does not stop the others, and carries the hosted `code` (`not-found`, `already-exists`...). `data` is keyed by documentId, each id once (its first occurrence). An organization that does not exist is NOT_FOUND. Only the fields sent change. A document that does not exist fails its item ("Document does not exist").
+         */
         post: operations["organizationsDocumentsUpdate"];
         delete?: never;
         options?: never;
@@ -452,7 +568,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/documents/delete */
+        /**
+         * Delete documents
+         * @description Each document is its own item, keyed by documentId (each id once). A document that does not exist is not a failure: its item is `success: true` with "Document does not exist". The documents' grants go with them. An organization that does not exist is NOT_FOUND.
+         */
         post: operations["organizationsDocumentsDelete"];
         delete?: never;
         options?: never;
@@ -469,7 +588,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/documents/move */
+        /**
+         * Move documents to a folder
+         * @description At most 30 documents, all or none: a document that does not exist fails the whole call with INVALID_ARGUMENT naming it, before anything moves. `folderId` `"root"` moves them to the organization root; a folder that does not exist is NOT_FOUND, as is an organization that does not exist. Moved documents without an access type of their own take the new folder's. The answer has no `data`.
+         */
         post: operations["organizationsDocumentsMove"];
         delete?: never;
         options?: never;
@@ -486,7 +608,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/documents/access/update */
+        /**
+         * Set the access type of documents
+         * @description Sets `accessType` (default `public`) on each document, or with `inheritFromParent: true` clears it so the document inherits its folder's (at the root, the organization default). Each document is its own item: one that fails does not stop the others, and carries the hosted `code` (`not-found`, `already-exists`...). `data` is keyed by documentId, each id once (its first occurrence). An organization that does not exist is NOT_FOUND. A document that does not exist fails its item. Each item echoes the access type set.
+         */
         post: operations["organizationsDocumentsAccessUpdate"];
         delete?: never;
         options?: never;
@@ -503,7 +628,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/documents/access/disablestate/update */
+        /**
+         * Disable or enable documents
+         * @description Sets `disabled` (default false) on each document: permissions/get denies a disabled document to everyone ("Document is disabled"). Each document is its own item: one that fails does not stop the others, and carries the hosted `code` (`not-found`, `already-exists`...). `data` is keyed by documentId, each id once (its first occurrence). An organization that does not exist is NOT_FOUND. A document that does not exist fails its item. Each item echoes the state set.
+         */
         post: operations["organizationsDocumentsAccessDisablestateUpdate"];
         delete?: never;
         options?: never;
@@ -520,7 +648,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/users/add */
+        /**
+         * Add users to an organization, folder or document
+         * @description The scope is the document when `documentId` is sent, else the folder when `folderId` is sent, else the organization. Each user's profile (name, email, initial: from the name's first letters when omitted) is saved and the user gets a grant on the scope with `accessRole` (default `editor`); an existing user is updated. A missing organization is created; `createFolder: true` creates a missing folder (at the root), `createDocument: true` a missing document (in `folderId` when sent). A folder or document that does not exist otherwise is NOT_FOUND. Each user is its own item, keyed by userId (each id once).
+         */
         post: operations["usersAdd"];
         delete?: never;
         options?: never;
@@ -537,7 +668,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/users/update */
+        /**
+         * Update users of an organization, folder or document
+         * @description The scope is the document when `documentId` is sent, else the folder when `folderId` is sent, else the organization. Updates each user's profile fields sent and, with `accessRole`, the role of their grant on the scope (its expiry kept). A user without a live grant on the scope fails its item ("User does not exist."). Each user is its own item, keyed by userId (each id once). An organization, folder or document that does not exist is NOT_FOUND.
+         */
         post: operations["usersUpdate"];
         delete?: never;
         options?: never;
@@ -554,7 +688,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/users/delete */
+        /**
+         * Remove users from an organization, folder or document
+         * @description The scope is the document when `documentId` is sent, else the folder when `folderId` is sent, else the organization. With a folder or document, the user's grant there goes. With the organization alone, the user leaves it: every grant they hold inside it and their membership of its user groups go. A user with nothing to remove fails its item ("User does not exist."). Each user is its own item, keyed by userId (each id once). An organization, folder or document that does not exist is NOT_FOUND.
+         */
         post: operations["usersDelete"];
         delete?: never;
         options?: never;
@@ -571,7 +708,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/users/get */
+        /**
+         * List the users of an organization, folder or document
+         * @description The scope is the document when `documentId` is sent, else the folder when `folderId` is sent, else the organization. Rows are the users holding a live grant on the scope itself, in userId order, narrowed to `userIds` (at most 30) and/or to members of `organizationUserGroupIds` (at most 30). With `allDocuments: true` (alone: no scope or user filter beside it, INVALID_ARGUMENT otherwise): the users of every document of the organization, one row per (document, user) with its `documentId`, or with `groupByDocumentId: true` an object keyed by documentId whose rows may continue on the next page under the same key. Paged: `pageSize` 1 to 1000 (default 1000); the next token comes as `result.pageToken` and `result.nextPageToken` while more follow. An organization, folder or document that does not exist is NOT_FOUND.
+         */
         post: operations["usersGet"];
         delete?: never;
         options?: never;
@@ -588,7 +728,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/usergroups/add */
+        /**
+         * Add user groups to an organization
+         * @description Each group is its own item, keyed by groupId (each id once): a group id that exists fails its item ("Organization user group already exists."). With `createOrganization: true` a missing organization is created first; otherwise an organization that does not exist is NOT_FOUND.
+         */
         post: operations["organizationsUsergroupsAdd"];
         delete?: never;
         options?: never;
@@ -605,7 +748,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/usergroups/users/add */
+        /**
+         * Add users to a user group
+         * @description Only members of the organization (a live grant on the organization) can join: any other user fails its item ("User is not a member of the organization."). A user already in the group succeeds. `data` is keyed by userId (each id once). An organization or group that does not exist is NOT_FOUND.
+         */
         post: operations["organizationsUsergroupsUsersAdd"];
         delete?: never;
         options?: never;
@@ -622,7 +768,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/organizations/usergroups/users/delete */
+        /**
+         * Remove users from a user group
+         * @description `userIds`, or `deleteAll: true` to empty the group (one of them is required: INVALID_ARGUMENT otherwise). A user not in the group fails its item ("User is not in the organization user group."). `data` is keyed by userId (each id once); with `deleteAll` it lists every user removed. An organization or group that does not exist is NOT_FOUND.
+         */
         post: operations["organizationsUsergroupsUsersDelete"];
         delete?: never;
         options?: never;
@@ -639,7 +788,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/auth/permissions/get */
+        /**
+         * Resolve what users may open
+         * @description For each of `userIds` (at most 100): their organization membership, and an entry per folder and document asked for, resolved through inheritance: grants on the resource, on each folder above it (nearest first), then on the organization, decided by the resource's effective access type (`public`: everyone; `organizationPrivate`: any grant, membership included; `restricted`: a grant on the resource or a folder above it). A disabled document, or any document of a disabled organization, is denied. At most 10000 cells (users x folders and documents): INVALID_ARGUMENT beyond. A folder or document that does not exist fails the whole query with NOT_FOUND, the entries in `error.details` (missing ones with `errorCode: does_not_exist`); so does an organization that does not exist.
+         */
         post: operations["authPermissionsGet"];
         delete?: never;
         options?: never;
@@ -656,7 +808,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/auth/permissions/add */
+        /**
+         * Grant a user access to resources
+         * @description Each resource is `{ type: organization | folder | document, id, organizationId (folder and document) }`; the user may be given as `userId` or `user.userId`. A resource that does not exist fails alone (never a grant on nothing). When every resource went through the answer has no `data`; when one failed, `data` holds every resource's outcome keyed by resource id. `accessRole` defaults to `editor`; `expiresAt` (Unix seconds) makes the grant temporary, and a temporary grant never replaces a live permanent one (that resource fails). `context.access` (`{ field: value | value[] }`) adds access fields to the grant: at most 200 per resource and 2000 per user in one organization, beyond which that resource fails.
+         */
         post: operations["authPermissionsAdd"];
         delete?: never;
         options?: never;
@@ -673,7 +828,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/auth/permissions/remove */
+        /**
+         * Revoke a user's access to resources
+         * @description Each resource is `{ type: organization | folder | document, id, organizationId (folder and document) }`; the user may be given as `userId` or `user.userId`. A resource that does not exist fails alone (never a grant on nothing). When every resource went through the answer has no `data`; when one failed, `data` holds every resource's outcome keyed by resource id. A resource with `context.access` loses only those access fields, the grant stays; without, the grant goes (a grant that was not there succeeds with "Permission does not exist.").
+         */
         post: operations["authPermissionsRemove"];
         delete?: never;
         options?: never;
@@ -690,7 +848,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/agents/get */
+        /**
+         * Fetch one agent, or list the API key's agents
+         * @description - With `agentId`: `{ agent }`, in full (a custom agent's whole configuration, secrets `"__redacted__"`; a built-in agent's identity and inputs).
+         *     - Without: `{ agents }`, identity rows, built-in agents first (catalogue order), then custom agents in creation order. `filter` keeps only built-in (`defaultOnly`) or custom (`customOnly`) agents; `groupId` lists a group's members in the group's order.
+         *
+         *     Agents whose `metadata.internal` is `true` are left out of lists (they stay fetchable by id).
+         */
         post: operations["agentsGet"];
         delete?: never;
         options?: never;
@@ -707,7 +871,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/agents/create */
+        /**
+         * Create a custom agent
+         * @description `name` is required; `description` defaults to `""` and `enabled` to `true`. Every other field is stored as sent, and the whole configuration is at most 64 KiB as JSON.
+         *
+         *     - Secrets (the values of `auth` objects but their `type` and `username`, and context-gathering strategy options not documented as public) are stored encrypted and read back as `"__redacted__"`.
+         *     - `agentId` is optional (this service's extension): an id in use, or a built-in agent's, is `ALREADY_EXISTS`.
+         */
         post: operations["agentsCreate"];
         delete?: never;
         options?: never;
@@ -724,7 +894,13 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/agents/update */
+        /**
+         * Update an agent
+         * @description Any subset of the fields. Changing only `name`, `description` or `enabled` keeps the version; any other field replaces the stored one whole and makes a new version. An update that changes nothing changes nothing.
+         *
+         *     - `"__redacted__"` sent back where a secret was read keeps the stored secret.
+         *     - A built-in agent accepts only `enabled` (other fields are ignored; without `enabled`: `INVALID_ARGUMENT`).
+         */
         post: operations["agentsUpdate"];
         delete?: never;
         options?: never;
@@ -741,7 +917,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/agents/delete */
+        /**
+         * Delete a custom agent
+         * @description The agent leaves every group first. Repeating the call, or naming an agent that does not exist, answers success. A built-in agent cannot be deleted (`FAILED_PRECONDITION`): switch it off with `/v2/agents/update` and `enabled: false`.
+         */
         post: operations["agentsDelete"];
         delete?: never;
         options?: never;
@@ -758,7 +937,14 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/agents/groups/create */
+        /**
+         * Create an agent group
+         * @description - `name`: 1 to 200 characters, `description` up to 2000 (both trimmed).
+         *     - `agentIds`: at most 100 as sent (duplicates counted, then dropped), each an agent of this key (else `NOT_FOUND` naming the unknown ones).
+         *     - `metadata`: the client's, at most 16 KiB as JSON, fixed at creation; `metadata.apiKey` is always the calling key.
+         *     - At most 50 groups per API key (`RESOURCE_EXHAUSTED`).
+         *     - Unknown fields are refused. `groupId` is optional (this service's extension).
+         */
         post: operations["agentsGroupsCreate"];
         delete?: never;
         options?: never;
@@ -775,7 +961,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/agents/groups/update */
+        /**
+         * Rename or re-describe an agent group
+         * @description Only `name` and `description`, at least one of them. Members change through `/v2/agents/groups/add-agents` and `/remove-agents`; `metadata` is fixed at creation. Other fields are refused.
+         */
         post: operations["agentsGroupsUpdate"];
         delete?: never;
         options?: never;
@@ -792,7 +981,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/agents/groups/delete */
+        /**
+         * Delete an agent group
+         * @description Its agents are not deleted. A group that does not exist (or no longer does) is `NOT_FOUND`.
+         */
         post: operations["agentsGroupsDelete"];
         delete?: never;
         options?: never;
@@ -809,7 +1001,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/agents/groups/add-agents */
+        /**
+         * Add agents to a group
+         * @description Appended in the order given; members already in are skipped. Each id must name an agent of this key (else `NOT_FOUND` naming the unknown ones, and nothing is added). A group holds at most 100 agents (`RESOURCE_EXHAUSTED`).
+         */
         post: operations["agentsGroupsAddAgents"];
         delete?: never;
         options?: never;
@@ -826,7 +1021,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/agents/groups/remove-agents */
+        /**
+         * Remove agents from a group
+         * @description Ids that are not members are ignored. The agents themselves are not deleted.
+         */
         post: operations["agentsGroupsRemoveAgents"];
         delete?: never;
         options?: never;
@@ -843,7 +1041,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/agents/groups/get */
+        /**
+         * Fetch an agent group, or every group in full
+         * @description With `groupId`: `{ group }`. Without (this service's extension): `{ groups }`, every group of the API key with its members, oldest first.
+         */
         post: operations["agentsGroupsGet"];
         delete?: never;
         options?: never;
@@ -860,7 +1061,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/agents/groups/list */
+        /**
+         * List the API key's agent groups
+         * @description Every group, oldest first (at most 50), with `agentCount` in place of the members.
+         */
         post: operations["agentsGroupsList"];
         delete?: never;
         options?: never;
@@ -877,7 +1081,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/presence/add */
+        /**
+         * Mark users present on a document
+         * @description Each user joins (or refreshes) the document's presence list. `status` defaults to `online` (an entry already live keeps its own). An entry lives 60 seconds unless refreshed by another add or an update. Presence is not kept in the event log.
+         */
         post: operations["presenceAdd"];
         delete?: never;
         options?: never;
@@ -894,7 +1101,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/presence/update */
+        /**
+         * Refresh users already present on a document
+         * @description A heartbeat, or a new name, email or status: each entry lives another 60 seconds.
+         *
+         *     A user without a live entry is not added (use `/v2/presence/add`); the others are still updated. The answer then is `{ success: false, notPresent: [userIds] }` with its own message, and `{ success: true }` when every user was present.
+         */
         post: operations["presenceUpdate"];
         delete?: never;
         options?: never;
@@ -911,7 +1123,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/presence/get */
+        /**
+         * List who is present on a document, or on every document of an organization
+         * @description Live entries only, oldest join first; `userIds` narrows. Paged: `pageSize` 1 to 1000 (default 1000); `result.pageToken` while more may follow, sent back as `data.pageToken`.
+         */
         post: operations["presenceGet"];
         delete?: never;
         options?: never;
@@ -928,7 +1143,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/presence/delete */
+        /**
+         * Remove users from a document's presence list
+         * @description Removing a user who is not present is not an error.
+         */
         post: operations["presenceDelete"];
         delete?: never;
         options?: never;
@@ -945,7 +1163,19 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/workspace/emailconfig/update */
+        /**
+         * Update the API key's email service configuration
+         * @description Fields may come nested (`emailServiceConfig: { ... }`) or flat beside `useEmailService`; nested wins when both name a field. At least one field must be given.
+         *
+         *     - The update is merged over the stored configuration: a given field replaces the stored one, `""` removes it, and `"__redacted__"` (sent back as read) keeps the stored secret.
+         *     - Secrets are stored encrypted and always read back as `"__redacted__"`.
+         *     - The first update that leaves the service enabled without triggers sets the default triggers.
+         *     - Any refusal answers `INVALID_ARGUMENT` with the message "Invalid email service configuration."; what exactly is wrong is in `details.reason` (and `details.fields`).
+         *
+         *     The answer is the configuration as stored after the update.
+         *
+         *     A provider other than `default` needs its `apiKey`. `triggers`: at most 50, each 1 to 64 characters; `setDefaultEmailTriggers: true` sets the defaults. This service stores the email configuration for clients; it sends no email itself.
+         */
         post: operations["workspaceEmailconfigUpdate"];
         delete?: never;
         options?: never;
@@ -962,7 +1192,19 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/workspace/webhookconfig/update */
+        /**
+         * Update the API key's webhook service configuration
+         * @description Fields may come nested (`webhookServiceConfig: { ... }`) or flat beside `useWebhookService`; nested wins when both name a field. At least one field must be given.
+         *
+         *     - The update is merged over the stored configuration: a given field replaces the stored one, `""` removes it, and `"__redacted__"` (sent back as read) keeps the stored secret.
+         *     - Secrets are stored encrypted and always read back as `"__redacted__"`.
+         *     - The first update that leaves the service enabled without triggers sets the default triggers.
+         *     - Any refusal answers `INVALID_ARGUMENT` with the message "Invalid webhook service configuration."; what exactly is wrong is in `details.reason` (and `details.fields`).
+         *
+         *     The answer is the configuration as stored after the update.
+         *
+         *     An enabled service needs `rawNotificationUrl` or `processedNotificationUrl` (http or https; a URL naming an address the operator's egress policy refuses is refused). `triggers` are areas: `organization`, `folder`, `document`, `user`, `group`, `agent`, `other`.
+         */
         post: operations["workspaceWebhookconfigUpdate"];
         delete?: never;
         options?: never;
@@ -979,7 +1221,14 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/auth/generate_token */
+        /**
+         * Sign a user token naming the user and the resources it grants
+         * @description The token is a JWT (HS256) signed with the API key's own signing key (`kid` in its header), valid 48 hours.
+         *
+         *     - The resources become grants exactly as with `/v2/auth/permissions/add` (`accessRole` defaults to `editor`).
+         *     - All or nothing: a resource that does not exist answers `NOT_FOUND` (each missing one in `details.resources`), one that would pass the access-field limit `INVALID_ARGUMENT`; nothing is granted or signed then.
+         *     - `FAILED_PRECONDITION` when the key's signing key cannot be decrypted: rotate it with `/v2/workspace/apikey/signingkey/rotate`.
+         */
         post: operations["authGenerateToken"];
         delete?: never;
         options?: never;
@@ -996,7 +1245,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/workspace/webhooks/deliveries/get */
+        /**
+         * List the API key's webhook deliveries and their attempts
+         * @description In event order, optionally only those of one `status`. Paged: `pageSize` 1 to 1000 (default 100); `result.pageToken` while more exist, sent back as `data.pageToken`. Payload bodies and secrets are not listed.
+         */
         post: operations["workspaceWebhooksDeliveriesGet"];
         delete?: never;
         options?: never;
@@ -1013,7 +1265,19 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** /v2/audit/events/get */
+        /**
+         * Read the API key's event history
+         * @description What the history covers:
+         *
+         *     - no ids: every event of the API key;
+         *     - `organizationId`: the organization's;
+         *     - `folderId` or `documentId`, each with its `organizationId`: that folder's or document's (not both);
+         *     - `agentId` alone: the agent's.
+         *
+         *     `fromTime` and `toTime` (inclusive, Unix milliseconds) and `types` filter. Paged: `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow, sent back with the same filters. A page scans a bounded part of the history, so with narrow filters it may hold fewer entries than asked, even none, and still carry a `pageToken`.
+         *
+         *     Secrets in event data read `"__redacted__"`. Only the calling key's own history can be read.
+         */
         post: operations["auditEventsGet"];
         delete?: never;
         options?: never;
@@ -1025,114 +1289,6 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        Failure400Input: {
-            error: {
-                /** @enum {string} */
-                status: "INVALID_ARGUMENT" | "FAILED_PRECONDITION";
-                /** @description What went wrong, naming the field or resource. */
-                message: string;
-                /** @description Where the hosted API shows one: `not-found` for folders/delete's unknown folder. */
-                code?: string;
-                /** @description Structured detail: the invalid fields, an oversized replay's size... */
-                details?: unknown;
-            };
-        };
-        Failure401Input: {
-            error: {
-                /** @enum {string} */
-                status: "UNAUTHENTICATED";
-                /** @description What went wrong, naming the field or resource. */
-                message: string;
-                /** @description Where the hosted API shows one: `not-found` for folders/delete's unknown folder. */
-                code?: string;
-                /** @description Structured detail: the invalid fields, an oversized replay's size... */
-                details?: unknown;
-            };
-        };
-        Failure403Input: {
-            error: {
-                /** @enum {string} */
-                status: "PERMISSION_DENIED";
-                /** @description What went wrong, naming the field or resource. */
-                message: string;
-                /** @description Where the hosted API shows one: `not-found` for folders/delete's unknown folder. */
-                code?: string;
-                /** @description Structured detail: the invalid fields, an oversized replay's size... */
-                details?: unknown;
-            };
-        };
-        Failure404Input: {
-            error: {
-                /** @enum {string} */
-                status: "NOT_FOUND";
-                /** @description What went wrong, naming the field or resource. */
-                message: string;
-                /** @description Where the hosted API shows one: `not-found` for folders/delete's unknown folder. */
-                code?: string;
-                /** @description Structured detail: the invalid fields, an oversized replay's size... */
-                details?: unknown;
-            };
-        };
-        Failure409Input: {
-            error: {
-                /** @enum {string} */
-                status: "ALREADY_EXISTS" | "ABORTED";
-                /** @description What went wrong, naming the field or resource. */
-                message: string;
-                /** @description Where the hosted API shows one: `not-found` for folders/delete's unknown folder. */
-                code?: string;
-                /** @description Structured detail: the invalid fields, an oversized replay's size... */
-                details?: unknown;
-            };
-        };
-        Failure429Input: {
-            error: {
-                /** @enum {string} */
-                status: "RESOURCE_EXHAUSTED";
-                /** @description What went wrong, naming the field or resource. */
-                message: string;
-                /** @description Where the hosted API shows one: `not-found` for folders/delete's unknown folder. */
-                code?: string;
-                /** @description Structured detail: the invalid fields, an oversized replay's size... */
-                details?: unknown;
-            };
-        };
-        Failure500Input: {
-            error: {
-                /** @enum {string} */
-                status: "INTERNAL";
-                /** @description What went wrong, naming the field or resource. */
-                message: string;
-                /** @description Where the hosted API shows one: `not-found` for folders/delete's unknown folder. */
-                code?: string;
-                /** @description Structured detail: the invalid fields, an oversized replay's size... */
-                details?: unknown;
-            };
-        };
-        Failure503Input: {
-            error: {
-                /** @enum {string} */
-                status: "UNAVAILABLE";
-                /** @description What went wrong, naming the field or resource. */
-                message: string;
-                /** @description Where the hosted API shows one: `not-found` for folders/delete's unknown folder. */
-                code?: string;
-                /** @description Structured detail: the invalid fields, an oversized replay's size... */
-                details?: unknown;
-            };
-        };
-        Failure413Input: {
-            error: {
-                /** @enum {string} */
-                status: "INVALID_ARGUMENT";
-                /** @description What went wrong, naming the field or resource. */
-                message: string;
-                /** @description Where the hosted API shows one: `not-found` for folders/delete's unknown folder. */
-                code?: string;
-                /** @description Structured detail: the invalid fields, an oversized replay's size... */
-                details?: unknown;
-            };
-        };
         Failure400: {
             error: {
                 /** @enum {string} */
@@ -1241,6 +1397,42 @@ export interface components {
                 details?: unknown;
             };
         };
+        Failure422: {
+            error: {
+                /** @enum {string} */
+                status: "INVALID_ARGUMENT";
+                /** @description What went wrong, naming the field or resource. */
+                message: string;
+                /** @description Where the hosted API shows one: `not-found` for folders/delete's unknown folder. */
+                code?: string;
+                /** @description Structured detail: the invalid fields, an oversized replay's size... */
+                details?: unknown;
+            };
+        };
+        FolderRow: {
+            folderId: string;
+            folderName: string;
+            organizationId: string;
+            /** @description The parent folder's id; `"root"` for a folder at the organization root. */
+            parentFolderId: string;
+            /** @description The API key the folder belongs to (the caller's own). */
+            apiKey: string;
+            /** @description Creation time, milliseconds since the epoch. */
+            createdAt: number;
+            /** @description Last change to the folder or its placement, milliseconds since the epoch. */
+            lastUpdated: number;
+            /** @description The folders above it, from `"root"` down to its parent. */
+            ancestors: string[];
+            /**
+             * @description The effective access type: its own, else inherited from its parent (at the root, the organization default).
+             * @enum {string}
+             */
+            accessType: "organizationPrivate" | "restricted" | "public";
+            /** @description True when the folder has no access type of its own. */
+            inheritAccessFromParent: boolean;
+            /** @description Its subfolders in creation order, on a folders/get with `folderId` for the folders above `maxDepth` (empty: none). Absent on the deepest level shown and on the all-folders list. */
+            subFolders?: components["schemas"]["FolderRow"][];
+        };
     };
     responses: never;
     parameters: never;
@@ -1259,6 +1451,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "ownerEmail": "owner@example.com",
+                 *         "name": "John Doe",
+                 *         "workspaceName": "My Workspace",
+                 *         "avatar": "https://example.com/avatar.png"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         ownerEmail: string;
@@ -1281,7 +1483,31 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                /** @description The workspace id (`x-service-workspace-id`). */
+                                id: string;
+                                name: string;
+                                owner: {
+                                    email: string;
+                                    id: string;
+                                    name: string;
+                                    avatar?: string;
+                                };
+                                /** @description The workspace auth token (`x-service-workspace-auth-token`). A secret shown only in this answer: no call shows it again. */
+                                authToken: string;
+                                /** @description The workspace's first API key, keyed by its id: always one testing key. */
+                                apiKeyList: {
+                                    [key: string]: {
+                                        apiKeyName: string;
+                                        /** @description The API key (`x-service-api-key`), the same as the map key. */
+                                        id: string;
+                                        /** @enum {string} */
+                                        type: "testing";
+                                        /** @description The key's auth token (`x-service-auth-token`). A secret shown only in this answer: no call shows it again. */
+                                        authToken: string;
+                                    };
+                                };
+                            };
                         };
                     };
                 };
@@ -1331,6 +1557,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure413"];
                 };
             };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
             /** @description RESOURCE_EXHAUSTED */
             429: {
                 headers: {
@@ -1369,6 +1604,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "ownerEmail": "owner@example.com",
+                 *         "type": "testing",
+                 *         "createAuthToken": true
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         ownerEmail?: string;
@@ -1418,12 +1662,17 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                /** @description The new API key (`x-service-api-key`). */
+                                apiKey: string;
+                                /** @description Present with `createAuthToken: true`: the key's auth token. A secret shown only in this answer: no call shows it again. */
+                                authToken?: string;
+                            };
                         };
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1468,6 +1717,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure413"];
                 };
             };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
             /** @description RESOURCE_EXHAUSTED */
             429: {
                 headers: {
@@ -1506,6 +1764,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "apiKey": "velt_api_key_1"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         apiKey: string;
@@ -1525,7 +1790,24 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                apiKey: string;
+                                authTokens: {
+                                    /**
+                                     * @description Never the secret: it is shown once, when the token is created or reset.
+                                     * @enum {string}
+                                     */
+                                    token: "__redacted__";
+                                    /** @description Always "Default Auth Token": tokens have no name of their own here. */
+                                    name: string;
+                                    /** @description Always empty (kept for the hosted API's shape). */
+                                    domains: string[];
+                                    /** @description Names the token to `/v2/workspace/authtoken/reset`. */
+                                    tokenId: string;
+                                    /** @description Unix milliseconds. */
+                                    createdAt: number;
+                                }[];
+                            };
                         };
                     };
                 };
@@ -1555,6 +1837,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
                 };
             };
             /** @description INVALID_ARGUMENT */
@@ -1604,6 +1895,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "apiKey": "velt_api_key_1"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         apiKey: string;
@@ -1624,7 +1922,19 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                apiKey: string;
+                                newAuthToken: {
+                                    /** @description The auth token (send it as `x-service-auth-token` with the API key). A secret shown only in this answer: no call shows it again. */
+                                    token: string;
+                                    /** @description Always "Default Auth Token": tokens have no name of their own here. */
+                                    name: string;
+                                    /** @description Always empty (kept for the hosted API's shape). */
+                                    domains: string[];
+                                    /** @description Names the token to `/v2/workspace/authtoken/reset`. */
+                                    tokenId: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -1656,6 +1966,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -1672,6 +1991,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -1712,6 +2040,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {}
+                 *     }
+                 */
                 "application/json": {
                     data: Record<string, never>;
                 };
@@ -1729,7 +2062,11 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                workspaceId: string;
+                                /** @description The new workspace auth token (`x-service-workspace-auth-token`). A secret shown only in this answer: no call shows it again. */
+                                authToken: string;
+                            };
                         };
                     };
                 };
@@ -1777,6 +2114,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -1817,6 +2163,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "apiKey": "velt_api_key_1",
+                 *         "revokePrevious": true
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         apiKey: string;
@@ -1837,7 +2191,15 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                apiKey: string;
+                                /** @description The new signing key's id, in the header of the tokens it signs. */
+                                kid: string;
+                                /** @description Signing keys dropped by this rotation: all previous ones with `revokePrevious`, else those whose tokens have all expired. */
+                                revokedKids: string[];
+                                /** @description Whether tokens signed before stay valid until they expire (`false` with `revokePrevious`). */
+                                previousKeysValidUntilExpiry: boolean;
+                            };
                         };
                     };
                 };
@@ -1869,6 +2231,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -1885,6 +2256,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -1925,6 +2305,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "apiKey": "velt_api_key_1"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         apiKey: string;
@@ -1944,7 +2331,11 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                apiKey: string;
+                                /** @enum {boolean} */
+                                deleted: true;
+                            };
                         };
                     };
                 };
@@ -1976,6 +2367,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -1992,6 +2392,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -2032,6 +2441,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizations": [
+                 *           {
+                 *             "organizationId": "yourOrganizationId",
+                 *             "organizationName": "Your Organization Name"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizations: {
@@ -2054,7 +2475,16 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description The id sent for this item. */
+                                    id: string;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -2104,6 +2534,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure413"];
                 };
             };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
             /** @description RESOURCE_EXHAUSTED */
             429: {
                 headers: {
@@ -2142,6 +2581,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationIds": [
+                 *           "yourOrganizationId"
+                 *         ],
+                 *         "pageSize": 1000
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationIds?: string[];
@@ -2163,7 +2612,21 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                /** @description The organization id (the hosted API's name for it). */
+                                id: string;
+                                organizationId: string;
+                                /** @description The organization id when it was created without a name. */
+                                organizationName: string;
+                                /** @description A disabled organization denies every document in it. */
+                                disabled: boolean;
+                                /** @description Creation time, milliseconds since the epoch. */
+                                createdAt: number;
+                            }[];
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
+                            /** @description The same token as `pageToken` (the hosted API's name). */
+                            nextPageToken?: string;
                         };
                     };
                 };
@@ -2242,6 +2705,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizations": [
+                 *           {
+                 *             "organizationId": "yourOrganizationId",
+                 *             "organizationName": "Your Updated Organization Name"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizations: {
@@ -2264,7 +2739,16 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description The id sent for this item. */
+                                    id: string;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -2312,6 +2796,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -2352,6 +2845,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationIds": [
+                 *           "yourOrganizationId1",
+                 *           "yourOrganizationId2"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationIds: string[];
@@ -2371,7 +2874,16 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description The id sent for this item. */
+                                    id: string;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -2419,6 +2931,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -2459,6 +2980,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationIds": [
+                 *           "yourOrganizationId1",
+                 *           "yourOrganizationId2"
+                 *         ],
+                 *         "disabled": true
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationIds: string[];
@@ -2479,7 +3011,16 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description The id sent for this item. */
+                                    id: string;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -2527,6 +3068,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -2567,6 +3117,20 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "folders": [
+                 *           {
+                 *             "folderId": "folder2025",
+                 *             "folderName": "folder2025",
+                 *             "accessType": "restricted"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -2594,7 +3158,16 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description The id sent for this item. */
+                                    id: string;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -2626,6 +3199,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -2642,6 +3224,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -2682,6 +3273,20 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "folders": [
+                 *           {
+                 *             "folderId": "yourFolderId",
+                 *             "folderName": "yourFolderName",
+                 *             "parentFolderId": "yourParentFolderId"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -2706,7 +3311,16 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description The id sent for this item. */
+                                    id: string;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -2738,6 +3352,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -2754,6 +3377,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -2794,6 +3426,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "org10",
+                 *         "folderId": "folderId2"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -2814,7 +3454,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: null;
                         };
                     };
                 };
@@ -2846,6 +3486,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -2862,6 +3511,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -2902,6 +3560,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "folderIds": [
+                 *           "yourFolderId1",
+                 *           "yourFolderId2"
+                 *         ],
+                 *         "accessType": "organizationPrivate"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -2925,7 +3595,21 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                    /** @description The access type set; null when the item now inherits it from its parent. */
+                                    accessType: ("organizationPrivate" | "restricted" | "public") | null;
+                                    /**
+                                     * @description Present (true) when the item now inherits its access type from its parent.
+                                     * @enum {boolean}
+                                     */
+                                    inheritFromParent?: true;
+                                };
+                            };
                         };
                     };
                 };
@@ -2957,6 +3641,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -2973,6 +3666,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -3013,6 +3715,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "folderId": "yourFolderId",
+                 *         "maxDepth": 3
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -3036,7 +3747,9 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: components["schemas"]["FolderRow"][];
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
                         };
                     };
                 };
@@ -3066,6 +3779,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
                 };
             };
             /** @description INVALID_ARGUMENT */
@@ -3115,6 +3837,20 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "folderId": "yourFolderId",
+                 *         "documents": [
+                 *           {
+                 *             "documentId": "yourDocumentId",
+                 *             "documentName": "Your Document Name"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -3144,7 +3880,18 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description The id sent for this item. */
+                                    id: string;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                    /** @description On a failed item only: the refusal's status in lower case with dashes, as the hosted API shows it (`already-exists`, `not-found`). */
+                                    code?: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -3176,6 +3923,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -3192,6 +3948,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -3232,6 +3997,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "documentIds": [
+                 *           "yourDocumentId1",
+                 *           "yourDocumentId2"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -3255,7 +4031,22 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                /** @description The documentId. */
+                                id: string;
+                                /** @description The document id when it was added without a name. */
+                                documentName: string;
+                                disabled: boolean;
+                                /**
+                                 * @description The effective access type: its own, else its folder's, else the organization default.
+                                 * @enum {string}
+                                 */
+                                accessType: "organizationPrivate" | "restricted" | "public";
+                                /** @description The folder it is in; absent at the organization root. */
+                                folderId?: string;
+                            }[];
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
                         };
                     };
                 };
@@ -3285,6 +4076,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
                 };
             };
             /** @description INVALID_ARGUMENT */
@@ -3334,6 +4134,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "documents": [
+                 *           {
+                 *             "documentId": "yourDocumentId",
+                 *             "documentName": "Your Document Name"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -3360,7 +4173,18 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description The id sent for this item. */
+                                    id: string;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                    /** @description On a failed item only: the refusal's status in lower case with dashes, as the hosted API shows it (`already-exists`, `not-found`). */
+                                    code?: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -3392,6 +4216,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -3408,6 +4241,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -3448,6 +4290,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "documentIds": [
+                 *           "yourDocumentId1",
+                 *           "yourDocumentId2"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -3468,7 +4321,16 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description The id sent for this item. */
+                                    id: string;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -3500,6 +4362,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -3516,6 +4387,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -3556,6 +4436,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "documentIds": [
+                 *           "yourDocumentId1",
+                 *           "yourDocumentId2"
+                 *         ],
+                 *         "folderId": "targetFolderId"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -3577,7 +4469,6 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
                         };
                     };
                 };
@@ -3609,6 +4500,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -3625,6 +4525,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -3665,6 +4574,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "documentIds": [
+                 *           "yourDocumentId1",
+                 *           "yourDocumentId2"
+                 *         ],
+                 *         "accessType": "organizationPrivate"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -3688,7 +4609,23 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                    /** @description The access type set; null when the item now inherits it from its parent. */
+                                    accessType: ("organizationPrivate" | "restricted" | "public") | null;
+                                    /**
+                                     * @description Present (true) when the item now inherits its access type from its parent.
+                                     * @enum {boolean}
+                                     */
+                                    inheritFromParent?: true;
+                                    /** @description On a failed item only: the refusal's status in lower case with dashes, as the hosted API shows it (`already-exists`, `not-found`). */
+                                    code?: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -3720,6 +4657,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -3736,6 +4682,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -3776,6 +4731,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "documentIds": [
+                 *           "yourDocumentId"
+                 *         ],
+                 *         "disabled": true
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -3797,7 +4763,18 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                    /** @description The disabled state set. */
+                                    disabled: boolean;
+                                    /** @description On a failed item only: the refusal's status in lower case with dashes, as the hosted API shows it (`already-exists`, `not-found`). */
+                                    code?: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -3829,6 +4806,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -3845,6 +4831,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -3885,6 +4880,22 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "documentId": "yourDocumentId",
+                 *         "users": [
+                 *           {
+                 *             "userId": "yourUserId1",
+                 *             "name": "User Name",
+                 *             "email": "user@email.com",
+                 *             "accessRole": "editor"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -3917,7 +4928,16 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description The id sent for this item. */
+                                    id: string;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -3949,6 +4969,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -3965,6 +4994,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -4005,6 +5043,21 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "users": [
+                 *           {
+                 *             "userId": "yourUserId1",
+                 *             "name": "User Name",
+                 *             "email": "user@email.com",
+                 *             "accessRole": "editor"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -4034,7 +5087,16 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description The id sent for this item. */
+                                    id: string;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -4066,6 +5128,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -4082,6 +5153,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -4122,6 +5202,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "documentId": "yourDocumentId",
+                 *         "userIds": [
+                 *           "yourUserId1"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -4144,7 +5235,14 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -4176,6 +5274,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -4192,6 +5299,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -4232,6 +5348,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "documentId": "yourDocumentId",
+                 *         "userIds": [
+                 *           "yourUserId1",
+                 *           "yourUserId2"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -4259,7 +5387,51 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                userId: string;
+                                /** @description Empty when the user has no profile. */
+                                name: string;
+                                /** @description Empty when the user has no profile. */
+                                email: string;
+                                /** @description Empty when the user has no profile. */
+                                initial: string;
+                                /** @enum {string} */
+                                accessRole: "editor" | "viewer";
+                                /** @description Unix seconds; only on a temporary grant. */
+                                expiresAt?: number;
+                                /** @description The document the user holds the grant on. */
+                                documentId: string;
+                            }[] | {
+                                userId: string;
+                                /** @description Empty when the user has no profile. */
+                                name: string;
+                                /** @description Empty when the user has no profile. */
+                                email: string;
+                                /** @description Empty when the user has no profile. */
+                                initial: string;
+                                /** @enum {string} */
+                                accessRole: "editor" | "viewer";
+                                /** @description Unix seconds; only on a temporary grant. */
+                                expiresAt?: number;
+                            }[] | {
+                                [key: string]: {
+                                    userId: string;
+                                    /** @description Empty when the user has no profile. */
+                                    name: string;
+                                    /** @description Empty when the user has no profile. */
+                                    email: string;
+                                    /** @description Empty when the user has no profile. */
+                                    initial: string;
+                                    /** @enum {string} */
+                                    accessRole: "editor" | "viewer";
+                                    /** @description Unix seconds; only on a temporary grant. */
+                                    expiresAt?: number;
+                                }[];
+                            };
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
+                            /** @description The same token as `pageToken` (the hosted API's name). */
+                            nextPageToken?: string;
                         };
                     };
                 };
@@ -4289,6 +5461,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
                 };
             };
             /** @description INVALID_ARGUMENT */
@@ -4338,6 +5519,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "organizationUserGroups": [
+                 *           {
+                 *             "groupId": "engineering",
+                 *             "groupName": "Engineering"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -4362,7 +5556,16 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
+                                    success: boolean;
+                                    /** @description The id sent for this item. */
+                                    id: string;
+                                    /** @description What happened to this item (the hosted API's strings). */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -4394,6 +5597,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -4410,6 +5622,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -4450,6 +5671,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "organizationUserGroupId": "yourGroupId",
+                 *         "userIds": [
+                 *           "yourUserId1"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -4471,7 +5703,16 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this user's change went through; a failed user leaves the others as they are. */
+                                    success: boolean;
+                                    /** @description The group the change was made in (the one sent). */
+                                    organizationUserGroupId: string;
+                                    /** @description What happened to this user. */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -4503,6 +5744,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -4519,6 +5769,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -4559,6 +5818,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "organizationUserGroupId": "yourGroupId",
+                 *         "userIds": [
+                 *           "yourUserId1"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -4581,7 +5851,16 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description Whether this user's change went through; a failed user leaves the others as they are. */
+                                    success: boolean;
+                                    /** @description The group the change was made in (the one sent). */
+                                    organizationUserGroupId: string;
+                                    /** @description What happened to this user. */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -4613,6 +5892,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -4629,6 +5917,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -4669,6 +5966,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "org1",
+                 *         "userIds": [
+                 *           "samarth"
+                 *         ],
+                 *         "documentIds": [
+                 *           "freestyle-comments1"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -4691,7 +6001,87 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                [key: string]: {
+                                    /** @description One entry, keyed by the organizationId: the user's membership. */
+                                    organization: {
+                                        [key: string]: {
+                                            /** @enum {string} */
+                                            accessRole: "editor" | "viewer";
+                                            /**
+                                             * @description The resource's effective access type (absent on the organization entry).
+                                             * @enum {string}
+                                             */
+                                            accessType?: "organizationPrivate" | "restricted" | "public";
+                                            /** @description Unix seconds, when the grant that decides is temporary. */
+                                            expiresAt?: number;
+                                        } | {
+                                            /** @description "User does not have access to document" (folder, organization), or "Document is disabled". */
+                                            error: string;
+                                            /** @enum {string} */
+                                            errorCode: "permission_denied";
+                                            /**
+                                             * @description The resource's effective access type (absent on the organization entry).
+                                             * @enum {string}
+                                             */
+                                            accessType?: "organizationPrivate" | "restricted" | "public";
+                                        };
+                                    };
+                                    /** @description One entry per folderId asked for; absent when none was. */
+                                    folders?: {
+                                        [key: string]: {
+                                            /** @enum {string} */
+                                            accessRole: "editor" | "viewer";
+                                            /**
+                                             * @description The resource's effective access type (absent on the organization entry).
+                                             * @enum {string}
+                                             */
+                                            accessType?: "organizationPrivate" | "restricted" | "public";
+                                            /** @description Unix seconds, when the grant that decides is temporary. */
+                                            expiresAt?: number;
+                                        } | {
+                                            /** @description "User does not have access to document" (folder, organization), or "Document is disabled". */
+                                            error: string;
+                                            /** @enum {string} */
+                                            errorCode: "permission_denied";
+                                            /**
+                                             * @description The resource's effective access type (absent on the organization entry).
+                                             * @enum {string}
+                                             */
+                                            accessType?: "organizationPrivate" | "restricted" | "public";
+                                        };
+                                    };
+                                    /** @description One entry per documentId asked for; absent when none was. */
+                                    documents?: {
+                                        [key: string]: {
+                                            /** @enum {string} */
+                                            accessRole: "editor" | "viewer";
+                                            /**
+                                             * @description The resource's effective access type (absent on the organization entry).
+                                             * @enum {string}
+                                             */
+                                            accessType?: "organizationPrivate" | "restricted" | "public";
+                                            /** @description Unix seconds, when the grant that decides is temporary. */
+                                            expiresAt?: number;
+                                        } | {
+                                            /** @description "User does not have access to document" (folder, organization), or "Document is disabled". */
+                                            error: string;
+                                            /** @enum {string} */
+                                            errorCode: "permission_denied";
+                                            /**
+                                             * @description The resource's effective access type (absent on the organization entry).
+                                             * @enum {string}
+                                             */
+                                            accessType?: "organizationPrivate" | "restricted" | "public";
+                                        };
+                                    };
+                                    /** @description The access fields the user holds on the organization (as a member) and on the resources asked for that they may open; absent when none. */
+                                    context?: {
+                                        /** @description Sorted, unique `"field:value"` strings, at most 200. */
+                                        accessFields: string[];
+                                    };
+                                };
+                            };
                         };
                     };
                 };
@@ -4721,6 +6111,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
                 };
             };
             /** @description INVALID_ARGUMENT */
@@ -4770,6 +6169,25 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "user": {
+                 *           "userId": "some-user-id"
+                 *         },
+                 *         "permissions": {
+                 *           "resources": [
+                 *             {
+                 *               "type": "folder",
+                 *               "id": "YOUR_FOLDER_ID",
+                 *               "organizationId": "YOUR_ORGANIZATION_ID",
+                 *               "accessRole": "editor"
+                 *             }
+                 *           ]
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         userId?: string;
@@ -4808,7 +6226,17 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            /** @description Only when a resource failed: every resource's outcome, keyed by resource id. Absent when all went through. */
+                            data?: {
+                                [key: string]: {
+                                    /** @description Whether this resource's change went through; a failed one leaves the others as they are. */
+                                    success: boolean;
+                                    /** @enum {string} */
+                                    type: "organization" | "folder" | "document";
+                                    /** @description What happened to this resource. */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -4856,6 +6284,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -4896,6 +6333,26 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "userId": "USER_ID",
+                 *         "permissions": {
+                 *           "resources": [
+                 *             {
+                 *               "type": "organization",
+                 *               "id": "ORGANIZATION_ID"
+                 *             },
+                 *             {
+                 *               "type": "document",
+                 *               "id": "DOCUMENT_ID",
+                 *               "organizationId": "ORGANIZATION_ID"
+                 *             }
+                 *           ]
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         userId?: string;
@@ -4934,7 +6391,17 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            /** @description Only when a resource failed: every resource's outcome, keyed by resource id. Absent when all went through. */
+                            data?: {
+                                [key: string]: {
+                                    /** @description Whether this resource's change went through; a failed one leaves the others as they are. */
+                                    success: boolean;
+                                    /** @enum {string} */
+                                    type: "organization" | "folder" | "document";
+                                    /** @description What happened to this resource. */
+                                    message: string;
+                                };
+                            };
                         };
                     };
                 };
@@ -4984,6 +6451,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure413"];
                 };
             };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
             /** @description RESOURCE_EXHAUSTED */
             429: {
                 headers: {
@@ -5022,6 +6498,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "filter": "customOnly"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         agentId?: string;
@@ -5044,7 +6527,101 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                agent: {
+                                    id: string;
+                                    name: string;
+                                    description: string;
+                                    /** @description Whether it is on for this API key. */
+                                    enabled: boolean;
+                                    /** @enum {string} */
+                                    managedBy: "service";
+                                    /** @enum {boolean} */
+                                    system: true;
+                                    /** @description Part of the default suite: on for a key that never switched it. */
+                                    essentialDefault: boolean;
+                                    input?: {
+                                        inputRequirements: {
+                                            requires: string[];
+                                        };
+                                        userContextFields: {
+                                            id: string;
+                                            title: string;
+                                            type: string;
+                                            required: boolean;
+                                        }[];
+                                    };
+                                } | ({
+                                    id: string;
+                                    name: string;
+                                    description: string;
+                                    enabled: boolean;
+                                    /** @description Starts at 1; an update of anything but `name`, `description`, `enabled` makes the next. */
+                                    version: number;
+                                    /** @enum {string} */
+                                    managedBy: "customer";
+                                    rawInstructions?: string;
+                                    instructions?: string;
+                                    phaseTimeoutMs?: number;
+                                    /** @description The client's own data. */
+                                    metadata?: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description `strategies`, `strategyOptions` (options not documented as public are secrets), `aiConfig`. */
+                                    contextGathering?: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description `executionStrategy`, `responseDescriptions`, `knowledge`, `mcpServers` (their `auth` is secret)... */
+                                    execution?: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description `useAiFormatting`, `formattingPrompt`, `responseAdapter`. */
+                                    response?: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description `guardrails`, `deletePreviousSuggestions`, `annotations`, `analytics`... */
+                                    postProcess?: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description `variableKeys`, `inputRequirements`, `userContextFields`. */
+                                    input?: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description `pageScope`, `pageScopeExclude`, `contentTypes`, `crossPage`. */
+                                    scope?: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description As sent. */
+                                    setup?: {
+                                        [key: string]: unknown;
+                                    };
+                                } & {
+                                    [key: string]: unknown;
+                                });
+                            } | {
+                                agents: {
+                                    id: string;
+                                    name: string;
+                                    description: string;
+                                    enabled: boolean;
+                                    /**
+                                     * @description `service` for a built-in agent, `customer` for a custom one.
+                                     * @enum {string}
+                                     */
+                                    managedBy: "service" | "customer";
+                                    /**
+                                     * @description Present on built-in agents.
+                                     * @enum {boolean}
+                                     */
+                                    system?: true;
+                                    /** @description Present on custom agents. */
+                                    version?: number;
+                                    /** @description Executions are not recorded by this service: always 0. */
+                                    executionCount: number;
+                                    /** @description Always `null` (see `executionCount`). */
+                                    lastExecutedAt: number | null;
+                                }[];
+                            };
                         };
                     };
                 };
@@ -5074,6 +6651,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
                 };
             };
             /** @description INVALID_ARGUMENT */
@@ -5123,6 +6709,22 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "name": "Simple Content Checker",
+                 *         "description": "Checks for broken images and missing alt text",
+                 *         "enabled": true,
+                 *         "instructions": "Check for broken images and missing alt text on the page.",
+                 *         "contextGathering": {
+                 *           "strategies": [
+                 *             "web-page-html"
+                 *           ]
+                 *         },
+                 *         "execution": {}
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         name: string;
@@ -5280,7 +6882,9 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                agentId: string;
+                            };
                         };
                     };
                 };
@@ -5330,6 +6934,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure413"];
                 };
             };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
             /** @description RESOURCE_EXHAUSTED */
             429: {
                 headers: {
@@ -5368,6 +6981,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "agentId": "abc123def456",
+                 *         "name": "Updated Brand Checker",
+                 *         "description": "Now also checks footer typography"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         name?: string;
@@ -5523,7 +7145,9 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                agentId: string;
+                            };
                         };
                     };
                 };
@@ -5555,6 +7179,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -5571,6 +7204,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -5611,6 +7253,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "agentId": "abc123def456"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         agentId: string;
@@ -5630,12 +7279,14 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                agentId: string;
+                            };
                         };
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5678,6 +7329,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -5718,6 +7378,23 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "name": "Brand QA",
+                 *         "description": "All brand-quality agents",
+                 *         "agentIds": [
+                 *           "abc123def456",
+                 *           "spell-check"
+                 *         ],
+                 *         "metadata": {
+                 *           "organizationId": "org_001",
+                 *           "documentId": "doc_001",
+                 *           "team": "growth"
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         groupId?: string;
@@ -5744,7 +7421,24 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                group: {
+                                    id: string;
+                                    name: string;
+                                    /** @description Absent when empty. */
+                                    description?: string;
+                                    /** @description The members, in the order `/v2/agents/get` lists them. */
+                                    agentIds: string[];
+                                    /** @description The client's metadata, fixed at creation, with `apiKey` (the owning key) merged in. */
+                                    metadata: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description Unix milliseconds. */
+                                    createdAt: number;
+                                    /** @description Unix milliseconds. */
+                                    updatedAt: number;
+                                };
+                            };
                         };
                     };
                 };
@@ -5776,6 +7470,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -5792,6 +7495,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -5832,6 +7544,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "groupId": "K3mR7pQxN2vB9wLdT4sY",
+                 *         "name": "Brand QA (v2)",
+                 *         "description": "Updated brand-quality agent set"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         groupId: string;
@@ -5853,7 +7574,24 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                group: {
+                                    id: string;
+                                    name: string;
+                                    /** @description Absent when empty. */
+                                    description?: string;
+                                    /** @description The members, in the order `/v2/agents/get` lists them. */
+                                    agentIds: string[];
+                                    /** @description The client's metadata, fixed at creation, with `apiKey` (the owning key) merged in. */
+                                    metadata: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description Unix milliseconds. */
+                                    createdAt: number;
+                                    /** @description Unix milliseconds. */
+                                    updatedAt: number;
+                                };
+                            };
                         };
                     };
                 };
@@ -5885,6 +7623,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -5901,6 +7648,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -5941,6 +7697,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "groupId": "K3mR7pQxN2vB9wLdT4sY"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         groupId: string;
@@ -5960,7 +7723,9 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                groupId: string;
+                            };
                         };
                     };
                 };
@@ -5992,6 +7757,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -6008,6 +7782,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -6048,6 +7831,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "groupId": "K3mR7pQxN2vB9wLdT4sY",
+                 *         "agentIds": [
+                 *           "xyz789ghi012",
+                 *           "grammar-check"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         groupId: string;
@@ -6068,7 +7862,24 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                group: {
+                                    id: string;
+                                    name: string;
+                                    /** @description Absent when empty. */
+                                    description?: string;
+                                    /** @description The members, in the order `/v2/agents/get` lists them. */
+                                    agentIds: string[];
+                                    /** @description The client's metadata, fixed at creation, with `apiKey` (the owning key) merged in. */
+                                    metadata: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description Unix milliseconds. */
+                                    createdAt: number;
+                                    /** @description Unix milliseconds. */
+                                    updatedAt: number;
+                                };
+                            };
                         };
                     };
                 };
@@ -6100,6 +7911,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -6116,6 +7936,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -6156,6 +7985,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "groupId": "K3mR7pQxN2vB9wLdT4sY",
+                 *         "agentIds": [
+                 *           "spell-check"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         groupId: string;
@@ -6176,7 +8015,24 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                group: {
+                                    id: string;
+                                    name: string;
+                                    /** @description Absent when empty. */
+                                    description?: string;
+                                    /** @description The members, in the order `/v2/agents/get` lists them. */
+                                    agentIds: string[];
+                                    /** @description The client's metadata, fixed at creation, with `apiKey` (the owning key) merged in. */
+                                    metadata: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description Unix milliseconds. */
+                                    createdAt: number;
+                                    /** @description Unix milliseconds. */
+                                    updatedAt: number;
+                                };
+                            };
                         };
                     };
                 };
@@ -6208,6 +8064,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -6224,6 +8089,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -6264,6 +8138,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "groupId": "K3mR7pQxN2vB9wLdT4sY"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         groupId?: string;
@@ -6283,7 +8164,41 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                group: {
+                                    id: string;
+                                    name: string;
+                                    /** @description Absent when empty. */
+                                    description?: string;
+                                    /** @description The members, in the order `/v2/agents/get` lists them. */
+                                    agentIds: string[];
+                                    /** @description The client's metadata, fixed at creation, with `apiKey` (the owning key) merged in. */
+                                    metadata: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description Unix milliseconds. */
+                                    createdAt: number;
+                                    /** @description Unix milliseconds. */
+                                    updatedAt: number;
+                                };
+                            } | {
+                                groups: {
+                                    id: string;
+                                    name: string;
+                                    /** @description Absent when empty. */
+                                    description?: string;
+                                    /** @description The members, in the order `/v2/agents/get` lists them. */
+                                    agentIds: string[];
+                                    /** @description The client's metadata, fixed at creation, with `apiKey` (the owning key) merged in. */
+                                    metadata: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description Unix milliseconds. */
+                                    createdAt: number;
+                                    /** @description Unix milliseconds. */
+                                    updatedAt: number;
+                                }[];
+                            };
                         };
                     };
                 };
@@ -6313,6 +8228,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
                 };
             };
             /** @description INVALID_ARGUMENT */
@@ -6362,6 +8286,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {}
+                 *     }
+                 */
                 "application/json": {
                     data: Record<string, never>;
                 };
@@ -6379,7 +8308,24 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                groups: {
+                                    id: string;
+                                    name: string;
+                                    /** @description Absent when empty. */
+                                    description?: string;
+                                    /** @description The client's metadata, fixed at creation, with `apiKey` (the owning key) merged in. */
+                                    metadata: {
+                                        [key: string]: unknown;
+                                    };
+                                    /** @description Unix milliseconds. */
+                                    createdAt: number;
+                                    /** @description Unix milliseconds. */
+                                    updatedAt: number;
+                                    /** @description How many members. */
+                                    agentCount: number;
+                                }[];
+                            };
                         };
                     };
                 };
@@ -6458,6 +8404,27 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "org-123",
+                 *         "documentId": "doc-456",
+                 *         "users": [
+                 *           {
+                 *             "userId": "user-1",
+                 *             "name": "User Name",
+                 *             "email": "user@example.com"
+                 *           },
+                 *           {
+                 *             "userId": "user-2",
+                 *             "name": "Another User",
+                 *             "email": "another@example.com",
+                 *             "status": "away"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -6485,7 +8452,10 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                /** @enum {boolean} */
+                                success: true;
+                            };
                         };
                     };
                 };
@@ -6533,6 +8503,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -6573,6 +8552,20 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "org-123",
+                 *         "documentId": "doc-456",
+                 *         "users": [
+                 *           {
+                 *             "userId": "user-1",
+                 *             "status": "away"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -6600,7 +8593,15 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                /** @enum {boolean} */
+                                success: true;
+                            } | {
+                                /** @enum {boolean} */
+                                success: false;
+                                /** @description The users that had no live entry: not added, nothing changed for them. */
+                                notPresent: string[];
+                            };
                         };
                     };
                 };
@@ -6650,6 +8651,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure413"];
                 };
             };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
             /** @description RESOURCE_EXHAUSTED */
             429: {
                 headers: {
@@ -6688,6 +8698,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "org-123",
+                 *         "documentId": "doc-456"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -6711,7 +8729,20 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                userId: string;
+                                documentId: string;
+                                name?: string;
+                                email?: string;
+                                /** @enum {string} */
+                                status: "online" | "away" | "offline";
+                                /** @description Unix milliseconds of the last add or update. */
+                                lastSeenAt: number;
+                                /** @description Unix seconds: the entry is gone after this unless refreshed. */
+                                expiresAt: number;
+                            }[];
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
                         };
                     };
                 };
@@ -6790,6 +8821,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "org-123",
+                 *         "documentId": "doc-456",
+                 *         "userIds": [
+                 *           "user-1"
+                 *         ]
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId: string;
@@ -6811,7 +8853,10 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                /** @enum {boolean} */
+                                success: true;
+                            };
                         };
                     };
                 };
@@ -6859,6 +8904,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -6899,6 +8953,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "useEmailService": true,
+                 *         "emailServiceConfig": {
+                 *           "type": "sendgrid",
+                 *           "apiKey": "your-provider-api-key",
+                 *           "fromEmail": "noreply@example.com",
+                 *           "fromCompany": "Example Corp"
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         [key: string]: unknown;
@@ -6918,7 +8985,21 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                useEmailService: boolean;
+                                emailServiceConfig: {
+                                    /** @description The email provider (`default` when absent). */
+                                    type?: string;
+                                    /** @description The provider's API key: `"__redacted__"` whenever one is stored; never shown. */
+                                    apiKey?: string;
+                                    fromEmail?: string;
+                                    fromCompany?: string;
+                                    commentTemplateId?: string;
+                                    tagTemplateId?: string;
+                                };
+                                /** @description The configured triggers; `null` while never configured (every event counts then). */
+                                triggers: string[] | null;
+                            };
                         };
                     };
                 };
@@ -6966,6 +9047,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -7006,6 +9096,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "useWebhookService": true,
+                 *         "webhookServiceConfig": {
+                 *           "authToken": "webhook_auth_token_here",
+                 *           "rawNotificationUrl": "https://example.com/webhooks/raw",
+                 *           "processedNotificationUrl": "https://example.com/webhooks/processed"
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         [key: string]: unknown;
@@ -7025,7 +9127,19 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                useWebhookService: boolean;
+                                webhookServiceConfig: {
+                                    /** @description The token sent to the receiver with each delivery: `"__redacted__"` whenever one is stored; never shown. */
+                                    authToken?: string;
+                                    rawNotificationUrl?: string;
+                                    processedNotificationUrl?: string;
+                                };
+                                /** @description The configured triggers; `null` while never configured (every event counts then). */
+                                triggers: ("organization" | "folder" | "document" | "user" | "group" | "agent" | "other")[] | null;
+                                /** @description Endpoints not delivered to since their receiver answered 410 Gone; setting the endpoint's URL enables it again. */
+                                disabledEndpoints: ("raw" | "processed")[];
+                            };
                         };
                     };
                 };
@@ -7073,6 +9187,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -7113,6 +9236,32 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "userId": "user789",
+                 *         "userProperties": {
+                 *           "isAdmin": false,
+                 *           "name": "Bob Wilson",
+                 *           "email": "bob@example.com"
+                 *         },
+                 *         "permissions": {
+                 *           "resources": [
+                 *             {
+                 *               "type": "organization",
+                 *               "id": "org_123"
+                 *             },
+                 *             {
+                 *               "type": "folder",
+                 *               "id": "folder_001",
+                 *               "organizationId": "org_123",
+                 *               "accessRole": "editor"
+                 *             }
+                 *           ]
+                 *         }
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         userId: string;
@@ -7153,12 +9302,15 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                /** @description The signed JWT (claims: `sub` the user, `apiKey`, `user`, `resources`, `exp`). */
+                                token: string;
+                            };
                         };
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7185,6 +9337,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -7201,6 +9362,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -7241,6 +9411,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "status": "failed",
+                 *         "pageSize": 50
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         /** @enum {string} */
@@ -7264,7 +9442,38 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                /** @description The delivery's webhook id (sent to the receiver with the payload). */
+                                id: string;
+                                /** @description The event delivered. */
+                                eventId: string;
+                                eventType: string;
+                                /**
+                                 * @description Which of the configured URLs (`rawNotificationUrl`, `processedNotificationUrl`).
+                                 * @enum {string}
+                                 */
+                                endpoint: "raw" | "processed";
+                                /** @description The URL of the last attempt. */
+                                url: string;
+                                /** @enum {string} */
+                                status: "pending" | "succeeded" | "failed";
+                                attemptCount: number;
+                                attempts: {
+                                    /** @description Unix milliseconds. */
+                                    at: number;
+                                    durationMs: number;
+                                    /** @description The receiver's HTTP status; absent when it did not answer. */
+                                    httpStatus?: number;
+                                    error?: string;
+                                }[];
+                                /** @description Unix milliseconds; `null` once the delivery succeeded or failed. */
+                                nextAttemptAt: number | null;
+                                createdAt: number;
+                                completedAt: number | null;
+                                lastError: string | null;
+                            }[];
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
                         };
                     };
                 };
@@ -7343,6 +9552,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "org-123",
+                 *         "documentId": "doc-456",
+                 *         "types": [
+                 *           "DocumentCreated"
+                 *         ],
+                 *         "pageSize": 50
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     data: {
                         organizationId?: string;
@@ -7371,7 +9592,36 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
-                            data: unknown;
+                            data: {
+                                /** @description The event id. */
+                                id: string;
+                                /** @description The event's position in the log (entries come in this order). */
+                                position: string;
+                                /** @description The event type (`DocumentCreated`, `AgentUpdated`...). */
+                                type: string;
+                                /** @description Unix milliseconds. */
+                                time: number;
+                                /** @description Who caused it, as `<kind>:<id>`: `apikey:<key>`, `workspace:<id>`, `system:cascade` (a deletion's cascade)... */
+                                actor: string;
+                                /** @description The `x-request-id` of the request that caused it. */
+                                requestId: string;
+                                /** @description The event that caused this one (an event a deletion's cascade wrote). */
+                                causationId?: string;
+                                stream: {
+                                    /** @description The aggregate kind (`organization`, `document`, `agent`...). */
+                                    category: string;
+                                    /** @description The aggregate's ids after the API key. */
+                                    ids: string[];
+                                };
+                                /** @description The event's revision in its stream. */
+                                revision: number;
+                                /** @description The event's data; secrets read `"__redacted__"`. */
+                                data: {
+                                    [key: string]: unknown;
+                                };
+                            }[];
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
                         };
                     };
                 };
