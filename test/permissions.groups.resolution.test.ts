@@ -318,4 +318,51 @@ test('a query naming more resources than a group can hold grants reads the group
   assert.equal(few.body.result.data.uBulk.documents, { bulk0007: d.bulk0007, bulk0998: d.bulk0998, bulk0008: d.bulk0008, dRes: d.dRes });
 });
 
+test('the worked example of docs/permissions.md, "Group grants"', async () => {
+  const T = FUTURE;
+  await post('/v2/organizations/folders/add', {
+    organizationId: 'acme', createOrganization: true,
+    folders: [{ folderId: 'specs', accessType: 'restricted' }, { folderId: 'notes', accessType: 'organizationPrivate' }],
+  });
+  await post('/v2/organizations/documents/add', { organizationId: 'acme', folderId: 'specs', documents: [{ documentId: 'roadmap' }] });
+  await post('/v2/organizations/documents/add', { organizationId: 'acme', folderId: 'notes', documents: [{ documentId: 'minutes' }] });
+  await post('/v2/users/add', { organizationId: 'acme', users: ['ana', 'bo', 'dee'].map((userId) => ({ userId, accessRole: 'viewer' })) });
+  await post('/v2/organizations/usergroups/add', { organizationId: 'acme', organizationUserGroups: [{ groupId: 'design', groupName: 'Design' }, { groupId: 'leads', groupName: 'Leads' }] });
+  await post('/v2/organizations/usergroups/users/add', { organizationId: 'acme', organizationUserGroupId: 'design', userIds: ['ana', 'bo', 'dee'] });
+  await post('/v2/organizations/usergroups/users/add', { organizationId: 'acme', organizationUserGroupId: 'leads', userIds: ['ana'] });
+  await post('/v2/auth/permissions/remove', { userId: 'dee', permissions: { resources: [{ type: 'organization', id: 'acme' }] } });
+  await groupGrant('design', [{ type: 'folder', id: 'specs', accessRole: 'viewer' }], 'acme');
+  await groupGrant('leads', [{ type: 'document', id: 'roadmap', expiresAt: T }], 'acme');
+  await ownGrant('bo', [{ type: 'document', id: 'roadmap', accessRole: 'viewer', expiresAt: T }], 'acme');
+  await groupGrant('design', [{ type: 'organization', id: 'acme' }], 'acme');
+  const table = async () => {
+    const r = await post('/v2/auth/permissions/get', { organizationId: 'acme', userIds: ['ana', 'bo', 'dee', 'cy'], documentIds: ['roadmap', 'minutes'] });
+    return Object.fromEntries(Object.entries(r.data).map(([u, e]: [string, any]) => [u, [e.documents.roadmap, e.documents.minutes, e.organization.acme]]));
+  };
+  assert.equal(await table(), {
+    ana: [ed('restricted', T), vw('organizationPrivate'), { accessRole: 'viewer' }],
+    bo: [vw('restricted', T), vw('organizationPrivate'), { accessRole: 'viewer' }],
+    dee: [vw('restricted'), ed('organizationPrivate'), { accessRole: 'editor' }],
+    cy: [no('restricted'), no('organizationPrivate'), orgDenied],
+  });
+  clock = (T + 1) * 1000;
+  try {
+    const after = await table();
+    assert.equal(after.ana![0], vw('restricted'));
+    assert.equal(after.bo![0], vw('restricted'));
+  } finally {
+    clock = NOW;
+  }
+  await post('/v2/organizations/usergroups/users/delete', { organizationId: 'acme', organizationUserGroupId: 'design', userIds: ['dee'] });
+  assert.equal((await table()).dee, [no('restricted'), no('organizationPrivate'), orgDenied]);
+  // Step 4 alone opens no restricted document.
+  await post('/v2/auth/permissions/remove', { group: { groupId: 'design' }, permissions: { resources: [{ type: 'folder', id: 'specs', organizationId: 'acme' }] } });
+  clock = (T + 1) * 1000;
+  try {
+    assert.equal((await table()).ana![0], no('restricted'));
+  } finally {
+    clock = NOW;
+  }
+});
+
 test.run();
