@@ -1,12 +1,32 @@
 /**
- * Organization user group aggregate: a name and a membership list, one stream per group:
- * `streamName('usergroup', apiKey, organizationId, groupId)`. Groups grant no access in
- * this version (semantics §3 rule 7): they are membership lists.
+ * Organization user group aggregate: a name, a membership list and the group's grants, one
+ * stream per group: `streamName('usergroup', apiKey, organizationId, groupId)`.
+ *
+ * Group grants (semantics §3 rule 7): `/v2/auth/permissions/add|remove` with
+ * `group: { groupId }` grant or revoke access on the group's own organization, its folders
+ * and documents; every member has that grant as a candidate (queries/permissions.ts). They
+ * live in the group's stream, not in a stream of their own, so that:
+ * - "the group belongs to the resources' organization" is decided on the same state that
+ *   holds the grant (a missing group refuses each resource, and no grant is ever stored for
+ *   a group that does not exist);
+ * - deleting the group (UserGroupDeleted) takes its grants with it in the same event, and a
+ *   group re-created with the same id starts with none.
+ * The replacement rule is the user form's (semantics §3 "Grants", commands/grant.ts): a
+ * temporary grant never replaces a permanent one; a permanent one replaces anything; an
+ * expired grant counts as absent on the read side. Group grants carry no access fields
+ * (semantics §4a's `context` is refused with a group at the edge): fields describe what one
+ * user holds, and a group's would have to be bounded per member anew.
+ *
+ * Bounds: a group holds at most MAX_GRANTS_PER_GROUP grants (expired ones count until they
+ * are removed or replaced): permission resolution reads at most that many per group. A user
+ * joins at most MAX_GROUPS_PER_USER groups of one organization (usergroups/users/add, counted
+ * on the read model): resolution looks at that many groups per user.
  */
 import { ApiError, assertNever, notFound } from '../src/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import type { Planned } from './outcomes.js';
 import { streamName } from '../src/ids.js';
+import { resourceKey, type AccessRole, type Resource } from './grant.js';
 
 /** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
 export const groupStream = (apiKey: string, organizationId: string, groupId: string) =>
@@ -23,13 +43,41 @@ export type GroupEvent =
   | DomainEvent<'UserGroupAdded', GroupRef & { groupName: string; createdAt: number }>
   | DomainEvent<'UserGroupMemberAdded', GroupRef & { userId: string }>
   | DomainEvent<'UserGroupMemberRemoved', GroupRef & { userId: string }>
-  | DomainEvent<'UserGroupDeleted', GroupRef & { deletedAt: number }>;
+  | DomainEvent<'UserGroupDeleted', GroupRef & { deletedAt: number }>
+  | DomainEvent<'GroupAccessGranted', GroupRef & Resource & {
+      accessRole: AccessRole;
+      /** Unix seconds; null: permanent. */
+      expiresAt: number | null;
+      grantedAt: number;
+    }>
+  | DomainEvent<'GroupAccessRevoked', GroupRef & Resource & { revokedAt: number }>;
 
 // ---- state ----
 
+export type GroupGrant = Resource & { accessRole: AccessRole; expiresAt: number | null };
+
 export type GroupState =
   | { status: 'none' }
-  | { status: 'active'; groupName: string; members: Readonly<Record<string, true>> };
+  | {
+      status: 'active';
+      groupName: string;
+      members: Readonly<Record<string, true>>;
+      /** Keyed by `resourceKey` (commands/grant.ts). */
+      grants: Readonly<Record<string, GroupGrant>>;
+    };
+
+/**
+ * A group holds at most this many grants (live or expired: an expired one stays until it is
+ * removed or replaced). Permission resolution reads at most this many grants per group of a
+ * user, whatever the organization's size (docs/limits.md).
+ */
+export const MAX_GRANTS_PER_GROUP = 1000;
+/**
+ * A user joins at most this many groups of one organization (usergroups/users/add, counted on
+ * the read model: two joins at the same instant may both take the last place). Permission
+ * resolution considers at most this many groups per user, the first in groupId order.
+ */
+export const MAX_GROUPS_PER_USER = 100;
 
 export const initialState = (): GroupState => ({ status: 'none' });
 
@@ -38,7 +86,7 @@ export const initialState = (): GroupState => ({ status: 'none' });
 export function evolve(state: GroupState, event: GroupEvent): GroupState {
   switch (event.type) {
     case 'UserGroupAdded':
-      return { status: 'active', groupName: event.data.groupName, members: {} };
+      return { status: 'active', groupName: event.data.groupName, members: {}, grants: {} };
     case 'UserGroupDeleted':
       return { status: 'none' };
     case 'UserGroupMemberAdded':
@@ -47,6 +95,17 @@ export function evolve(state: GroupState, event: GroupEvent): GroupState {
       if (state.status !== 'active') return state;
       const { [event.data.userId]: _gone, ...members } = state.members;
       return { ...state, members };
+    }
+    case 'GroupAccessGranted': {
+      if (state.status !== 'active') return state;
+      const { resourceType, resourceId, accessRole, expiresAt } = event.data;
+      return { ...state, grants: { ...state.grants, [resourceKey(event.data)]: { resourceType, resourceId, accessRole, expiresAt } } };
+    }
+    case 'GroupAccessRevoked': {
+      const k = resourceKey(event.data);
+      if (state.status !== 'active' || !(k in state.grants)) return state;
+      const { [k]: _gone, ...grants } = state.grants;
+      return { ...state, grants };
     }
     default:
       return assertNever(event, 'group event');
@@ -57,20 +116,31 @@ export function evolve(state: GroupState, event: GroupEvent): GroupState {
 
 export type GroupCommand =
   | Command<'AddGroup', GroupRef & { groupName: string }>
-  /** `members`: the users that may join (organization members); the others fail. */
-  | Command<'AddMembers', GroupRef & { userIds: string[]; members: string[] }>
+  /**
+   * `members`: the users that may join (organization members); the others fail.
+   * `atGroupLimit`: users already in MAX_GROUPS_PER_USER groups of the organization; they
+   * fail unless they are in this group already.
+   */
+  | Command<'AddMembers', GroupRef & { userIds: string[]; members: string[]; atGroupLimit?: string[] }>
   /** `userIds` null: every member (deleteAll). */
   | Command<'RemoveMembers', GroupRef & { userIds: string[] | null }>
-  | Command<'DeleteGroup', GroupRef>;
+  | Command<'DeleteGroup', GroupRef>
+  /** permissions/add with `group`: resources of the group's organization that exist. */
+  | Command<'GrantGroupAccess', GroupRef & { grants: Array<Resource & { accessRole: AccessRole; expiresAt?: number | null }> }>
+  | Command<'RevokeGroupAccess', GroupRef & { resources: Resource[] }>;
 
 // ---- decide ----
 
 export interface MemberOutcome {
   success: boolean;
   message: string;
+  /** Group grants only: why a grant was refused. */
+  refused?: 'groupNotFound' | 'permanentExists' | 'grantLimit';
 }
 
 export const groupNotFound = () => notFound('Organization user group does not exist.');
+/** A group grant on a group that does not exist fails that resource, as a missing resource does. */
+const groupMissing = (): MemberOutcome => ({ success: false, message: 'Organization user group does not exist.', refused: 'groupNotFound' });
 
 export function plan(command: GroupCommand, state: GroupState): Planned<GroupEvent, MemberOutcome> {
   const { organizationId, groupId } = command.data;
@@ -85,10 +155,18 @@ export function plan(command: GroupCommand, state: GroupState): Planned<GroupEve
     case 'AddMembers': {
       if (state.status !== 'active') throw groupNotFound();
       const allowed = new Set(command.data.members);
+      const full = new Set(command.data.atGroupLimit ?? []);
       const joined = new Set(Object.keys(state.members));
       for (const userId of command.data.userIds) {
         if (!allowed.has(userId)) {
           outcomes.set(userId, { success: false, message: 'User is not a member of the organization.' });
+          continue;
+        }
+        if (full.has(userId) && !joined.has(userId)) {
+          outcomes.set(userId, {
+            success: false,
+            message: `User is already in ${MAX_GROUPS_PER_USER} groups of this organization; a user belongs to at most ${MAX_GROUPS_PER_USER} groups in one organization.`,
+          });
           continue;
         }
         if (!joined.has(userId)) events.push({ type: 'UserGroupMemberAdded', data: { organizationId, groupId, userId } });
@@ -108,6 +186,58 @@ export function plan(command: GroupCommand, state: GroupState): Planned<GroupEve
         left.delete(userId);
         events.push({ type: 'UserGroupMemberRemoved', data: { organizationId, groupId, userId } });
         outcomes.set(userId, { success: true, message: 'User deleted from organization user group.' });
+      }
+      return { events, outcomes };
+    }
+    case 'GrantGroupAccess': {
+      const { grants: requested } = command.data;
+      if (state.status !== 'active') {
+        for (const g of requested) outcomes.set(resourceKey(g), groupMissing());
+        return { events, outcomes };
+      }
+      const grants: Record<string, GroupGrant> = { ...state.grants };
+      let held = Object.keys(grants).length;
+      for (const g of requested) {
+        const k = resourceKey(g);
+        const current = grants[k];
+        const expiresAt = g.expiresAt ?? null;
+        if (expiresAt !== null && current && current.expiresAt === null) {
+          outcomes.set(k, { success: false, message: 'The group already has permanent access; a temporary grant does not replace it.', refused: 'permanentExists' });
+          continue;
+        }
+        if (!current && held >= MAX_GRANTS_PER_GROUP) {
+          outcomes.set(k, {
+            success: false,
+            message: `The group already holds ${held} grants; a group holds at most ${MAX_GRANTS_PER_GROUP} (remove one first).`,
+            refused: 'grantLimit',
+          });
+          continue;
+        }
+        if (!current) held++;
+        grants[k] = { resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt };
+        events.push({
+          type: 'GroupAccessGranted',
+          data: { organizationId, groupId, resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt, grantedAt: command.metadata.now },
+        });
+        outcomes.set(k, { success: true, message: 'Permission added.' });
+      }
+      return { events, outcomes };
+    }
+    case 'RevokeGroupAccess': {
+      const gone = new Set<string>();
+      for (const r of command.data.resources) {
+        const k = resourceKey(r);
+        if (state.status !== 'active') {
+          outcomes.set(k, groupMissing());
+          continue;
+        }
+        if (!state.grants[k] || gone.has(k)) {
+          outcomes.set(k, { success: true, message: 'Permission does not exist.' });
+          continue;
+        }
+        gone.add(k);
+        events.push({ type: 'GroupAccessRevoked', data: { organizationId, groupId, resourceType: r.resourceType, resourceId: r.resourceId, revokedAt: command.metadata.now } });
+        outcomes.set(k, { success: true, message: 'Permission removed.' });
       }
       return { events, outcomes };
     }

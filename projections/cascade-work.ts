@@ -24,9 +24,10 @@ export const CASCADE_WORK = 'cascade_work';
 /**
  * `grants`: every grant of one user in the organization (RevokeAll); `resourceGrants`: one
  * user's grant on one deleted folder or document (`resource`), so a folder or document
- * re-created with the same id never finds the old grant on the write side.
+ * re-created with the same id never finds the old grant on the write side;
+ * `resourceGroupGrants`: the same for one group's grant (targetId is the groupId).
  */
-export type WorkKind = 'document' | 'grants' | 'resourceGrants' | 'group';
+export type WorkKind = 'document' | 'grants' | 'resourceGrants' | 'resourceGroupGrants' | 'group';
 
 export interface WorkItem extends Doc {
   kind: WorkKind;
@@ -35,7 +36,7 @@ export interface WorkItem extends Doc {
   /** documentId, userId or groupId. */
   targetId: string;
   reason: 'folderDeleted' | 'organizationDeleted' | 'documentDeleted';
-  /** `resourceGrants` only: the deleted resource whose grant goes. */
+  /** `resourceGrants`, `resourceGroupGrants` only: the deleted resource whose grant goes. */
   resource?: { resourceType: 'folder' | 'document'; resourceId: string };
   causationId: string;
   requestId: string;

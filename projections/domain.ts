@@ -1,4 +1,4 @@
-/** The read models of the domain (organizations, folders, documents, grants, users, groups). */
+/** The read models of the domain (organizations, folders, documents, grants, users, groups, group grants). */
 import type { Projection } from '../src/runtime/projection.js';
 import { organizationsProjection } from './organizations.js';
 import { foldersProjection } from './folders.js';
@@ -6,6 +6,7 @@ import { documentsProjection } from './documents.js';
 import { grantsProjection } from './grants.js';
 import { usersProjection } from './users.js';
 import { groupsProjection } from './groups.js';
+import { groupGrantsProjection } from './group-grants.js';
 
 export const domainProjections: Projection[] = [
   organizationsProjection,
@@ -14,4 +15,5 @@ export const domainProjections: Projection[] = [
   grantsProjection,
   usersProjection,
   groupsProjection,
+  groupGrantsProjection,
 ];

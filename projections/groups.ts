@@ -1,7 +1,8 @@
 /**
  * Read models of organization user groups: `user_groups` (one per group) and
  * `user_group_members` (one per membership, so "the groups of a user" and "the members of a
- * group" are both indexed lookups).
+ * group" are both indexed lookups). Group grants are their own read model
+ * (projections/group-grants.ts).
  */
 import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc } from '../src/ports/read-store.js';
@@ -44,6 +45,8 @@ export const groupsProjection = defineProjection({
     { collection: USER_GROUPS, fields: ['apiKey', 'organizationId', 'seq'] },
     { collection: GROUP_MEMBERS, fields: ['apiKey', 'organizationId', 'groupId', 'userId'] },
     { collection: GROUP_MEMBERS, fields: ['apiKey', 'organizationId', 'userId'] },
+    // A user's groups in groupId order (permission resolution, queries/group-grants.ts).
+    { collection: GROUP_MEMBERS, fields: ['apiKey', 'organizationId', 'userId', 'groupId'] },
   ],
   handlers: {
     async UserGroupAdded(e, tx) {

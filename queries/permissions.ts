@@ -4,6 +4,13 @@
  * Cost per user: one getMany on `grants` for the keys (U, each requested resource), (U,
  * each ancestor folder of those resources), (U, organization), after one getMany for the
  * requested documents and one for their folders (whose `ancestors` lists bound the walk).
+ * Group grants (rule 7) add, per user, one indexed find of U's groups (at most
+ * MAX_GROUPS_PER_USER rows), and per request, over the distinct groups of the users asked
+ * for, ONE getMany of the keys (group, each of those same resources), or, when a query names
+ * more resources than a group can hold grants, one indexed find per group (at most
+ * MAX_GRANTS_PER_GROUP rows each). So the reads for one user are at most 1 + 1 + 100 x
+ * min(resources, 1000) documents, whatever the organization's size; membership is read at
+ * query time, so leaving a group or its deletion takes its grants away at once.
  * Nothing scans the organization: the number of lookups does not grow with its size.
  *
  * Access context (semantics §4a): each user's row also gets `context.accessFields`, the
@@ -12,7 +19,7 @@
  * as grants do) and of the organization grant when the user is a member. Each grant's
  * fields are read once however many resources it serves, and a user's live grants in one
  * organization hold at most 2,000 (commands/grant.ts), so this adds at most 2,000 strings
- * per user to the cost above.
+ * per user to the cost above. Group grants carry no access fields (commands/group.ts).
  */
 import { invalidArgument, notFound } from '../src/errors.js';
 import type { ReadView } from '../src/ports/read-store.js';
@@ -21,8 +28,10 @@ import { isLive, type AccessRole, type ResourceType } from '../commands/grant.js
 import { ORGANIZATIONS, organizationKey, type OrganizationDoc } from '../projections/organizations.js';
 import { FOLDERS, folderKey, type FolderDoc } from '../projections/folders.js';
 import { DOCUMENTS, documentKey, type DocumentDoc } from '../projections/documents.js';
-import { GRANTS, grantKey, type GrantDoc } from '../projections/grants.js';
+import { GRANTS, type GrantDoc } from '../projections/grants.js';
+import { MAX_GRANTS_PER_GROUP } from '../commands/group.js';
 import { effectiveDocumentAccess } from './documents.js';
+import { bestGroupGrant, compareGroupGrants, groupGrantsAt, groupGrantsOf, userGroupIds, type GroupGrantDoc } from './group-grants.js';
 
 export type Entry =
   | { accessRole: AccessRole; accessType?: AccessType; expiresAt?: number }
@@ -39,10 +48,18 @@ export interface Target {
   disabled: boolean;
 }
 
-export interface Candidate {
-  level: 'resource' | 'ancestor' | 'organization';
-  grant: GrantDoc;
-}
+export type Level = 'resource' | 'ancestor' | 'organization';
+
+/**
+ * The grant that counts at one level for one user: their own (`via: 'user'`), else the best
+ * of their groups' (`via: 'group'`, semantics §3 rule 7).
+ */
+export type Candidate =
+  | { level: Level; via: 'user'; grant: GrantDoc }
+  | { level: Level; via: 'group'; grant: GroupGrantDoc };
+
+/** What an entry reads from the deciding grant, whoever holds it. */
+type Deciding = { accessRole: AccessRole; expiresAt: number | null };
 
 // Rule 3 (effective access type, semantics §3 "Effective access type" 1-3): a document
 // uses its own type, else its folder's effective type (folders carry theirs, computed by
@@ -77,33 +94,57 @@ export const missingEntry = (kind: 'folder' | 'document'): Entry => ({
 export const isBlocked = (target: Target, organization: OrganizationDoc) =>
   target.kind === 'document' && (target.disabled || organization.disabled);
 
+// Rule 7 at one level: the user's own live grant decides over any group's; else the best
+// live grant of the user's groups (`groupGrants`: theirs on this resource), see
+// queries/group-grants.ts `compareGroupGrants`. An expired grant counts as absent.
+export function levelCandidate(level: Level, own: GrantDoc | undefined, groupGrants: Iterable<GroupGrantDoc>, nowMs: number): Candidate | undefined {
+  if (own && isLive(own, nowMs)) return { level, via: 'user', grant: own };
+  const g = bestGroupGrant(groupGrants, nowMs);
+  return g ? { level, via: 'group', grant: g } : undefined;
+}
+
 // Rule 3 (candidates): U's grants on R itself, then on each ancestor folder nearest first,
-// then on the organization. An expired grant counts as absent.
-export function candidates(target: Target, organizationId: string, grantOf: (t: ResourceType, id: string) => GrantDoc | undefined, nowMs: number): Candidate[] {
+// then on the organization; at each level U's own grant, else their groups' (rule 7).
+// `groupGrantsOf` gives the grants of U's groups on one resource (none when omitted).
+export function candidates(
+  target: Target,
+  organizationId: string,
+  grantOf: (t: ResourceType, id: string) => GrantDoc | undefined,
+  nowMs: number,
+  groupGrantsOf: (t: ResourceType, id: string) => Iterable<GroupGrantDoc> = () => [],
+): Candidate[] {
   const out: Candidate[] = [];
-  let g = grantOf(target.kind, target.id);
-  if (g && isLive(g, nowMs)) out.push({ level: 'resource', grant: g });
-  for (const a of target.ancestors) {
-    g = grantOf('folder', a);
-    if (g && isLive(g, nowMs)) out.push({ level: 'ancestor', grant: g });
-  }
-  g = grantOf('organization', organizationId);
-  if (g && isLive(g, nowMs)) out.push({ level: 'organization', grant: g });
+  const at = (level: Level, t: ResourceType, id: string) => {
+    const c = levelCandidate(level, grantOf(t, id), groupGrantsOf(t, id), nowMs);
+    if (c) out.push(c);
+  };
+  at('resource', target.kind, target.id);
+  for (const a of target.ancestors) at('ancestor', 'folder', a);
+  at('organization', 'organization', organizationId);
   return out;
 }
 
-/** `candidates` over one user's grants aligned with the query's resource slots (see resolvePermissions). */
-function candidatesAt(slots: readonly number[], grants: ReadonlyArray<GrantDoc | undefined>, nowMs: number): Candidate[] {
+/**
+ * `candidates` over one user's grants aligned with the query's resource slots (see
+ * resolvePermissions): `grants[slot]` their own, `groups.get(slot)` the best of their groups'.
+ */
+function candidatesAt(slots: readonly number[], grants: ReadonlyArray<GrantDoc | undefined>, groups: ReadonlyMap<number, GroupGrantDoc>, nowMs: number): Candidate[] {
   const out: Candidate[] = [];
   const last = slots.length - 1;
   for (let i = 0; i <= last; i++) {
-    const g = grants[slots[i]!];
-    if (g && isLive(g, nowMs)) out.push({ level: i === 0 ? 'resource' : i === last ? 'organization' : 'ancestor', grant: g });
+    const slot = slots[i]!;
+    const level: Level = i === 0 ? 'resource' : i === last ? 'organization' : 'ancestor';
+    const g = grants[slot];
+    if (g && isLive(g, nowMs)) out.push({ level, via: 'user', grant: g });
+    else {
+      const group = groups.get(slot);
+      if (group) out.push({ level, via: 'group', grant: group });
+    }
   }
   return out;
 }
 
-const allowed = (accessType: AccessType, deciding: GrantDoc | undefined): Entry => ({
+const allowed = (accessType: AccessType, deciding: Deciding | undefined): Entry => ({
   accessRole: deciding?.accessRole ?? 'editor',
   accessType,
   ...(deciding && deciding.expiresAt !== null ? { expiresAt: deciding.expiresAt } : {}),
@@ -116,7 +157,8 @@ const denied = (target: Target, error = `User does not have access to ${target.k
   accessType: target.accessType,
 });
 
-// Rule 4: by R's effective access type.
+// Rule 4: by R's effective access type. A group's candidate counts as a grant everywhere
+// (rule 7): organization membership includes a group grant on the organization.
 //  - public: everyone; role of the most specific grant, else editor.
 //  - organizationPrivate: any candidate grant (organization membership counts).
 //  - restricted: a grant on R or an ancestor folder; organization membership alone is not enough.
@@ -134,10 +176,12 @@ export function decideAccess(target: Target, organization: OrganizationDoc, foun
   }
 }
 
-// Rule 6: the organization entry: members get their role; others are denied.
-export function organizationEntry(grant: GrantDoc | undefined, nowMs: number): Entry {
-  if (grant && isLive(grant, nowMs)) {
-    return { accessRole: grant.accessRole, ...(grant.expiresAt !== null ? { expiresAt: grant.expiresAt } : {}) };
+// Rule 6: the organization entry: members get their role; others are denied. Membership is
+// the organization-level candidate (rule 7: the user's own grant, else a group's).
+export function organizationEntry(candidate: Candidate | undefined): Entry {
+  if (candidate) {
+    const g = candidate.grant;
+    return { accessRole: g.accessRole, ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}) };
   }
   return { error: 'User does not have access to organization', errorCode: 'permission_denied' };
 }
@@ -240,6 +284,7 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
   // target that names it. `slot` maps `type\0id` to its position in `suffixes`.
   const slot = new Map<string, number>();
   const suffixes: string[] = [];
+  const slotResources: Array<[ResourceType, string]> = [];
   const slotOf = (t: ResourceType, id: string) => {
     const k = `${t}\u0000${id}`;
     let i = slot.get(k);
@@ -247,6 +292,7 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
       i = suffixes.length;
       slot.set(k, i);
       suffixes.push(`,${JSON.stringify(t)},${JSON.stringify(id)}]`);
+      slotResources.push([t, id]);
     }
     return i;
   };
@@ -256,26 +302,56 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
   const documentSlots = documentTargets.map(slotsOf);
   const organizationSlot = slotOf('organization', organizationId);
 
+  // Rule 7: each user's groups, read now (leaving a group takes its grants away at once),
+  // then the grants of those groups on the slots, read once per group for the request.
+  const userIds = [...new Set(q.userIds)];
+  const groupsOf = new Map<string, string[]>();
+  for (const userId of userIds) groupsOf.set(userId, await userGroupIds(read, apiKey, organizationId, userId));
+  const groupSlots = new Map<string, Array<[number, GroupGrantDoc]>>();
+  for (const groupId of new Set([...groupsOf.values()].flat())) {
+    // By key when the query names no more resources than a group can hold grants; else the
+    // group's grants, all of them (at most MAX_GRANTS_PER_GROUP): the cheaper of the two.
+    const found = suffixes.length <= MAX_GRANTS_PER_GROUP
+      ? await groupGrantsAt(read, apiKey, organizationId, [groupId], slotResources)
+      : await groupGrantsOf(read, apiKey, organizationId, [groupId]);
+    const at: Array<[number, GroupGrantDoc]> = [];
+    for (const g of found) {
+      const i = slot.get(`${g.resourceType}\u0000${g.resourceId}`);
+      if (i !== undefined && isLive(g, nowMs)) at.push([i, g]);
+    }
+    if (at.length) groupSlots.set(groupId, at);
+  }
+
   let missing = false;
   const rows: Array<[string, UserEntries]> = [];
-  for (const userId of new Set(q.userIds)) {
+  for (const userId of userIds) {
     const prefix = openKey(apiKey, organizationId, userId);
     const keys = suffixes.map((sfx) => prefix + sfx);
     const grants = alignGrants(keys, await read.getMany<GrantDoc>(GRANTS, keys));
-    const orgEntry = organizationEntry(grants[organizationSlot], nowMs);
+    // Per slot, the grant that counts among the user's groups (rule 7).
+    const groups = new Map<number, GroupGrantDoc>();
+    for (const groupId of groupsOf.get(userId)!) {
+      for (const [i, g] of groupSlots.get(groupId) ?? []) {
+        const best = groups.get(i);
+        if (!best || compareGroupGrants(g, best) < 0) groups.set(i, g);
+      }
+    }
+    const ownOrg = grants[organizationSlot];
+    const orgEntry = organizationEntry(levelCandidate('organization', ownOrg, groups.has(organizationSlot) ? [groups.get(organizationSlot)!] : [], nowMs));
     const entries: UserEntries = { organization: { [organizationId]: orgEntry } };
     // The grants whose access fields the user holds on a resource they may open (see top).
     const fieldSlots = new Set<number>();
     const holds = (slots: readonly number[]) => {
       for (const i of slots) if (grants[i] && isLive(grants[i]!, nowMs)) fieldSlots.add(i);
     };
-    if (isAllowed(orgEntry)) fieldSlots.add(organizationSlot);
+    // A member through a group only holds no fields there: group grants carry none.
+    if (ownOrg && isLive(ownOrg, nowMs)) fieldSlots.add(organizationSlot);
     if (folderIds.length) {
       const out: Array<[string, Entry]> = [];
       for (let i = 0; i < folderIds.length; i++) {
         const t = folderTargets[i];
         if (!t) missing = true;
-        const entry = t ? decideAccess(t, organization, candidatesAt(folderSlots[i]!, grants, nowMs)) : missingEntry('folder');
+        const entry = t ? decideAccess(t, organization, candidatesAt(folderSlots[i]!, grants, groups, nowMs)) : missingEntry('folder');
         if (isAllowed(entry)) holds(folderSlots[i]!);
         out.push([folderIds[i]!, entry]);
       }
@@ -287,7 +363,7 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
       for (let i = 0; i < documentIds.length; i++) {
         const t = documentTargets[i];
         if (!t) missing = true;
-        const entry = t ? decideAccess(t, organization, candidatesAt(documentSlots[i]!, grants, nowMs)) : missingEntry('document');
+        const entry = t ? decideAccess(t, organization, candidatesAt(documentSlots[i]!, grants, groups, nowMs)) : missingEntry('document');
         if (isAllowed(entry)) holds(documentSlots[i]!);
         out.push([documentIds[i]!, entry]);
       }

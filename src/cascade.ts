@@ -177,6 +177,23 @@ export class CascadeWorker {
         }, metadata);
         return;
       }
+      case 'resourceGroupGrants': {
+        const stream = groupStream(apiKey, organizationId, targetId);
+        const resource = item.resource!;
+        // Stale: the group was granted the re-created resource after the deletion. A group
+        // deleted meanwhile took its grants with it: the revoke then appends nothing.
+        const events = await this.events.readStream(stream);
+        const regranted = events.some((e) => e.type === 'GroupAccessGranted' && e.position > item.seq &&
+          (e.data as { resourceType: string }).resourceType === resource.resourceType &&
+          (e.data as { resourceId: string }).resourceId === resource.resourceId);
+        if (regranted) return;
+        await this.commands.handle(groupDecider, stream, {
+          type: 'RevokeGroupAccess',
+          data: { organizationId, groupId: targetId, resources: [resource] },
+          metadata: { now },
+        }, metadata);
+        return;
+      }
       case 'group': {
         const stream = groupStream(apiKey, organizationId, targetId);
         if (await this.stale(stream, item, 'UserGroupAdded')) return;

@@ -279,12 +279,29 @@ test('§3 rule 4 public: the most specific grant decides the role (document view
   assert.equal(await perm('sp', 'u', 'documents', 'd'), { accessRole: 'viewer', accessType: 'public' });
 });
 
-test('§3 rule 7: user groups grant no access', async () => {
-  await ok('/v2/organizations/documents/add', { organizationId: 'gr', createOrganization: true, documents: [{ documentId: 'd', accessType: 'organizationPrivate' }] });
+test('§3 rule 7: user groups are membership lists that grant nothing by themselves', async () => {
+  await ok('/v2/organizations/documents/add', { organizationId: 'gr', createOrganization: true, documents: [{ documentId: 'd', accessType: 'restricted' }] });
   await ok('/v2/users/add', { organizationId: 'gr', users: [{ userId: 'm' }] });
   await ok('/v2/organizations/usergroups/add', { organizationId: 'gr', organizationUserGroups: [{ groupId: 'g', groupName: 'G' }] });
   await ok('/v2/organizations/usergroups/users/add', { organizationId: 'gr', organizationUserGroupId: 'g', userIds: ['m'] });
-  assert.equal(await perm('gr', 'other', 'documents', 'd'), denied('organizationPrivate'));
+  // Being in a group without grants changes nothing: the member is what their own grants make them.
+  assert.equal(await perm('gr', 'm', 'documents', 'd'), denied('restricted'));
+  assert.equal(await perm('gr', 'other', 'documents', 'd'), denied('restricted'));
+});
+
+test('§3 rule 7: a group may hold grants; each member has them, their own grant at the same level decides, leaving takes them away', async () => {
+  await ok('/v2/organizations/folders/add', { organizationId: 'gg', createOrganization: true, folders: [{ folderId: 'f', accessType: 'restricted' }] });
+  await ok('/v2/organizations/documents/add', { organizationId: 'gg', folderId: 'f', documents: [{ documentId: 'd' }] });
+  await ok('/v2/users/add', { organizationId: 'gg', users: [{ userId: 'm' }, { userId: 'own' }] });
+  await ok('/v2/organizations/usergroups/add', { organizationId: 'gg', organizationUserGroups: [{ groupId: 'g', groupName: 'G' }] });
+  await ok('/v2/organizations/usergroups/users/add', { organizationId: 'gg', organizationUserGroupId: 'g', userIds: ['m', 'own'] });
+  await ok('/v2/auth/permissions/add', { group: { groupId: 'g' }, permissions: { resources: [{ type: 'folder', id: 'f', organizationId: 'gg' }] } });
+  await ok('/v2/auth/permissions/add', { userId: 'own', permissions: { resources: [{ type: 'folder', id: 'f', organizationId: 'gg', accessRole: 'viewer' }] } });
+  assert.equal(await perm('gg', 'm', 'documents', 'd'), { accessRole: 'editor', accessType: 'restricted' });
+  assert.equal(await perm('gg', 'own', 'documents', 'd'), { accessRole: 'viewer', accessType: 'restricted' });
+  assert.equal(await perm('gg', 'other', 'documents', 'd'), denied('restricted'));
+  await ok('/v2/organizations/usergroups/users/delete', { organizationId: 'gg', organizationUserGroupId: 'g', userIds: ['m'] });
+  assert.equal(await perm('gg', 'm', 'documents', 'd'), denied('restricted'));
 });
 
 test('§3 rule 1: a missing folder or document fails the query with NOT_FOUND and per-user details', async () => {

@@ -750,7 +750,7 @@ export interface paths {
         put?: never;
         /**
          * Add users to a user group
-         * @description Only members of the organization (a live grant on the organization) can join: any other user fails its item ("User is not a member of the organization."). A user already in the group succeeds. `data` is keyed by userId (each id once). An organization or group that does not exist is NOT_FOUND.
+         * @description Only members of the organization (a live grant on the organization) can join: any other user fails its item ("User is not a member of the organization."). A user already in the group succeeds. `data` is keyed by userId (each id once). A user belongs to at most 100 groups of one organization: beyond, that user fails. An organization or group that does not exist is NOT_FOUND.
          */
         post: operations["organizationsUsergroupsUsersAdd"];
         delete?: never;
@@ -809,8 +809,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Grant a user access to resources
-         * @description Each resource is `{ type: organization | folder | document, id, organizationId (folder and document) }`; the user may be given as `userId` or `user.userId`. A resource that does not exist fails alone (never a grant on nothing). When every resource went through the answer has no `data`; when one failed, `data` holds every resource's outcome keyed by resource id. `accessRole` defaults to `editor`; `expiresAt` (Unix seconds) makes the grant temporary, and a temporary grant never replaces a live permanent one (that resource fails). `context.access` (`{ field: value | value[] }`) adds access fields to the grant: at most 200 per resource and 2000 per user in one organization, beyond which that resource fails.
+         * Grant a user or a user group access to resources
+         * @description Each resource is `{ type: organization | folder | document, id, organizationId (folder and document) }`; the user may be given as `userId` or `user.userId`. A resource that does not exist fails alone (never a grant on nothing). When every resource went through the answer has no `data`; when one failed, `data` holds every resource's outcome keyed by resource id. `accessRole` defaults to `editor`; `expiresAt` (Unix seconds) makes the grant temporary, and a temporary grant never replaces a live permanent one (that resource fails). `context.access` (`{ field: value | value[] }`) adds access fields to the grant: at most 200 per resource and 2000 per user in one organization, beyond which that resource fails. In place of the user, `group: { groupId }` (never both: INVALID_ARGUMENT) grants to or revokes from a user group: the group with that id in each resource's organization; where it does not exist, those resources fail ("Organization user group does not exist."). Every member of the group has the group's grant, at the same level, for as long as they are in the group; their own grant on the same resource decides over it, and among their groups the higher role, then the later expiry wins. Group grants carry no `context` (INVALID_ARGUMENT). Example: `{ "group": { "groupId": "design" }, "permissions": { "resources": [{ "type": "folder", "id": "specs", "organizationId": "acme", "accessRole": "viewer" }] } }`. A group holds at most 1000 grants; beyond, a new resource fails.
          */
         post: operations["authPermissionsAdd"];
         delete?: never;
@@ -829,8 +829,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Revoke a user's access to resources
-         * @description Each resource is `{ type: organization | folder | document, id, organizationId (folder and document) }`; the user may be given as `userId` or `user.userId`. A resource that does not exist fails alone (never a grant on nothing). When every resource went through the answer has no `data`; when one failed, `data` holds every resource's outcome keyed by resource id. A resource with `context.access` loses only those access fields, the grant stays; without, the grant goes (a grant that was not there succeeds with "Permission does not exist.").
+         * Revoke a user's or a user group's access to resources
+         * @description Each resource is `{ type: organization | folder | document, id, organizationId (folder and document) }`; the user may be given as `userId` or `user.userId`. A resource that does not exist fails alone (never a grant on nothing). When every resource went through the answer has no `data`; when one failed, `data` holds every resource's outcome keyed by resource id. A resource with `context.access` loses only those access fields, the grant stays; without, the grant goes (a grant that was not there succeeds with "Permission does not exist."). In place of the user, `group: { groupId }` (never both: INVALID_ARGUMENT) grants to or revokes from a user group: the group with that id in each resource's organization; where it does not exist, those resources fail ("Organization user group does not exist."). Every member of the group has the group's grant, at the same level, for as long as they are in the group; their own grant on the same resource decides over it, and among their groups the higher role, then the later expiry wins. Group grants carry no `context` (INVALID_ARGUMENT). Example: `{ "group": { "groupId": "design" }, "permissions": { "resources": [{ "type": "folder", "id": "specs", "organizationId": "acme", "accessRole": "viewer" }] } }`. Removing a group's grant takes it from every member at once.
          */
         post: operations["authPermissionsRemove"];
         delete?: never;
@@ -6194,6 +6194,9 @@ export interface operations {
                         user?: {
                             userId: string;
                         };
+                        group?: {
+                            groupId: string;
+                        };
                         permissions: {
                             resources: {
                                 /** @enum {string} */
@@ -6358,6 +6361,9 @@ export interface operations {
                         userId?: string;
                         user?: {
                             userId: string;
+                        };
+                        group?: {
+                            groupId: string;
                         };
                         permissions: {
                             resources: {

@@ -8,7 +8,8 @@
  */
 import { z } from 'zod';
 import { grantsDecider, isLive, resourceKey } from '../../../commands/grant.js';
-import { groupDecider, plan } from '../../../commands/group.js';
+import { groupDecider, MAX_GROUPS_PER_USER, plan } from '../../../commands/group.js';
+import { GROUP_MEMBERS } from '../../../projections/groups.js';
 import { organizationDecider } from '../../../commands/organization.js';
 import { capturing } from '../../../commands/outcomes.js';
 import type { Services } from '../../services.js';
@@ -88,6 +89,7 @@ export function groupRoutes(services: Services): AnyRoute[] {
       summary: 'Add users to a user group',
       description: 'Only members of the organization (a live grant on the organization) can join: any other user fails its item ' +
         '("User is not a member of the organization."). A user already in the group succeeds. `data` is keyed by userId (each id once). ' +
+        `A user belongs to at most ${MAX_GROUPS_PER_USER} groups of one organization: beyond, that user fails. ` +
         'An organization or group that does not exist is NOT_FOUND.',
       example: { organizationId: 'yourOrganizationId', organizationUserGroupId: 'yourGroupId', userIds: ['yourUserId1'] },
     },
@@ -107,9 +109,14 @@ export function groupRoutes(services: Services): AnyRoute[] {
         const g = state.grants[orgKey];
         return g && isLive(g, ctx.now) ? [u] : [];
       }));
+      // commands/group.ts MAX_GROUPS_PER_USER: permission resolution looks at that many
+      // groups per user, so joins beyond it are refused (the decider lets a user already in
+      // this group through). Counted on the read model, as agent groups per key are.
+      const full = await Promise.all(allowed.flat().map(async (u) =>
+        (await services.read.count(GROUP_MEMBERS, { apiKey: ctx.apiKey, organizationId, userId: u })) >= MAX_GROUPS_PER_USER ? [u] : []));
       const results = await members(ctx, {
         type: 'AddMembers',
-        data: { organizationId, groupId: data.organizationUserGroupId, userIds, members: allowed.flat() },
+        data: { organizationId, groupId: data.organizationUserGroupId, userIds, members: allowed.flat(), atGroupLimit: full.flat() },
         metadata: { now: ctx.now },
       }, userIds);
       return { message: 'Added organization users to group successfully.', data: results };

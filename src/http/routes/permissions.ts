@@ -11,6 +11,12 @@
  *
  * Access context (semantics §4a): a resource may carry `context.access`, `{ field: value |
  * value[] }`; each field:value pair becomes an access field of the user's grant there.
+ *
+ * Group grants (semantics §3 rule 7): add and remove take `group: { groupId }` in place of
+ * the user. The group is the one with that id in each resource's organization, and the
+ * grants are one command on its stream (commands/group.ts); a group that does not exist there
+ * fails those resources one by one, as a missing resource does. Group grants carry no access
+ * fields: `context` with `group` is INVALID_ARGUMENT.
  */
 import { z } from 'zod';
 import { documentDecider } from '../../../commands/document.js';
@@ -29,6 +35,7 @@ import {
   type Resource,
   type ResourceType,
 } from '../../../commands/grant.js';
+import { groupDecider, groupStream, MAX_GRANTS_PER_GROUP, plan as groupPlan, type MemberOutcome } from '../../../commands/group.js';
 import { organizationDecider } from '../../../commands/organization.js';
 import { capturing } from '../../../commands/outcomes.js';
 import { MAX_PERMISSION_CELLS, MAX_PERMISSION_USERS, MAX_REPORTED_ACCESS_FIELDS, resolvePermissions } from '../../../queries/permissions.js';
@@ -90,14 +97,33 @@ export const resourceSchema = z
   });
 export type ResourceInput = z.output<typeof resourceSchema>;
 
-const userSchema = {
+const principalSchema = {
   userId: id().optional(),
   user: z.object({ userId: id() }).optional(),
+  group: z.object({ groupId: id() }).optional(),
   permissions: z.object({ resources: items(resourceSchema) }),
 };
-/** semantics §4a: the hosted API nests userId in one call and not the other: accept both. */
-const withUser = <T extends { userId?: string; user?: { userId: string } }>(s: z.ZodType<T>) =>
-  s.refine((d) => d.userId !== undefined || d.user !== undefined, { message: 'is required (or data.user.userId)', path: ['userId'] });
+type Principal = { userId?: string; user?: { userId: string }; group?: { groupId: string }; permissions: { resources: ResourceInput[] } };
+/**
+ * semantics §4a: the hosted API nests userId in one call and not the other: accept both.
+ * semantics §3 rule 7: or `group.groupId`, never with a user; a group's grants carry no
+ * access fields, so `context` is refused with it rather than dropped.
+ */
+const withPrincipal = <T extends Principal>(s: z.ZodType<T>) =>
+  s.superRefine((d, ctx) => {
+    const user = d.userId !== undefined || d.user !== undefined;
+    if (!user && d.group === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['userId'], message: 'is required (or data.user.userId, or data.group.groupId for a group)' });
+    } else if (user && d.group !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['group'], message: 'cannot be combined with data.userId or data.user: permissions go to a user or to a group, not both' });
+    } else if (d.group !== undefined) {
+      d.permissions.resources.forEach((r, i) => {
+        if (r.context !== undefined) {
+          ctx.addIssue({ code: 'custom', path: ['permissions', 'resources', i, 'context'], message: 'is not accepted with data.group: group grants carry no access fields' });
+        }
+      });
+    }
+  });
 
 const orgOf = (r: ResourceInput) => (r.type === 'organization' ? r.id : r.organizationId!);
 
@@ -129,15 +155,21 @@ async function missing(ctx: RequestContext, r: ResourceInput): Promise<string | 
   return null;
 }
 
-/** Groups resources by organization, runs one grants command per organization, keys outcomes by resource id; a missing resource fails alone. */
+/** One resource's outcome as a command decides it. */
+type Decided = { success: boolean; message: string; refused?: GrantOutcome['refused'] | MemberOutcome['refused'] };
+
+/**
+ * Groups resources by organization, runs one command per organization (`run`, which answers
+ * each resource's outcome by `resourceKey`), keys outcomes by resource id; a missing resource
+ * fails alone.
+ */
 async function perOrganization(
   ctx: RequestContext,
-  userId: string,
   resources: ResourceInput[],
-  command: (organizationId: string, rs: ResourceInput[]) => Parameters<typeof plan>[0],
+  run: (organizationId: string, rs: ResourceInput[]) => Promise<Map<string, Decided>>,
 ) {
   const out: Array<[string, Outcome]> = [];
-  const refusals: GrantOutcome['refused'][] = [];
+  const refusals: Decided['refused'][] = [];
   const byOrg = new Map<string, ResourceInput[]>();
   await Promise.all(resources.map(async (r) => {
     const why = await missing(ctx, r);
@@ -145,16 +177,29 @@ async function perOrganization(
     else byOrg.set(orgOf(r), [...(byOrg.get(orgOf(r)) ?? []), r]);
   }));
   await Promise.all([...byOrg].map(async ([organizationId, rs]) => {
-    const run = capturing(grantsDecider, plan);
-    await ctx.execute(run.decider, grantsStream(ctx.apiKey, organizationId, userId), command(organizationId, rs));
+    const outcomes = await run(organizationId, rs);
     for (const r of rs) {
-      const o = run.outcomes().get(resourceKey(toResource(r)))!;
+      const o = outcomes.get(resourceKey(toResource(r)))!;
       if (o.refused) refusals.push(o.refused);
       out.push([r.id, { success: o.success, type: r.type, message: o.message }]);
     }
   }));
   const order = new Map(resources.map((r, i) => [r.id, i]));
   return { outcomes: keyed(out.sort((a, b) => order.get(a[0])! - order.get(b[0])!)), refusals };
+}
+
+/** Runs `command` on the user's grants stream in `organizationId`; the outcomes it decided. */
+async function onUserGrants(ctx: RequestContext, userId: string, organizationId: string, command: GrantsCommand) {
+  const run = capturing(grantsDecider, plan);
+  await ctx.execute(run.decider, grantsStream(ctx.apiKey, organizationId, userId), command);
+  return run.outcomes();
+}
+
+/** Runs a group-grant command on the stream of the group `groupId` of `organizationId`. */
+async function onGroupGrants(ctx: RequestContext, groupId: string, organizationId: string, command: Parameters<typeof groupPlan>[0]) {
+  const run = capturing(groupDecider, groupPlan);
+  await ctx.execute(run.decider, groupStream(ctx.apiKey, organizationId, groupId), command);
+  return run.outcomes();
 }
 
 /** The success answer of permissions/add and remove: `data` only when a resource failed (see the top of this file). */
@@ -183,7 +228,20 @@ function grantCommand(ctx: RequestContext, userId: string, organizationId: strin
 
 /** Grants `resources` to `userId` as /v2/auth/permissions/add does; outcomes keyed by resource id. */
 export function addGrants(ctx: RequestContext, userId: string, resources: ResourceInput[]) {
-  return perOrganization(ctx, userId, resources, (organizationId, rs) => grantCommand(ctx, userId, organizationId, rs));
+  return perOrganization(ctx, resources, (organizationId, rs) => onUserGrants(ctx, userId, organizationId, grantCommand(ctx, userId, organizationId, rs)));
+}
+
+/** Grants `resources` to the group `groupId` (of each resource's organization), as permissions/add with `group` does. */
+export function addGroupGrants(ctx: RequestContext, groupId: string, resources: ResourceInput[]) {
+  return perOrganization(ctx, resources, (organizationId, rs) => onGroupGrants(ctx, groupId, organizationId, {
+    type: 'GrantGroupAccess',
+    data: {
+      organizationId,
+      groupId,
+      grants: rs.map((r) => ({ ...toResource(r), accessRole: r.accessRole ?? 'editor', expiresAt: r.expiresAt ?? null })),
+    },
+    metadata: { now: ctx.now },
+  }));
 }
 
 /**
@@ -259,6 +317,13 @@ const resourceOutcomes = outcomesById(
 const RESOURCES = 'Each resource is `{ type: organization | folder | document, id, organizationId (folder and document) }`; the user may be ' +
   'given as `userId` or `user.userId`. A resource that does not exist fails alone (never a grant on nothing). When every resource went ' +
   'through the answer has no `data`; when one failed, `data` holds every resource\'s outcome keyed by resource id.';
+/** The group form, shared by add and remove (semantics §3 rule 7). */
+const GROUPS = 'In place of the user, `group: { groupId }` (never both: INVALID_ARGUMENT) grants to or revokes from a user group: the ' +
+  'group with that id in each resource\'s organization; where it does not exist, those resources fail ("Organization user group does not ' +
+  'exist."). Every member of the group has the group\'s grant, at the same level, for as long as they are in the group; their own grant ' +
+  'on the same resource decides over it, and among their groups the higher role, then the later expiry wins. Group grants carry no ' +
+  '`context` (INVALID_ARGUMENT). Example: `{ "group": { "groupId": "design" }, "permissions": { "resources": [{ "type": "folder", ' +
+  '"id": "specs", "organizationId": "acme", "accessRole": "viewer" }] } }`.';
 
 export function permissionRoutes(services: Services): AnyRoute[] {
   const get = defineRoute({
@@ -292,11 +357,12 @@ export function permissionRoutes(services: Services): AnyRoute[] {
     path: '/v2/auth/permissions/add',
     tag: 'Permissions',
     doc: {
-      summary: 'Grant a user access to resources',
+      summary: 'Grant a user or a user group access to resources',
       description: `${RESOURCES} \`accessRole\` defaults to \`editor\`; \`expiresAt\` (Unix seconds) makes the grant temporary, and a ` +
         'temporary grant never replaces a live permanent one (that resource fails). `context.access` (`{ field: value | value[] }`) adds ' +
         `access fields to the grant: at most ${MAX_ACCESS_FIELDS_PER_GRANT} per resource and ${MAX_ACCESS_FIELDS_PER_USER} ` +
-        'per user in one organization, beyond which that resource fails.',
+        `per user in one organization, beyond which that resource fails. ${GROUPS} A group holds at most ${MAX_GRANTS_PER_GROUP} grants; ` +
+        'beyond, a new resource fails.',
       example: {
         user: { userId: 'some-user-id' },
         permissions: { resources: [{ type: 'folder', id: 'YOUR_FOLDER_ID', organizationId: 'YOUR_ORGANIZATION_ID', accessRole: 'editor' }] },
@@ -304,11 +370,12 @@ export function permissionRoutes(services: Services): AnyRoute[] {
     },
     mutates: true,
     auth: 'apiKey',
-    schema: withUser(z.object(userSchema)),
+    schema: withPrincipal(z.object(principalSchema)),
     response: resourceOutcomes,
     async handler(data, ctx) {
-      const userId = (data.userId ?? data.user?.userId)!;
-      const { outcomes } = await addGrants(ctx, userId, data.permissions.resources);
+      const { outcomes } = data.group
+        ? await addGroupGrants(ctx, data.group.groupId, data.permissions.resources)
+        : await addGrants(ctx, (data.userId ?? data.user?.userId)!, data.permissions.resources);
       return answer('Permissions added successfully.', outcomes);
     },
   });
@@ -317,9 +384,9 @@ export function permissionRoutes(services: Services): AnyRoute[] {
     path: '/v2/auth/permissions/remove',
     tag: 'Permissions',
     doc: {
-      summary: 'Revoke a user\'s access to resources',
+      summary: 'Revoke a user\'s or a user group\'s access to resources',
       description: `${RESOURCES} A resource with \`context.access\` loses only those access fields, the grant stays; without, the grant goes ` +
-        '(a grant that was not there succeeds with "Permission does not exist.").',
+        `(a grant that was not there succeeds with "Permission does not exist."). ${GROUPS} Removing a group's grant takes it from every member at once.`,
       example: {
         userId: 'USER_ID',
         permissions: { resources: [{ type: 'organization', id: 'ORGANIZATION_ID' }, { type: 'document', id: 'DOCUMENT_ID', organizationId: 'ORGANIZATION_ID' }] },
@@ -327,13 +394,22 @@ export function permissionRoutes(services: Services): AnyRoute[] {
     },
     mutates: true,
     auth: 'apiKey',
-    schema: withUser(z.object(userSchema)),
+    schema: withPrincipal(z.object(principalSchema)),
     response: resourceOutcomes,
     async handler(data, ctx) {
-      const userId = (data.userId ?? data.user?.userId)!;
       // semantics §4a: missing resources are per-resource failures in both add and remove.
+      const group = data.group;
+      if (group) {
+        const { outcomes } = await perOrganization(ctx, data.permissions.resources, (organizationId, rs) => onGroupGrants(ctx, group.groupId, organizationId, {
+          type: 'RevokeGroupAccess',
+          data: { organizationId, groupId: group.groupId, resources: rs.map(toResource) },
+          metadata: { now: ctx.now },
+        }));
+        return answer('Permissions removed successfully.', outcomes);
+      }
+      const userId = (data.userId ?? data.user?.userId)!;
       // A resource with `context` loses those access fields only; without, the grant goes.
-      const { outcomes } = await perOrganization(ctx, userId, data.permissions.resources, (organizationId, rs) => ({
+      const { outcomes } = await perOrganization(ctx, data.permissions.resources, (organizationId, rs) => onUserGrants(ctx, userId, organizationId, {
         type: 'Revoke',
         data: {
           organizationId,
