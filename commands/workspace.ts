@@ -95,21 +95,47 @@ export type WorkspaceEvent =
       updatedAt: number;
     }>
   | DomainEvent<'WebhookEndpointDisabled', { workspaceId: string; apiKey: string; endpoint: WebhookEndpoint; reason: string; disabledAt: number }>
-  // The key's first secret for signing /v2/auth/generate_token JWTs: write side only, never
-  // read back out; sealed. Events from before key ids and encryption at rest have no `kid`
-  // (the key is LEGACY_KID) and a clear `secret`.
-  | DomainEvent<'ApiKeyTokenSigningSecretCreated', { workspaceId: string; apiKey: string; kid?: string; secret: string; createdAt: number }>
+  // The key's first key for signing /v2/auth/generate_token JWTs: the private part write
+  // side only, never read back out, sealed. `alg: "ES256"`: `secret` is the P-256 private
+  // scalar (the JWK's `d`) and `publicKey` the public half, which is published (JWKS).
+  // Events from before asymmetric signing have no `alg` (an HS256 secret); from before key
+  // ids and encryption at rest, no `kid` either (the key is LEGACY_KID) and a clear `secret`.
+  | DomainEvent<'ApiKeyTokenSigningSecretCreated', { workspaceId: string; apiKey: string; kid?: string; secret: string; alg?: 'ES256'; publicKey?: SigningPublicKey; createdAt: number }>
   // A new signing key; the previous one verifies the tokens it signed until they expire,
-  // unless revoked (`revokedKids` also drops keys whose tokens have all expired).
-  | DomainEvent<'ApiKeyTokenSigningKeyRotated', { workspaceId: string; apiKey: string; kid: string; secret: string; revokedKids: string[]; rotatedAt: number }>;
+  // unless revoked (`revokedKids` also drops keys whose tokens have all expired). `alg` and
+  // `publicKey` as above.
+  | DomainEvent<'ApiKeyTokenSigningKeyRotated', {
+      workspaceId: string;
+      apiKey: string;
+      kid: string;
+      secret: string;
+      alg?: 'ES256';
+      publicKey?: SigningPublicKey;
+      revokedKids: string[];
+      rotatedAt: number;
+    }>;
 
 // ---- state ----
 
-/** A user-token signing key: the current one (`retiredAt` null) signs, retired ones only verify. */
+/** The public half of an ES256 signing key, as a JWK (RFC 7517/7518): what the JWKS publishes. */
+export interface SigningPublicKey {
+  kty: 'EC';
+  crv: 'P-256';
+  x: string;
+  y: string;
+}
+
+/**
+ * A user-token signing key: the current one (`retiredAt` null) signs, retired ones only
+ * verify. `alg` absent: an HS256 key from before asymmetric signing (`secret` is the shared
+ * secret); `ES256`: `secret` is the private scalar and `publicKey` verifies.
+ */
 export interface SigningKey {
   kid: string;
   /** Sealed (clear in events from before encryption at rest). */
   secret: string;
+  alg?: 'ES256';
+  publicKey?: SigningPublicKey;
   createdAt: number;
   retiredAt: number | null;
 }
@@ -213,6 +239,10 @@ export function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceS
   }
 }
 
+/** `alg` and `publicKey` of an ES256 key's event; nothing for an HS256 one (state keeps its old shape). */
+const asymmetric = (d: { alg?: 'ES256'; publicKey?: SigningPublicKey }): Pick<SigningKey, 'alg' | 'publicKey'> =>
+  d.alg === 'ES256' && d.publicKey ? { alg: d.alg, publicKey: d.publicKey } : {};
+
 function evolveKey(key: KeyState, event: WorkspaceEvent): KeyState {
   switch (event.type) {
     case 'ApiKeyServiceConfigUpdated': {
@@ -227,14 +257,14 @@ function evolveKey(key: KeyState, event: WorkspaceEvent): KeyState {
     case 'ApiKeyTokenSigningSecretCreated': {
       if (key.signingKeys.length > 0) return key;
       const { kid, secret, createdAt } = event.data;
-      return { ...key, signingKeys: [{ kid: kid ?? LEGACY_KID, secret, createdAt, retiredAt: null }] };
+      return { ...key, signingKeys: [{ kid: kid ?? LEGACY_KID, secret, ...asymmetric(event.data), createdAt, retiredAt: null }] };
     }
     case 'ApiKeyTokenSigningKeyRotated': {
       const { kid, secret, revokedKids, rotatedAt } = event.data;
       const kept = key.signingKeys
         .filter((k) => !revokedKids.includes(k.kid) && k.kid !== kid)
         .map((k) => (k.retiredAt === null ? { ...k, retiredAt: rotatedAt } : k));
-      return { ...key, signingKeys: [...kept, { kid, secret, createdAt: rotatedAt, retiredAt: null }] };
+      return { ...key, signingKeys: [...kept, { kid, secret, ...asymmetric(event.data), createdAt: rotatedAt, retiredAt: null }] };
     }
     default:
       return key;
@@ -274,10 +304,15 @@ export type WorkspaceCommand =
   | Command<'ResetAuthToken', { apiKey: string; revokeTokenId?: string; tokenId: string; tokenHash: string }>
   | Command<'UpdateServiceConfig', ServiceConfigUpdate & { apiKey: string }>
   | Command<'DisableWebhookEndpoint', { apiKey: string; endpoint: WebhookEndpoint; reason: string }>
-  /** Creates the key's token-signing key unless it has one (`kid` and sealed `secret` are generated outside). */
-  | Command<'EnsureTokenSigningSecret', { apiKey: string; kid: string; secret: string }>
-  /** A new current signing key; `revokePrevious` stops every token the others signed at once. */
-  | Command<'RotateTokenSigningKey', { apiKey: string; kid: string; secret: string; revokePrevious: boolean }>;
+  /**
+   * Makes sure the key's current token-signing key is an ES256 one: creates the first, or
+   * replaces an HS256 key from before asymmetric signing (which keeps verifying its tokens
+   * until they expire). `kid`, the sealed private scalar `secret` and `publicKey` are
+   * generated outside; unused when the key already signs with ES256.
+   */
+  | Command<'EnsureTokenSigningSecret', { apiKey: string; kid: string; secret: string; publicKey: SigningPublicKey }>
+  /** A new current (ES256) signing key; `revokePrevious` stops every token the others signed at once. */
+  | Command<'RotateTokenSigningKey', { apiKey: string; kid: string; secret: string; publicKey: SigningPublicKey; revokePrevious: boolean }>;
 
 // ---- decide ----
 
@@ -322,6 +357,17 @@ function guardProductionKey(state: Extract<WorkspaceState, { status: 'active' }>
   if (existing >= state.maxProductionKeys) {
     throw resourceExhausted(`This workspace has reached its maximum of ${state.maxProductionKeys} production keys.`);
   }
+}
+
+/**
+ * The keys a rotation at `now` drops: all previous keys when asked; otherwise only retired
+ * keys whose tokens have all expired (they verify nothing any more), so the list stays short
+ * however often a key is rotated. Example: rotated at t0 and again at t0 + 49 h: the t0 key goes.
+ */
+function revokedOnRotation(key: KeyState, revokePrevious: boolean, now: number): string[] {
+  return key.signingKeys
+    .filter((k) => revokePrevious || (k.retiredAt !== null && k.retiredAt + SIGNING_KEY_RETENTION_MS <= now))
+    .map((k) => k.kid);
 }
 
 export function decide(command: WorkspaceCommand, state: WorkspaceState): WorkspaceEvent[] {
@@ -394,24 +440,27 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
     }
     case 'EnsureTokenSigningSecret': {
       if (state.status !== 'active') throw workspaceNotFound();
-      const { apiKey, kid, secret } = command.data;
+      const { apiKey, kid, secret, publicKey } = command.data;
       const key = keyOf(state, apiKey);
       if (!key) throw notFound('API key not found in this workspace.');
-      if (key.signingKeys.length > 0) return [];
-      return [{ type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: state.workspaceId, apiKey, kid, secret, createdAt: now } }];
+      const current = key.signingKeys.find((k) => k.retiredAt === null);
+      if (current?.alg === 'ES256') return [];
+      if (key.signingKeys.length === 0) {
+        return [{ type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: state.workspaceId, apiKey, kid, secret, alg: 'ES256', publicKey, createdAt: now } }];
+      }
+      // An HS256 key from before asymmetric signing: new tokens must be verifiable with a
+      // published key, so an ES256 key takes over; the HS256 one verifies its tokens until
+      // they expire, as after any rotation.
+      const revokedKids = revokedOnRotation(key, false, now);
+      return [{ type: 'ApiKeyTokenSigningKeyRotated', data: { workspaceId: state.workspaceId, apiKey, kid, secret, alg: 'ES256', publicKey, revokedKids, rotatedAt: now } }];
     }
     case 'RotateTokenSigningKey': {
       if (state.status !== 'active') throw workspaceNotFound();
-      const { apiKey, kid, secret, revokePrevious } = command.data;
+      const { apiKey, kid, secret, publicKey, revokePrevious } = command.data;
       const key = keyOf(state, apiKey);
       if (!key) throw notFound('API key not found in this workspace.');
-      // Revoked: all previous keys when asked; otherwise only retired keys whose tokens have
-      // all expired (they verify nothing any more), so the list stays short however often
-      // a key is rotated. Example: rotated at t0 and again at t0 + 49 h: the t0 key goes.
-      const revokedKids = key.signingKeys
-        .filter((k) => revokePrevious || (k.retiredAt !== null && k.retiredAt + SIGNING_KEY_RETENTION_MS <= now))
-        .map((k) => k.kid);
-      return [{ type: 'ApiKeyTokenSigningKeyRotated', data: { workspaceId: state.workspaceId, apiKey, kid, secret, revokedKids, rotatedAt: now } }];
+      const revokedKids = revokedOnRotation(key, revokePrevious, now);
+      return [{ type: 'ApiKeyTokenSigningKeyRotated', data: { workspaceId: state.workspaceId, apiKey, kid, secret, alg: 'ES256', publicKey, revokedKids, rotatedAt: now } }];
     }
     default:
       return assertNever(command, 'workspace command');

@@ -12,7 +12,8 @@ import { createHash } from 'node:crypto';
 import { ApiError, BugError, httpStatusOf, invalidArgument } from './errors.js';
 import { MAX_JSON_DEPTH, jsonDepth } from './http/json-depth.js';
 import type { Services } from './services.js';
-import { authenticate, type Caller } from './http/auth.js';
+import { authenticate, InvalidUserTokenError, type Caller } from './http/auth.js';
+import { installJwks } from './http/jwks.js';
 import { RequestContext } from './http/context.js';
 import type { AnyRoute, Success } from './http/route.js';
 import { parseBody } from './http/validation.js';
@@ -98,13 +99,23 @@ const envelopeJson = (out: Success, dataJson: string) =>
     out.pageToken !== undefined ? `,"pageToken":${JSON.stringify(out.pageToken)}` : ''
   }}}`;
 
-/** Whom rate limits belong to. `req.ip` is the client's behind a trusted proxy (TRUST_PROXY). */
+/**
+ * Whom rate limits belong to. `req.ip` is the client's behind a trusted proxy (TRUST_PROXY).
+ * A user token's caller is its user, apart from its API key: front ends then neither share
+ * the back end's budget nor replay its Idempotency-Key answers (below).
+ */
 const scopeOf = (caller: Caller, req: FastifyRequest) =>
-  caller.tenant ? `apikey:${caller.tenant.apiKey}` : caller.workspaceId ? `workspace:${caller.workspaceId}` : `ip:${req.ip}`;
+  caller.tenant
+    ? caller.userId !== undefined
+      ? `user:${caller.tenant.apiKey}:${caller.userId}`
+      : `apikey:${caller.tenant.apiKey}`
+    : caller.workspaceId
+      ? `workspace:${caller.workspaceId}`
+      : `ip:${req.ip}`;
 
 /**
  * Whom an Idempotency-Key belongs to: two callers must never get each other's answer.
- * - API key, workspace: that credential.
+ * - API key, workspace: that credential; a user token: its user of its API key.
  * - The operator's admin token (ADMIN_TOKEN set): the operator, by a hash of the token, so
  *   a new token starts afresh.
  * - No credentials (open sign-up): the client address and the exact body. The address is
@@ -145,7 +156,10 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
   // (`data.users[2].email must be a valid email`), and the handler gets the parsed value.
   // Each body schema maps back to its route's `data` schema.
   const dataSchemas = new WeakMap<object, z.ZodType>();
-  app.setValidatorCompiler(({ schema, url }) => {
+  app.setValidatorCompiler(({ schema, url, httpPart }) => {
+    // A GET route's path parameters (the JWKS): checked by the route itself, which answers
+    // NOT_FOUND for a name that fits no key rather than INVALID_ARGUMENT.
+    if (httpPart === 'params') return (params: unknown) => ({ value: params });
     const data = dataSchemas.get(schema);
     if (!data) throw new BugError(`route ${url} has a body schema that is not a route's`);
     return (body: unknown) => {
@@ -183,6 +197,7 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
     const { error, internal } = toApiError(err, services.config.bodyLimit);
     if (internal) req.log.error({ err }, 'internal error');
     if (error instanceof RateLimitedError) void reply.header('retry-after', String(error.retryAfterSeconds));
+    if (error instanceof InvalidUserTokenError) void reply.header('www-authenticate', error.challenge);
     const body = failure(
       internal ? new ApiError('INTERNAL', `Internal error (request id ${req.id}).`) : error,
     );
@@ -237,7 +252,7 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
   /** Runs the route for an authenticated caller; a write waits for the read models first. */
   const run = async (route: AnyRoute, req: FastifyRequest, caller: Caller): Promise<Success> => {
     const data = (req.body as { data: unknown }).data;
-    const ctx = new RequestContext(services, req.id, services.clock(), req.log, caller.actor, caller.tenant, caller.workspaceId);
+    const ctx = new RequestContext(services, req.id, services.clock(), req.log, caller.actor, caller.tenant, caller.workspaceId, caller.userId);
     const out = await route.handler(data, ctx);
     if (ctx.lastPosition) {
       // Read-your-writes: the write is durable already; wait (bounded) until the read
@@ -250,6 +265,12 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
     return out;
   };
 
+  const routes = allRoutes(services);
+  // Named in the refusal a user token gets on every other route (src/http/auth.ts).
+  const userTokenPaths = routes.filter((r) => r.userToken).map((r) => r.path);
+  for (const r of routes) if (r.userToken && r.auth !== 'apiKey') throw new BugError(`route ${r.path} takes user tokens but is not an API-key route`);
+  installJwks(app, services, limiter);
+
   /**
    * Before the body is validated: credentials, rate limits and the Idempotency-Key, so a
    * caller without credentials learns that (401) before anything about its body, and the
@@ -261,7 +282,7 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
     services.read.beginRequest();
     // Before the admin token is checked, so guesses at it are throttled too.
     if (route.auth === 'admin' && signups.enabled) signups.take(`ip:${req.ip}`);
-    const caller = await authenticate(req, route.auth, services);
+    const caller = await authenticate(req, route.auth, services, { userToken: route.userToken === true, userTokenPaths });
     if (limiter.enabled) limiter.take(scopeOf(caller, req));
     req.caller = caller;
     // A read runs every time: its Idempotency-Key is accepted and ignored (idempotency.ts).
@@ -270,7 +291,7 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
   };
 
   const checkFile = responseCheckFile();
-  for (const route of allRoutes(services)) {
+  for (const route of routes) {
     const schema = fastifySchema(route);
     dataSchemas.set(schema.body, route.schema);
     const check = checkFile ? { onSend: responseCheckHook(route.path, answersOf(route), checkFile) } : {};
@@ -336,7 +357,9 @@ export async function buildApp(services: Services, options: BuildOptions = {}): 
     },
     requestIdHeader: false,
     return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true },
+    // maxParamLength: the JWKS path names an API key (up to 256 characters, like every id);
+    // beyond Fastify's default of 100 it would answer 414 outside the envelope.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
   });
   installEdge(app, services.config);
   await app.register(collabApp, { services });

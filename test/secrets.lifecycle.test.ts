@@ -7,7 +7,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Harness, type Tenant } from './support/app.js';
-import { SignJWT } from 'jose';
+import { SignJWT, importJWK } from 'jose';
 import { verifyUserToken } from '../src/tokens/user-tokens.js';
 import { TokenError } from '../src/tokens/jwt.js';
 import { workspaceDecider } from '../commands/workspace.js';
@@ -98,14 +98,15 @@ S('signing key rotation: new tokens carry the new kid; old ones stay valid until
   assert.is(kidOf(t2), r.kid);
   assert.is((await verifyUserToken(h.services, t1)).sub, 'u1', 'the token of the previous key is still valid');
   assert.is((await verifyUserToken(h.services, t2)).sub, 'u1');
-  // Someone holding the retired key's secret cannot mint a token after its retirement.
+  // Someone holding the retired key's private half cannot mint a token after its retirement.
   const { state } = await h.services.commands.load(workspaceDecider, workspaceStream(t.workspaceId));
   const retired = state.status === 'active' ? state.keys[t.apiKey]!.signingKeys[0]! : null;
-  const secret = (await h.services.secrets.open(t.apiKey, retired!.secret)) as string;
+  assert.is(retired!.alg, 'ES256');
+  const d = (await h.services.secrets.open(t.apiKey, retired!.secret)) as string;
   const iat = Math.floor(now / 1000) + 120;
   const minted = await new SignJWT({ iss: 'collab-backend', aud: t.apiKey, sub: 'intruder', apiKey: t.apiKey, user: {}, resources: [], iat, exp: iat + 3600, jti: 'x' })
-    .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: retired!.kid })
-    .sign(new TextEncoder().encode(secret));
+    .setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: retired!.kid })
+    .sign(await importJWK({ ...retired!.publicKey!, d }, 'ES256'));
   now += 5 * 60_000;
   await refused(h, minted, /retired signing key/);
   // 48 h after issue, t1 has expired like any token (the key that signed it verifies until then).

@@ -95,13 +95,17 @@ test('a log with clear secrets from before keeps working, and clear values are s
   try {
     const headers = { 'x-service-api-key': apiKey, 'x-service-auth-token': keyToken };
     const wsHeaders = { 'x-service-workspace-id': wsId, 'x-service-workspace-auth-token': wsToken };
-    // The old token verifies (with the legacy key, by its apiKey claim); a new one is signed with the same key.
+    // The old token verifies (with the legacy key, by its apiKey claim). A new one is ES256,
+    // with a key made for it (the HS256 k0 is retired, verifying its tokens until they expire).
     assert.is((await verifyUserToken(h.services, oldToken, { apiKey })).sub, 'u0');
     const issued = await h.post('/v2/auth/generate_token', { userId: 'u1', userProperties: { name: 'U', email: 'u@example.com' } }, headers);
     assert.is(issued.status, 200, JSON.stringify(issued.body));
     const newToken = issued.body.result.data.token as string;
-    assert.is(JSON.parse(Buffer.from(newToken.split('.')[0]!, 'base64url').toString()).kid, 'k0', 'the pre-upgrade key is k0');
+    const newHeader = JSON.parse(Buffer.from(newToken.split('.')[0]!, 'base64url').toString());
+    assert.is(newHeader.alg, 'ES256');
+    assert.is.not(newHeader.kid, 'k0', 'the pre-upgrade key k0 signs nothing new');
     assert.is((await verifyUserToken(h.services, newToken, { apiKey })).aud, apiKey);
+    assert.is((await verifyUserToken(h.services, oldToken, { apiKey })).sub, 'u0', 'the pre-upgrade token still verifies');
 
     // A new event is delivered, signed and authorized with the clear token from the old log.
     const org = await h.post('/v2/organizations/add', { organizations: [{ organizationId: 'o1' }] }, headers);

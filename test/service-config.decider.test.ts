@@ -76,17 +76,27 @@ S('a disabled endpoint is enabled again by an update that sets its URL', () => {
     .then([updated({ config: { rawNotificationUrl: 'https://b.example/raw', processedNotificationUrl: 'https://a.example/p' }, triggers: [] })]);
 });
 
-S('the token-signing key is created once; an old event without kid is the legacy key', () => {
-  const ensure = (kid: string, secret: string): WorkspaceCommand => ({ type: 'EnsureTokenSigningSecret', data: { apiKey: 'k1', kid, secret }, metadata: { now } });
-  const made: WorkspaceEvent = { type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: 'w1', apiKey: 'k1', kid: 'kA', secret: 's1', createdAt: now } };
+S('the token-signing key is created once (ES256); an HS256 key is replaced by an ES256 one; an old event without kid is the legacy key', () => {
+  const pub = { kty: 'EC' as const, crv: 'P-256' as const, x: 'x', y: 'y' };
+  const ensure = (kid: string, secret: string, at = now): WorkspaceCommand => ({ type: 'EnsureTokenSigningSecret', data: { apiKey: 'k1', kid, secret, publicKey: pub }, metadata: { now: at } });
+  const made: WorkspaceEvent = { type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: 'w1', apiKey: 'k1', kid: 'kA', secret: 's1', alg: 'ES256', publicKey: pub, createdAt: now } };
   spec(workspaceDecider).given(created()).when(ensure('kA', 's1')).then([made]);
   spec(workspaceDecider).given([...created(), made]).when(ensure('kB', 's2')).thenNothing();
+  spec(workspaceDecider).given(created()).when({ ...ensure('kA', 's1'), data: { ...ensure('kA', 's1').data, apiKey: 'nope' } } as WorkspaceCommand).thenFails('NOT_FOUND');
   const { state } = spec(workspaceDecider).given([...created(), made, { ...made, data: { ...made.data, kid: 'kB', secret: 's2' } } as WorkspaceEvent]);
-  assert.equal(state.status === 'active' && state.keys.k1!.signingKeys, [{ kid: 'kA', secret: 's1', createdAt: now, retiredAt: null }]);
-  // Logged before key ids: no kid, a clear secret.
+  assert.equal(state.status === 'active' && state.keys.k1!.signingKeys, [{ kid: 'kA', secret: 's1', alg: 'ES256', publicKey: pub, createdAt: now, retiredAt: null }]);
+  // Logged before key ids: no kid, a clear secret, HS256 (no alg).
   const legacy = { type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: 'w1', apiKey: 'k1', secret: 'clear', createdAt: now } } as WorkspaceEvent;
   const old = spec(workspaceDecider).given([...created(), legacy]).state;
   assert.equal(old.status === 'active' && old.keys.k1!.signingKeys, [{ kid: 'k0', secret: 'clear', createdAt: now, retiredAt: null }]);
+  // An HS256 current key: the next token needs an ES256 one, which takes over as a rotation
+  // that keeps the HS256 key for its tokens; once ES256 signs, ensuring again does nothing.
+  const upgraded: WorkspaceEvent = {
+    type: 'ApiKeyTokenSigningKeyRotated',
+    data: { workspaceId: 'w1', apiKey: 'k1', kid: 'kB', secret: 's2', alg: 'ES256', publicKey: pub, revokedKids: [], rotatedAt: now + 1 },
+  };
+  spec(workspaceDecider).given([...created(), legacy]).when(ensure('kB', 's2', now + 1)).then([upgraded]);
+  spec(workspaceDecider).given([...created(), legacy, upgraded]).when(ensure('kC', 's3', now + 2)).thenNothing();
 });
 
 S('a clear secret stored before encryption at rest is sealed when an update carries it on', () => {

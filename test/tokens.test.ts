@@ -3,7 +3,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHmac } from 'node:crypto';
 import { harness, type Harness, type Tenant } from './support/app.js';
-import { signToken, verifyToken, TokenError, TOKEN_LIFETIME_SECONDS, type UserTokenClaims } from '../src/tokens/jwt.js';
+import { exportJWK, generateKeyPair } from 'jose';
+import { signToken, verifyToken, TokenError, TOKEN_LIFETIME_SECONDS, type UserTokenClaims, type VerificationKey } from '../src/tokens/jwt.js';
 import { verifyUserToken } from '../src/tokens/user-tokens.js';
 import { API_KEYS } from '../projections/workspaces.js';
 
@@ -60,6 +61,28 @@ J('a token from before key ids (no kid, no aud, signed by hand as the old code d
   await rejects(() => verifyToken(legacy, () => 'secret-0', at(old.iat, 'k2')), /another API key/);
 });
 
+J('ES256: round trip with the public key; another key, a tampered payload, HS256 keyed with the public key, or an ES256 token against a secret are rejected', async () => {
+  const pair = async () => {
+    const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+    const { x, y, d } = await exportJWK(privateKey);
+    return { publicKey: { kty: 'EC' as const, crv: 'P-256' as const, x: x!, y: y! }, d: d! };
+  };
+  const a = await pair();
+  const b = await pair();
+  const onlyKey = (kid: string, key: VerificationKey) => (k: string | undefined) => (k === kid ? key : undefined);
+  const t = await signToken(claims, { kid: 'ka', privateJwk: { ...a.publicKey, d: a.d } });
+  assert.equal(JSON.parse(Buffer.from(t.split('.')[0]!, 'base64url').toString()), { alg: 'ES256', typ: 'JWT', kid: 'ka' });
+  assert.equal(await verifyToken(t, onlyKey('ka', a.publicKey), at(claims.iat + 10)), claims);
+  await rejects(() => verifyToken(t, onlyKey('ka', b.publicKey), at(claims.iat)), /invalid token signature/);
+  const [h, , s] = t.split('.') as [string, string, string];
+  await rejects(() => verifyToken(`${h}.${b64({ ...claims, sub: 'admin' })}.${s}`, onlyKey('ka', a.publicKey), at(claims.iat)), /invalid token signature/);
+  // Algorithm confusion: an HS256 token whose secret is the (public) key's JSON.
+  const confused = await signToken(claims, { kid: 'ka', secret: JSON.stringify(a.publicKey) });
+  await rejects(() => verifyToken(confused, onlyKey('ka', a.publicKey), at(claims.iat)), /unsupported token algorithm/);
+  await rejects(() => verifyToken(t, onlyKey('ka', 'secret-1'), at(claims.iat)), /unsupported token algorithm/);
+  await rejects(() => verifyToken(t, onlyKey('ka', a.publicKey), at(claims.exp)), /expired/);
+});
+
 J.run();
 
 let now = 1_700_000_000_000;
@@ -78,14 +101,14 @@ const request = {
   permissions: { resources: [{ type: 'organization', id: 'org-1' }, { type: 'document', id: 'doc-1', organizationId: 'org-1', accessRole: 'viewer', expiresAt: 1_800_000_000 }] },
 };
 
-S('issues a 48 h HS256 token naming key, user and resources; verifiable, tamper-evident, expiring', async ({ h, t }) => {
+S('issues a 48 h ES256 token naming key, user and resources; verifiable, tamper-evident, expiring', async ({ h, t }) => {
   const res = await h.post('/v2/auth/generate_token', request, t.headers);
   assert.is(res.status, 200, JSON.stringify(res.body));
   assert.is(res.body.result.message, 'Token generated successfully.');
   const token = res.body.result.data.token as string;
   const header = JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString());
   assert.equal(Object.keys(header).sort(), ['alg', 'kid', 'typ']);
-  assert.is(header.alg, 'HS256');
+  assert.is(header.alg, 'ES256');
   assert.match(header.kid, /^[A-Za-z0-9]{20}$/);
   const c = await verifyUserToken(h.services, token, { apiKey: t.apiKey });
   assert.is(c.iss, 'collab-backend');
@@ -125,17 +148,21 @@ S('issues a 48 h HS256 token naming key, user and resources; verifiable, tamper-
   }
 });
 
-S('the signing secret is per key, created once, never in a read model or response', async ({ h, t }) => {
+S('the signing key is per key, created once, its private half never in a read model or response', async ({ h, t }) => {
   const t1 = (await h.post('/v2/auth/generate_token', request, t.headers)).body.result.data.token;
   const t2 = (await h.post('/v2/auth/generate_token', request, t.headers)).body.result.data.token;
   assert.ok(await verifyUserToken(h.services, t1));
   assert.ok(await verifyUserToken(h.services, t2));
   const secrets = (await h.services.events.readAll()).filter((e) => e.type === 'ApiKeyTokenSigningSecretCreated');
   assert.is(secrets.length, 1, 'one secret per key');
-  const sealed = (secrets[0]!.data as { secret: string }).secret;
+  const made = secrets[0]!.data as { secret: string; alg: string; publicKey: { kty: string; crv: string; x: string; y: string } };
+  assert.is(made.alg, 'ES256');
+  assert.equal(Object.keys(made.publicKey).sort(), ['crv', 'kty', 'x', 'y'], 'the public half holds no private member');
+  const sealed = made.secret;
   assert.match(sealed, /^enc:v1:/, 'stored sealed');
+  // The private scalar d of a P-256 key: 32 bytes, base64url.
   const secret = (await h.services.secrets.open(t.apiKey, sealed)) as string;
-  assert.is(secret.length, 48);
+  assert.match(secret, /^[A-Za-z0-9_-]{43}$/);
   const key = await h.services.read.get(API_KEYS, t.apiKey);
   assert.not.ok(JSON.stringify(key).includes(secret) || JSON.stringify(key).includes(sealed));
   assert.not.ok(t1.includes(secret));

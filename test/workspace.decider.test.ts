@@ -199,11 +199,15 @@ test('DeleteApiKey: the key goes (its production slot too); again: nothing; unkn
     .then([keyCreated(key('p2', 'production'))]);
 });
 
-test('RotateTokenSigningKey: keeps the previous key for its tokens, revokes on request, drops keys past every token lifetime', () => {
+test('RotateTokenSigningKey: an ES256 key; keeps the previous key for its tokens, revokes on request, drops keys past every token lifetime', () => {
   const H = 3_600_000;
-  const first: WorkspaceEvent = { type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: 'w1', apiKey: 'k1', kid: 'a', secret: 'sa', createdAt: now } };
-  const rotate = (kid: string, at: number, revokePrevious = false) => ({ type: 'RotateTokenSigningKey' as const, data: { apiKey: 'k1', kid, secret: `s${kid}`, revokePrevious }, metadata: { now: at } });
-  const rotated = (kid: string, at: number, revokedKids: string[]): WorkspaceEvent => ({ type: 'ApiKeyTokenSigningKeyRotated', data: { workspaceId: 'w1', apiKey: 'k1', kid, secret: `s${kid}`, revokedKids, rotatedAt: at } });
+  const pub = (kid: string) => ({ kty: 'EC' as const, crv: 'P-256' as const, x: `x${kid}`, y: `y${kid}` });
+  const first: WorkspaceEvent = { type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: 'w1', apiKey: 'k1', kid: 'a', secret: 'sa', alg: 'ES256', publicKey: pub('a'), createdAt: now } };
+  const rotate = (kid: string, at: number, revokePrevious = false) => ({ type: 'RotateTokenSigningKey' as const, data: { apiKey: 'k1', kid, secret: `s${kid}`, publicKey: pub(kid), revokePrevious }, metadata: { now: at } });
+  const rotated = (kid: string, at: number, revokedKids: string[]): WorkspaceEvent => ({
+    type: 'ApiKeyTokenSigningKeyRotated',
+    data: { workspaceId: 'w1', apiKey: 'k1', kid, secret: `s${kid}`, alg: 'ES256', publicKey: pub(kid), revokedKids, rotatedAt: at },
+  });
   given([...created, first]).when(rotate('b', now + H)).then([rotated('b', now + H, [])]);
   given([...created, first]).when(rotate('b', now + H, true)).then([rotated('b', now + H, ['a'])]);
   // a retired at +1 h; at +1 h + 48 h + 1 min every token it signed has expired.
@@ -211,13 +215,20 @@ test('RotateTokenSigningKey: keeps the previous key for its tokens, revokes on r
   given([...created, first, rotated('b', now + H, [])]).when(rotate('c', now + 49 * H + 60_000)).then([rotated('c', now + 49 * H + 60_000, ['a'])]);
   const { state } = given([...created, first, rotated('b', now + H, [])]);
   assert.equal(state.status === 'active' && state.keys.k1!.signingKeys, [
-    { kid: 'a', secret: 'sa', createdAt: now, retiredAt: now + H },
-    { kid: 'b', secret: 'sb', createdAt: now + H, retiredAt: null },
+    { kid: 'a', secret: 'sa', alg: 'ES256', publicKey: pub('a'), createdAt: now, retiredAt: now + H },
+    { kid: 'b', secret: 'sb', alg: 'ES256', publicKey: pub('b'), createdAt: now + H, retiredAt: null },
   ]);
   const revoked = given([...created, first, rotated('b', now + H, ['a'])]).state;
   assert.equal(revoked.status === 'active' && revoked.keys.k1!.signingKeys.map((k) => k.kid), ['b']);
   given(created).when(rotate('b', now)).then([rotated('b', now, [])]);
   given(created).when({ ...rotate('b', now), data: { ...rotate('b', now).data, apiKey: 'nope' } }).thenFails('NOT_FOUND');
+  // An HS256 key (from before asymmetric signing) is retired by an ES256 one like any other.
+  const hs256: WorkspaceEvent = { type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: 'w1', apiKey: 'k1', kid: 'h', secret: 'sh', createdAt: now } };
+  const mixed = given([...created, hs256, rotated('b', now + H, [])]).state;
+  assert.equal(mixed.status === 'active' && mixed.keys.k1!.signingKeys, [
+    { kid: 'h', secret: 'sh', createdAt: now, retiredAt: now + H },
+    { kid: 'b', secret: 'sb', alg: 'ES256', publicKey: pub('b'), createdAt: now + H, retiredAt: null },
+  ]);
 });
 
 test('evolve ignores events that do not apply', () => {

@@ -33,7 +33,18 @@ export class RequestContext {
     readonly actor: string,
     readonly tenant?: Tenant,
     readonly workspaceId?: string,
+    /** The user of the user token that authenticated the call (route.ts `userToken`); undefined otherwise. */
+    readonly userId?: string,
   ) {}
+
+  /**
+   * The user a user token (Authorization: Bearer) authenticated, who may act as itself
+   * only; undefined when the API key's own headers did (the back end, acting for anyone).
+   * A route flagged `userToken` checks its data against it (src/http/acting-user.ts).
+   */
+  actingUser(): string | undefined {
+    return this.userId;
+  }
 
   /** The tenant of an API-key route; a route declared `apiKey` always has one. */
   get apiKey(): string {

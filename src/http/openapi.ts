@@ -30,10 +30,22 @@ const securitySchemes: Record<string, OpenAPIV3_1.SecuritySchemeObject> = {
     name: 'x-service-admin-token',
     description: 'The operator\'s ADMIN_TOKEN. When the operator has not set one, the admin routes need no credentials.',
   },
+  userToken: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description:
+      'A user token from `/v2/auth/generate_token` (ES256; its keys at `GET /.well-known/jwks/{apiKey}.json`), in place of the API-key headers on the ' +
+      'user-scoped routes only: the caller acts as the token\'s user, for itself only. Invalid or expired: 401 with `www-authenticate: Bearer error="invalid_token"`; ' +
+      'on any other route, or beyond its user: 403.',
+  },
 };
 
-/** Both headers of a mode are required together: one requirement object names both. */
-export const securityOf = (auth: AuthMode): OpenAPIV3_1.SecurityRequirementObject[] => {
+/**
+ * Both headers of a mode are required together: one requirement object names both. A route
+ * that takes user tokens (`userToken`) lists the Bearer token as the alternative.
+ */
+export const securityOf = (auth: AuthMode, userToken = false): OpenAPIV3_1.SecurityRequirementObject[] => {
   switch (auth) {
     case 'open':
       return [];
@@ -42,7 +54,7 @@ export const securityOf = (auth: AuthMode): OpenAPIV3_1.SecurityRequirementObjec
     case 'workspace':
       return [{ workspaceId: [], workspaceAuthToken: [] }];
     case 'apiKey':
-      return [{ apiKey: [], authToken: [] }];
+      return userToken ? [{ apiKey: [], authToken: [] }, { userToken: [] }] : [{ apiKey: [], authToken: [] }];
   }
 };
 
@@ -64,8 +76,38 @@ where this service differs from the hosted API it replaces.`;
 
 const json = (description: string, schema: z.ZodType) => ({ description, content: { 'application/json': { schema } } });
 
-/** The operator's GET routes, in the document beside the API (tag Operations). */
+/** A published key: an ES256 public key, never private material. */
+const publishedJwk = z.object({
+  kty: z.literal('EC'),
+  crv: z.literal('P-256'),
+  x: z.string().describe('The public point\'s x coordinate, base64url.'),
+  y: z.string().describe('The public point\'s y coordinate, base64url.'),
+  kid: z.string().describe('The `kid` of the tokens this key verifies.'),
+  alg: z.literal('ES256'),
+  use: z.literal('sig'),
+});
+
+/** The GET routes beside the API: the operator's (tag Operations) and the JWKS (tag Tokens). */
 export const operationSchemas = {
+  jwks: {
+    tags: ['Tokens'],
+    summary: 'The public keys that verify an API key\'s user tokens (JWKS)',
+    description: [
+      'A JSON Web Key Set (RFC 7517), no credentials needed: the keys that may verify a live user token of the API key, the current one first ' +
+        '(retired keys stay until every token they signed has expired; revoked ones go at once). Verify a token with any JWT library: ' +
+        '`alg` ES256, `iss` `collab-backend`, `aud` the API key, the key its header\'s `kid` names. Tokens signed before asymmetric signing (HS256) ' +
+        'are not verifiable with it and expire within 48 hours of the upgrade.',
+      '',
+      'Cached for 5 minutes (`cache-control`, `etag`; `if-none-match` answers 304): on a `kid` the cached set lacks, fetch it again. ' +
+        'The success body is the bare set, not an envelope; an unknown API key answers `NOT_FOUND` in the envelope.',
+    ].join('\n'),
+    params: z.object({ apiKey: z.string().describe('The API key the tokens were issued for (their `aud`).') }),
+    response: {
+      200: json('The key set', z.object({ keys: z.array(publishedJwk) })),
+      404: json('NOT_FOUND: no such API key', FAILURE.get(404)!),
+      429: json('RESOURCE_EXHAUSTED: too many requests from this address', FAILURE.get(429)!),
+    },
+  },
   healthz: {
     tags: ['Operations'],
     summary: 'Liveness: the process answers.',
@@ -90,6 +132,9 @@ export const operationSchemas = {
   },
 };
 
+/** Appended to the description of every route that takes user tokens. */
+const USER_TOKEN_NOTE = 'Also accepts a user token (`Authorization: Bearer`, security scheme `userToken`) in place of the API-key headers: the call then acts for the token\'s user only.';
+
 /** The route options Fastify is given for `route`: its schemas and what the document says of it. */
 export function fastifySchema(route: AnyRoute) {
   const answers = answersOf(route);
@@ -103,9 +148,9 @@ export function fastifySchema(route: AnyRoute) {
   return {
     tags: [route.tag],
     summary: route.doc.summary,
-    ...(route.doc.description ? { description: route.doc.description } : {}),
+    ...(route.doc.description || route.userToken ? { description: [route.doc.description, route.userToken ? USER_TOKEN_NOTE : undefined].filter(Boolean).join('\n\n') } : {}),
     operationId: route.path.replace(/^\/v2\//, '').replace(/[/_-]+(\w)/g, (_, c: string) => c.toUpperCase()),
-    security: securityOf(route.auth),
+    security: securityOf(route.auth, route.userToken === true),
     body: route.doc.example ? requestEnvelope(route).meta({ examples: [{ data: route.doc.example }] }) : requestEnvelope(route),
     response,
   };

@@ -50,6 +50,15 @@ export interface RouteDef<S extends z.ZodType = z.ZodType, R extends z.ZodType =
    */
   mutates: boolean;
   auth: AuthMode;
+  /**
+   * `true` on a user-scoped `apiKey` route: it also accepts `Authorization: Bearer <user
+   * token>` in place of the API-key headers (src/http/auth.ts). The caller then acts as the
+   * token's user only, and the handler must hold it to that: `ctx.actingUser()` is the user
+   * (undefined under API-key headers), and src/http/acting-user.ts has the checks (`onlySelf`
+   * for a list of user ids, `mayOpenDocument`). Every route without the flag refuses a
+   * request whose only credential is a user token (PERMISSION_DENIED).
+   */
+  userToken?: true;
   schema: S;
   /**
    * The answer's `result.data`, as the service writes it (`NO_DATA` when the answer has
@@ -81,6 +90,7 @@ export interface AnyRoute {
   doc: RouteDoc;
   mutates: boolean;
   auth: AuthMode;
+  userToken?: true;
   schema: z.ZodType;
   response: z.ZodType;
   paged?: 'pageToken' | 'both';

@@ -1,23 +1,26 @@
 /**
- * The user tokens of `/v2/auth/generate_token`: compact JWTs (RFC 7519), HS256 with the API
- * key's current signing key, signed and verified by `jose` (no hand-written JWT code). The
- * signing keys are generated per API key, kept sealed on the write side (workspace aggregate:
- * `ApiKeyTokenSigningSecretCreated`, `ApiKeyTokenSigningKeyRotated`), never returned and never
- * in a read model.
+ * The user tokens of `/v2/auth/generate_token`: compact JWTs (RFC 7519), ES256 (ECDSA over
+ * P-256) with the API key's current signing key, signed and verified by `jose` (no
+ * hand-written JWT code). The signing keys are generated per API key, their private halves
+ * kept sealed on the write side (workspace aggregate: `ApiKeyTokenSigningSecretCreated`,
+ * `ApiKeyTokenSigningKeyRotated`), never returned and never in a read model; their public
+ * halves are published as a JWKS (src/tokens/user-tokens.ts `publicJwks`), so other services
+ * verify tokens without holding any secret.
  *
- * - Header `{ alg: "HS256", typ: "JWT", kid }`: `kid` names the signing key, so a key can be
+ * - Header `{ alg: "ES256", typ: "JWT", kid }`: `kid` names the signing key, so a key can be
  *   rotated while the tokens the previous one signed stay valid until they expire.
  * - Claims: `iss` ("collab-backend"), `aud` (the API key the token was issued for), `sub`
  *   (the user id), `apiKey`, `user`, `resources`, `iat`, `exp` (iat + 48 h), `jti`.
- * - Verification accepts only HS256 (never `none`, never another algorithm), checks the
- *   signature with the key `kid` names (constant time, inside jose), `typ`, `iss`, `aud`,
- *   `exp` (strictly: a token is expired at its `exp`) and `iat` (at most a minute ahead of
- *   this clock).
- * - Tokens issued before key ids existed carry neither `kid` nor `aud`: they are verified
- *   with the key's first (LEGACY_KID) key and their `apiKey` claim, until they expire
- *   (48 h after the upgrade, at the latest).
+ * - Verification accepts exactly the algorithm of the key `kid` names (ES256 for a public
+ *   key, HS256 for a secret: never `none`, never one algorithm's token checked with the
+ *   other's key), checks the signature (inside jose), `typ`, `iss`, `aud`, `exp` (strictly:
+ *   a token is expired at its `exp`) and `iat` (at most a minute ahead of this clock).
+ * - Tokens signed before asymmetric signing are HS256 with the key's shared secret: they
+ *   verify until they expire. Tokens issued before key ids carry neither `kid` nor `aud`:
+ *   they are verified with the key's first (LEGACY_KID) key and their `apiKey` claim.
  */
-import { SignJWT, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
+import { SignJWT, decodeJwt, decodeProtectedHeader, errors, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
+import type { SigningPublicKey } from '../../commands/workspace.js';
 import { TOKEN_CLOCK_SKEW_SECONDS, TOKEN_LIFETIME_SECONDS } from './lifetime.js';
 
 export { TOKEN_LIFETIME_SECONDS };
@@ -49,11 +52,15 @@ export interface UserTokenClaims {
   jti: string;
 }
 
-/** A signing key in clear (opened from its sealed form just for this use). */
-export interface SigningKeyMaterial {
-  kid: string;
-  secret: string;
-}
+/**
+ * A signing key in clear (opened from its sealed form just for this use): an ES256 private
+ * JWK (the public key plus `d`), or an HS256 secret (only tests sign with one now: tokens
+ * an earlier version issued).
+ */
+export type SigningKeyMaterial = { kid: string; privateJwk: SigningPublicKey & { d: string } } | { kid: string; secret: string };
+
+/** What verifies the tokens of one `kid`: an ES256 public key, or an HS256 key's secret. */
+export type VerificationKey = SigningPublicKey | string;
 
 const bytes = (secret: string) => new TextEncoder().encode(secret);
 
@@ -64,8 +71,11 @@ export class TokenError extends Error {
   }
 }
 
-export function signToken(claims: UserTokenClaims, key: SigningKeyMaterial): Promise<string> {
-  return new SignJWT({ ...claims } as unknown as JWTPayload).setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: key.kid }).sign(bytes(key.secret));
+export async function signToken(claims: UserTokenClaims, key: SigningKeyMaterial): Promise<string> {
+  const jwt = new SignJWT({ ...claims } as unknown as JWTPayload);
+  if ('secret' in key) return jwt.setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: key.kid }).sign(bytes(key.secret));
+  const privateKey = await importJWK({ ...key.privateJwk } as JWK, 'ES256');
+  return jwt.setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: key.kid }).sign(privateKey);
 }
 
 /**
@@ -101,21 +111,23 @@ export interface VerifyOptions {
 }
 
 /**
- * Checks algorithm, signature (with the secret `secretFor` gives for the header's `kid`;
- * undefined: no such key), type, issuer, audience and lifetime; returns the claims or throws
- * TokenError.
+ * Checks algorithm, signature (with the key `keyFor` gives for the header's `kid`: a public
+ * key verifies ES256 only, a secret HS256 only; undefined: no such key), type, issuer,
+ * audience and lifetime; returns the claims or throws TokenError.
  */
 export async function verifyToken(
   token: string,
-  secretFor: (kid: string | undefined) => string | undefined,
+  keyFor: (kid: string | undefined) => VerificationKey | undefined,
   options: VerifyOptions,
 ): Promise<UserTokenClaims> {
   const { kid } = unverifiedToken(token);
-  const secret = secretFor(kid);
-  if (secret === undefined) throw new TokenError('unknown or revoked token signing key');
+  const key = keyFor(kid);
+  if (key === undefined) throw new TokenError('unknown or revoked token signing key');
   try {
-    const { payload } = await jwtVerify(token, bytes(secret), {
-      algorithms: ['HS256'],
+    const asymmetric = typeof key !== 'string';
+    const verifier = asymmetric ? await importJWK({ ...key } as JWK, 'ES256') : bytes(key);
+    const { payload } = await jwtVerify(token, verifier, {
+      algorithms: [asymmetric ? 'ES256' : 'HS256'],
       typ: 'JWT',
       issuer: TOKEN_ISSUER,
       // Tokens from before key ids have no `aud`: their `apiKey` claim is checked below.

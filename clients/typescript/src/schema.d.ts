@@ -141,6 +141,85 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/jwks/{apiKey}.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys that verify an API key's user tokens (JWKS)
+         * @description A JSON Web Key Set (RFC 7517), no credentials needed: the keys that may verify a live user token of the API key, the current one first (retired keys stay until every token they signed has expired; revoked ones go at once). Verify a token with any JWT library: `alg` ES256, `iss` `collab-backend`, `aud` the API key, the key its header's `kid` names. Tokens signed before asymmetric signing (HS256) are not verifiable with it and expire within 48 hours of the upgrade.
+         *
+         *     Cached for 5 minutes (`cache-control`, `etag`; `if-none-match` answers 304): on a `kid` the cached set lacks, fetch it again. The success body is the bare set, not an envelope; an unknown API key answers `NOT_FOUND` in the envelope.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description The API key the tokens were issued for (their `aud`). */
+                    apiKey: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The key set */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            keys: {
+                                /** @enum {string} */
+                                kty: "EC";
+                                /** @enum {string} */
+                                crv: "P-256";
+                                /** @description The public point's x coordinate, base64url. */
+                                x: string;
+                                /** @description The public point's y coordinate, base64url. */
+                                y: string;
+                                /** @description The `kid` of the tokens this key verifies. */
+                                kid: string;
+                                /** @enum {string} */
+                                alg: "ES256";
+                                /** @enum {string} */
+                                use: "sig";
+                            }[];
+                        };
+                    };
+                };
+                /** @description NOT_FOUND: no such API key */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure404"];
+                    };
+                };
+                /** @description RESOURCE_EXHAUSTED: too many requests from this address */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["Failure429"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/workspace/create": {
         parameters: {
             query?: never;
@@ -790,7 +869,9 @@ export interface paths {
         put?: never;
         /**
          * Resolve what users may open
-         * @description For each of `userIds` (at most 100): their organization membership, and an entry per folder and document asked for, resolved through inheritance: grants on the resource, on each folder above it (nearest first), then on the organization, decided by the resource's effective access type (`public`: everyone; `organizationPrivate`: any grant, membership included; `restricted`: a grant on the resource or a folder above it). A disabled document, or any document of a disabled organization, is denied. At most 10000 cells (users x folders and documents): INVALID_ARGUMENT beyond. A folder or document that does not exist fails the whole query with NOT_FOUND, the entries in `error.details` (missing ones with `errorCode: does_not_exist`); so does an organization that does not exist.
+         * @description For each of `userIds` (at most 100): their organization membership, and an entry per folder and document asked for, resolved through inheritance: grants on the resource, on each folder above it (nearest first), then on the organization, decided by the resource's effective access type (`public`: everyone; `organizationPrivate`: any grant, membership included; `restricted`: a grant on the resource or a folder above it). A disabled document, or any document of a disabled organization, is denied. At most 10000 cells (users x folders and documents): INVALID_ARGUMENT beyond. A folder or document that does not exist fails the whole query with NOT_FOUND, the entries in `error.details` (missing ones with `errorCode: does_not_exist`); so does an organization that does not exist. With a user token, `userIds` must be exactly the token's user (PERMISSION_DENIED otherwise).
+         *
+         *     Also accepts a user token (`Authorization: Bearer`, security scheme `userToken`) in place of the API-key headers: the call then acts for the token's user only.
          */
         post: operations["authPermissionsGet"];
         delete?: never;
@@ -1083,7 +1164,9 @@ export interface paths {
         put?: never;
         /**
          * Mark users present on a document
-         * @description Each user joins (or refreshes) the document's presence list. `status` defaults to `online` (an entry already live keeps its own). An entry lives 60 seconds unless refreshed by another add or an update. Presence is not kept in the event log.
+         * @description Each user joins (or refreshes) the document's presence list. `status` defaults to `online` (an entry already live keeps its own). An entry lives 60 seconds unless refreshed by another add or an update. Presence is not kept in the event log. With a user token: only the token's own user, on a document that user may open (PERMISSION_DENIED otherwise).
+         *
+         *     Also accepts a user token (`Authorization: Bearer`, security scheme `userToken`) in place of the API-key headers: the call then acts for the token's user only.
          */
         post: operations["presenceAdd"];
         delete?: never;
@@ -1106,6 +1189,10 @@ export interface paths {
          * @description A heartbeat, or a new name, email or status: each entry lives another 60 seconds.
          *
          *     A user without a live entry is not added (use `/v2/presence/add`); the others are still updated. The answer then is `{ success: false, notPresent: [userIds] }` with its own message, and `{ success: true }` when every user was present.
+         *
+         *     With a user token: only the token's own user, on a document that user may open (PERMISSION_DENIED otherwise).
+         *
+         *     Also accepts a user token (`Authorization: Bearer`, security scheme `userToken`) in place of the API-key headers: the call then acts for the token's user only.
          */
         post: operations["presenceUpdate"];
         delete?: never;
@@ -1125,7 +1212,9 @@ export interface paths {
         put?: never;
         /**
          * List who is present on a document, or on every document of an organization
-         * @description Live entries only, oldest join first; `userIds` narrows. Paged: `pageSize` 1 to 1000 (default 1000); `result.pageToken` while more may follow, sent back as `data.pageToken`.
+         * @description Live entries only, oldest join first; `userIds` narrows. Paged: `pageSize` 1 to 1000 (default 1000); `result.pageToken` while more may follow, sent back as `data.pageToken`. With a user token: `documentId` is required and must be a document the token's user may open (PERMISSION_DENIED otherwise); everyone present there is listed.
+         *
+         *     Also accepts a user token (`Authorization: Bearer`, security scheme `userToken`) in place of the API-key headers: the call then acts for the token's user only.
          */
         post: operations["presenceGet"];
         delete?: never;
@@ -1145,7 +1234,9 @@ export interface paths {
         put?: never;
         /**
          * Remove users from a document's presence list
-         * @description Removing a user who is not present is not an error.
+         * @description Removing a user who is not present is not an error. With a user token: only the token's own user, on a document that user may open (PERMISSION_DENIED otherwise).
+         *
+         *     Also accepts a user token (`Authorization: Bearer`, security scheme `userToken`) in place of the API-key headers: the call then acts for the token's user only.
          */
         post: operations["presenceDelete"];
         delete?: never;

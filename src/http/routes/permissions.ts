@@ -42,6 +42,7 @@ import { MAX_PERMISSION_CELLS, MAX_PERMISSION_USERS, MAX_REPORTED_ACCESS_FIELDS,
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
+import { onlySelf } from '../acting-user.js';
 import { id, ids, items } from '../validation.js';
 import { accessRole, accessType, keyed, outcomesById, type Outcome } from './domain.js';
 import { documentStream } from '../../../commands/document.js';
@@ -337,17 +338,21 @@ export function permissionRoutes(services: Services): AnyRoute[] {
         '`restricted`: a grant on the resource or a folder above it). A disabled document, or any document of a disabled organization, ' +
         `is denied. At most ${MAX_PERMISSION_CELLS} cells (users x folders and documents): INVALID_ARGUMENT beyond. ` +
         'A folder or document that does not exist fails the whole query with NOT_FOUND, the entries in `error.details` ' +
-        '(missing ones with `errorCode: does_not_exist`); so does an organization that does not exist.',
+        '(missing ones with `errorCode: does_not_exist`); so does an organization that does not exist. ' +
+        'With a user token, `userIds` must be exactly the token\'s user (PERMISSION_DENIED otherwise).',
       example: { organizationId: 'org1', userIds: ['samarth'], documentIds: ['freestyle-comments1'] },
     },
     mutates: false,
     auth: 'apiKey',
+    // A front end holding a user token asks what its own user may open.
+    userToken: true,
     // semantics §1 Limits: 100 userIds and 10,000 cells (queries/permissions.ts), refused
     // before any resolution work.
     schema: z.object({ organizationId: id(), userIds: ids(MAX_PERMISSION_USERS), folderIds: ids().optional(), documentIds: ids().optional() }),
     response: userPermissions,
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
+      onlySelf(ctx, 'data.userIds', data.userIds);
       const result = await resolvePermissions(services.read, ctx.apiKey, ctx.now, data);
       return { message: 'User permissions retrieved successfully.', data: result };
     },

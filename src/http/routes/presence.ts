@@ -12,6 +12,11 @@
  *   organization, paged like every list (semantics §1 Limits): `pageSize` 1..1000 (default
  *   1000), `pageToken`; `result.pageToken` while more may follow.
  * - delete: removes the users; removing someone absent is not an error.
+ *
+ * All four take a user token (route.ts `userToken`): the front end of a user then keeps its
+ * own entry and reads a document's presence itself, on documents its user may open
+ * (src/http/acting-user.ts), writing only its own entry (`users`, `userIds` = its user) and
+ * reading one document at a time (`documentId` required).
  */
 import { z } from 'zod';
 import { presencePage, presenceView, removePresence, writePresence, type PresenceInput } from '../../presence/store.js';
@@ -21,6 +26,7 @@ import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { email, id, ids, items, text } from '../validation.js';
 import { pageSize, pageToken } from './domain.js';
+import { mayOpenDocument, onlySelf, requireField } from '../acting-user.js';
 
 const presenceStatus = z.enum(['online', 'away', 'offline']);
 
@@ -59,14 +65,21 @@ export function presenceRoutes(services: Services): AnyRoute[] {
     return [...new Set(data.users.map((u) => u.userId).filter((u) => applied.get(u) !== true))];
   }
 
+  /** A user token writes only its own entry, on a document its user may open. */
+  async function asTokenUser(data: z.output<typeof writeSchema>, ctx: RequestContext): Promise<void> {
+    onlySelf(ctx, 'data.users[].userId', data.users.map((u) => u.userId));
+    await mayOpenDocument(ctx, data.organizationId, data.documentId);
+  }
+
   const ttl = `${services.config.presenceTtlSeconds} seconds`;
+  const TOKEN_WRITE = 'With a user token: only the token\'s own user, on a document that user may open (PERMISSION_DENIED otherwise).';
 
   const add = defineRoute({
     path: '/v2/presence/add',
     tag: 'Presence',
     doc: {
       summary: 'Mark users present on a document',
-      description: `Each user joins (or refreshes) the document's presence list. \`status\` defaults to \`online\` (an entry already live keeps its own). An entry lives ${ttl} unless refreshed by another add or an update. Presence is not kept in the event log.`,
+      description: `Each user joins (or refreshes) the document's presence list. \`status\` defaults to \`online\` (an entry already live keeps its own). An entry lives ${ttl} unless refreshed by another add or an update. Presence is not kept in the event log. ${TOKEN_WRITE}`,
       example: {
         organizationId: 'org-123',
         documentId: 'doc-456',
@@ -78,9 +91,11 @@ export function presenceRoutes(services: Services): AnyRoute[] {
     },
     mutates: true,
     auth: 'apiKey',
+    userToken: true,
     schema: writeSchema,
     response: done,
     async handler(data, ctx) {
+      await asTokenUser(data, ctx);
       await write(data, ctx, false);
       return { message: 'Presence added successfully.', data: { success: true } };
     },
@@ -95,11 +110,14 @@ export function presenceRoutes(services: Services): AnyRoute[] {
         `A heartbeat, or a new name, email or status: each entry lives another ${ttl}.`,
         '',
         'A user without a live entry is not added (use `/v2/presence/add`); the others are still updated. The answer then is `{ success: false, notPresent: [userIds] }` with its own message, and `{ success: true }` when every user was present.',
+        '',
+        TOKEN_WRITE,
       ].join('\n'),
       example: { organizationId: 'org-123', documentId: 'doc-456', users: [{ userId: 'user-1', status: 'away' }] },
     },
     mutates: true,
     auth: 'apiKey',
+    userToken: true,
     schema: writeSchema,
     response: z.union([
       done,
@@ -109,6 +127,7 @@ export function presenceRoutes(services: Services): AnyRoute[] {
       }),
     ]),
     async handler(data, ctx) {
+      await asTokenUser(data, ctx);
       const notPresent = await write(data, ctx, true);
       if (notPresent.length === 0) return { message: 'Presence updated successfully.', data: { success: true } };
       return {
@@ -124,11 +143,13 @@ export function presenceRoutes(services: Services): AnyRoute[] {
     doc: {
       summary: 'List who is present on a document, or on every document of an organization',
       description:
-        'Live entries only, oldest join first; `userIds` narrows. Paged: `pageSize` 1 to 1000 (default 1000); `result.pageToken` while more may follow, sent back as `data.pageToken`.',
+        'Live entries only, oldest join first; `userIds` narrows. Paged: `pageSize` 1 to 1000 (default 1000); `result.pageToken` while more may follow, sent back as `data.pageToken`. ' +
+        'With a user token: `documentId` is required and must be a document the token\'s user may open (PERMISSION_DENIED otherwise); everyone present there is listed.',
       example: { organizationId: 'org-123', documentId: 'doc-456' },
     },
     mutates: false,
     auth: 'apiKey',
+    userToken: true,
     schema: z.object({
       organizationId: id(),
       documentId: id().optional(),
@@ -139,6 +160,9 @@ export function presenceRoutes(services: Services): AnyRoute[] {
     response: z.array(presenceAnswer),
     paged: 'pageToken',
     async handler(data, ctx) {
+      // A user token reads one document it may open (everyone present there), never the whole organization.
+      requireField(ctx, 'data.documentId', data.documentId);
+      if (data.documentId !== undefined) await mayOpenDocument(ctx, data.organizationId, data.documentId);
       const page = await presencePage(
         services.read,
         { apiKey: ctx.apiKey, organizationId: data.organizationId },
@@ -154,14 +178,17 @@ export function presenceRoutes(services: Services): AnyRoute[] {
     tag: 'Presence',
     doc: {
       summary: 'Remove users from a document\'s presence list',
-      description: 'Removing a user who is not present is not an error.',
+      description: `Removing a user who is not present is not an error. ${TOKEN_WRITE}`,
       example: { organizationId: 'org-123', documentId: 'doc-456', userIds: ['user-1'] },
     },
     mutates: true,
     auth: 'apiKey',
+    userToken: true,
     schema: z.object({ organizationId: id(), documentId: id(), userIds: ids() }),
     response: done,
     async handler(data, ctx) {
+      onlySelf(ctx, 'data.userIds', data.userIds);
+      await mayOpenDocument(ctx, data.organizationId, data.documentId);
       await removePresence(services.read, { apiKey: ctx.apiKey, organizationId: data.organizationId, documentId: data.documentId }, data.userIds, ctx.now);
       return { message: 'Presence deleted successfully.', data: { success: true } };
     },
