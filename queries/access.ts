@@ -15,8 +15,9 @@
  * Cost (docs/limits.md, Costs): a page of resources/get or users/get reads at most
  * ACCESS_READ_BUDGET store documents or keys (plus one batch that starts below it); when the
  * budget is spent the page ends early, with a pageToken that goes on from there, never with
- * an error. So an organization of any size costs each page the same bounded work, and a
- * slow listing in one organization slows nobody else. explain costs what permissions/get
+ * an error. So an organization of any size costs each page the same bounded work, and
+ * between its batches other requests run: a slow listing in one organization slows nobody
+ * else. explain costs what permissions/get
  * costs for one user and one resource, plus one getMany of that resource's folder chain.
  */
 import { ApiError, BugError, invalidArgument, notFound } from '../src/errors.js';
@@ -35,11 +36,17 @@ import { documentTarget, folderTarget, isBlocked, MAX_PERMISSION_USERS, resolveP
  * looked up (a `get` is 1, a `getMany` its number of keys, a `find` the rows it returns, at
  * least 1). Checked before each batch starts, so a page reads at most this plus one batch.
  */
-export const ACCESS_READ_BUDGET = 20_000;
+export const ACCESS_READ_BUDGET = 10_000;
 /** The default `pageSize` of resources/get and users/get (semantics §3: 1..1000, default 100). */
 export const ACCESS_DEFAULT_PAGE_SIZE = 100;
 /** Resources resolved at once in resources/get: one resolvePermissions call each. */
 const MAX_RESOURCE_BATCH = 500;
+
+/**
+ * Between two batches of a page, other requests run: the embedded store reads synchronously,
+ * so without this a page would hold the process for its whole budget.
+ */
+const letOthersRun = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 // ---- reads, counted ----
 
@@ -393,6 +400,7 @@ export async function resourcesPage(read: ReadView, apiKey: string, nowMs: numbe
   let batch = Math.min(MAX_RESOURCE_BATCH, pageSize);
   let first = true;
   while (first || !meter.exhausted) {
+    if (!first) await letOthersRun();
     first = false;
     const { items, done } = await walk.next(Math.min(MAX_RESOURCE_BATCH, Math.max(batch, pageSize - rows.length)));
     batch = Math.min(MAX_RESOURCE_BATCH, batch * 2);
@@ -461,6 +469,7 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
   let more = true;
   let first = true;
   while (users.length < pageSize && (first || !meter.exhausted)) {
+    if (!first) await letOthersRun();
     first = false;
     const need = pageSize - users.length;
     const limit = Math.max(1, Math.min(need, Math.floor((meter.budget - meter.spent) / resources.length)));
