@@ -462,7 +462,10 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
   // Rule 2: nobody opens a disabled document.
   if (blocked) return { data: { ...head, users: [] as UserRow[] }, pageToken: undefined };
 
-  const resources = candidateResources(target, organizationId);
+  // Under restricted an organization grant alone lets nobody in (rule 4): its holders, who
+  // may be every member of a large organization, are not read; a member with a grant below
+  // it is a holder through that grant.
+  const resources = candidateResources(target, organizationId).filter((r) => target.accessType !== 'restricted' || r.level !== 'organization');
   const ids = [target.id];
   const users: UserRow[] = [];
   let after = start?.value as string | undefined;

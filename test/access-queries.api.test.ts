@@ -191,7 +191,7 @@ test('a page whose read budget runs out ends early with a token; reading on give
   pages = 0;
   short = 0;
   do {
-    const page = await usersPage(read, t.apiKey, NOW, { organizationId: 'big', documentId: 'b00', pageSize: 100, ...(token ? { pageToken: token } : {}) }, 30);
+    const page = await usersPage(read, t.apiKey, NOW, { organizationId: 'big', documentId: 'b00', pageSize: 100, ...(token ? { pageToken: token } : {}) }, 10);
     listed.push(...page.data.users.map((u) => u.userId));
     token = page.pageToken;
     if (token && page.data.users.length < 100) short++;
