@@ -271,30 +271,38 @@ const seqCursor = (d: { seq: string; _id: string }): Cursor => ({ value: d.seq, 
 
 /**
  * The documents (or folders) matching `filter`, in creation order through the
- * (apiKey, organizationId[, folderId], seq) index, those `keep` refuses skipped.
+ * (apiKey, organizationId[, folderId], seq) index, those `keep` refuses skipped. Rows read
+ * ahead wait in `buffer` for the next call: nothing is read twice.
  */
 function seqWalk<T extends DocumentDoc | FolderDoc>(read: ReadMeter, collection: string, filter: Filter, idOf: (d: T) => string, keep: ((d: T) => boolean) | null, start: Cursor | undefined): Walk {
   let pos = start;
-  let finished = false;
+  let fetched = start;
+  let buffer: T[] = [];
+  let at = 0;
+  let storeDone = false;
   return {
     position: () => pos,
     async next(n) {
       const items: Walked[] = [];
       let first = true;
-      while (items.length < n && !finished && (first || !read.exhausted)) {
-        first = false;
-        const want = n - items.length;
-        // A filtered walk reads ahead: most of what it reads may be skipped.
-        const limit = keep ? Math.min(MAX_RESOURCE_BATCH, Math.max(want, 100)) + 1 : want + 1;
-        const docs = await read.find<T>(collection, filter, { sort: 'seq', ...(pos ? { after: pos } : {}), limit });
-        let i = 0;
-        for (; i < docs.length && items.length < n; i++) {
-          pos = seqCursor(docs[i]!);
-          if (!keep || keep(docs[i]!)) items.push({ id: idOf(docs[i]!), after: pos });
+      while (items.length < n) {
+        if (at === buffer.length) {
+          if (storeDone || (!first && read.exhausted)) break;
+          first = false;
+          // One row past what is wanted tells whether the walk ends here; a filtered walk
+          // reads ahead further, as most of what it reads may be skipped.
+          const limit = Math.min(MAX_RESOURCE_BATCH, keep ? MAX_RESOURCE_BATCH : n - items.length + 1);
+          buffer = await read.find<T>(collection, filter, { sort: 'seq', ...(fetched ? { after: fetched } : {}), limit });
+          at = 0;
+          if (buffer.length < limit) storeDone = true;
+          if (buffer.length === 0) break;
+          fetched = seqCursor(buffer[buffer.length - 1]!);
         }
-        if (docs.length < limit && i === docs.length) finished = true;
+        const d = buffer[at++]!;
+        pos = seqCursor(d);
+        if (!keep || keep(d)) items.push({ id: idOf(d), after: pos });
       }
-      return { items, done: finished };
+      return { items, done: storeDone && at === buffer.length };
     },
   };
 }

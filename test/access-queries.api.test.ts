@@ -201,6 +201,45 @@ test('a page whose read budget runs out ends early with a token; reading on give
   assert.ok(short > 1, 'pages ended early on the budget');
 });
 
+test('a subtree read under a tiny budget: every page moves on, together they list exactly the subtree', async () => {
+  // Folders inside A's subtree interleave, in creation order, with folders outside it.
+  const folders: Array<{ folderId: string; parentFolderId?: string; accessType?: string }> = [{ folderId: 'A', accessType: 'restricted' }, { folderId: 'Z' }];
+  for (let i = 0; i < 20; i++) {
+    folders.push({ folderId: `a${i}`, parentFolderId: i < 2 ? 'A' : `a${i - 2}` });
+    folders.push({ folderId: `z${i}`, parentFolderId: 'Z' });
+  }
+  await post('/v2/organizations/folders/add', { organizationId: 'tree', createOrganization: true, folders });
+  for (const f of folders) {
+    await post('/v2/organizations/documents/add', { organizationId: 'tree', folderId: f.folderId, documents: [{ documentId: `${f.folderId}-1` }, { documentId: `${f.folderId}-2` }] });
+  }
+  for (const r of ['a3', 'a7-2', 'a12', 'z4', 'A-1']) {
+    const type = r.includes('-') ? 'document' : 'folder';
+    await post('/v2/auth/permissions/add', { userId: 'walker', permissions: { resources: [{ type, id: r, organizationId: 'tree', accessRole: 'viewer' }] } });
+  }
+  const read = h.services.read;
+  for (const type of ['document', 'folder'] as const) {
+    const whole = await post('/v2/auth/resources/get', { organizationId: 'tree', userId: 'walker', type, folderId: 'A', pageSize: 1000 });
+    assert.is(whole.pageToken, undefined);
+    const rows: unknown[] = [];
+    let token: string | undefined;
+    let pages = 0;
+    do {
+      const page = await resourcesPage(read, t.apiKey, NOW, { organizationId: 'tree', userId: 'walker', type, folderId: 'A', pageSize: 3, ...(token ? { pageToken: token } : {}) }, 15);
+      rows.push(...page.rows);
+      token = page.pageToken;
+      assert.ok(++pages < 200, 'every page moves on');
+    } while (token);
+    assert.ok(pages > 3, `${type}: the budget split the walk`);
+    assert.equal(rows, whole.data, `${type}: the pages together are the one-page answer`);
+  }
+  const docs = await post('/v2/auth/resources/get', { organizationId: 'tree', userId: 'walker', type: 'document', folderId: 'A', pageSize: 1000 });
+  // The grant on a3 opens a3 and everything below it (a5, a7, ...); a7-2 and A-1 by their own grants.
+  const below3 = ['a3', 'a5', 'a7', 'a9', 'a11', 'a13', 'a15', 'a17', 'a19'];
+  const below12 = ['a12', 'a14', 'a16', 'a18'];
+  const expected = ['A-1', ...folders.map((f) => f.folderId).filter((f) => below3.includes(f) || below12.includes(f)).flatMap((f) => [`${f}-1`, `${f}-2`])];
+  assert.equal(docs.data.map((r: { id: string }) => r.id).sort(), expected.sort());
+});
+
 test('validation, tokens and missing resources', async () => {
   const call = (url: string, data: unknown) => h.post(url, data, t.headers);
   let r = await call('/v2/auth/users/get', { organizationId: 'o' });
