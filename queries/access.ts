@@ -17,8 +17,9 @@
  * budget is spent the page ends early, with a pageToken that goes on from there, never with
  * an error. So an organization of any size costs each page the same bounded work, and
  * between its batches other requests run: a slow listing in one organization slows nobody
- * else. explain costs what permissions/get
- * costs for one user and one resource, plus one getMany of that resource's folder chain.
+ * else. explain reads what permissions/get reads for one user and one resource twice over
+ * (once resolving it, once listing the candidate grants) plus the folders above it: a few
+ * lookups bounded by the folder depth, never a scan.
  */
 import { ApiError, BugError, invalidArgument, notFound } from '../src/errors.js';
 import type { Doc, Filter, FindOptions, ReadView } from '../src/ports/read-store.js';

@@ -157,8 +157,8 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
       summary: 'Explain why a user can or cannot open a resource',
       description: 'For `userId` and `documentId` or `folderId` (exactly one): `entry`, exactly the permissions/get entry; where the effective ' +
         'access type comes from; `blocked` when a disabled document or organization denies everyone; the user\'s candidate grants, most specific ' +
-        'first, expired ones marked; and the rule (and grant) that decides. Costs what permissions/get costs for one user and one resource, ' +
-        'plus one read of the folders above it. An organization, folder or document that does not exist is NOT_FOUND.',
+        'first, expired ones marked; and the rule (and grant) that decides. It reads what permissions/get reads for one user and one resource ' +
+        'twice over, plus the folders above it: bounded by the folder depth. An organization, folder or document that does not exist is NOT_FOUND.',
       example: { organizationId: 'org1', userId: 'samarth', documentId: 'freestyle-comments1' },
     },
     mutates: false,
