@@ -27,7 +27,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
 const scale = args.has('--full') ? 'full' : args.has('--quick') ? 'quick' : 'standard';
 // --scenario=perm1,docs: measure only these (perm1, perm10, docs, size, add, move, memory,
-// rebuild); the seeding is the same. Without it, every scenario runs.
+// rebuild, access); the seeding is the same. Without it, every scenario runs.
 const only = process.argv.find((a) => a.startsWith('--scenario='))?.slice('--scenario='.length).split(',');
 const want = (name: string) => !only || only.includes(name);
 const S = {
@@ -36,6 +36,10 @@ const S = {
   full: { bigDocs: 1_000_000, smallDocs: 1_000, subtree: 10_000, seconds: 10 },
 }[scale];
 const CONNECTIONS = 50;
+// The access queries' organization: BENCH_ACCESS_DOCS documents (default: the scale's big
+// organization's size), all restricted, one in BENCH_ACCESS_EVERY granted to one user.
+const ACCESS_DOCS = Number(process.env.BENCH_ACCESS_DOCS ?? S.bigDocs);
+const ACCESS_EVERY = Number(process.env.BENCH_ACCESS_EVERY ?? 1000);
 
 // ---- processes ----
 
@@ -117,7 +121,10 @@ async function inBatches<T>(items: T[], size: number, parallel: number, fn: (bat
 
 interface Load {
   reqPerSec: number;
+  p50: number;
   p99: number;
+  /** Mean latency, ms (autocannon's percentiles are whole milliseconds). */
+  mean: number;
   errors: number;
   non2xx: number;
 }
@@ -136,7 +143,7 @@ async function load(url: string, route: string, opts: { body?: string; setupBody
       ? { requests: [{ setupRequest: (req: any) => ({ ...req, body: opts.setupBody!() }) }] }
       : { body: opts.body }),
   });
-  return { reqPerSec: result.requests.average, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+  return { reqPerSec: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, mean: result.latency.average, errors: result.errors, non2xx: result.non2xx };
 }
 
 /** Measures the service and the raw ceiling with the same request. */
@@ -199,6 +206,23 @@ async function seedOrg(url: string, org: string, docs: number) {
   await call(url, '/v2/users/add', { organizationId: org, users: [{ userId: 'u0', name: 'User Zero', email: 'u0@example.com', accessRole: 'editor' }] });
   for (let u = 1; u < 10; u++) {
     await call(url, '/v2/users/add', { organizationId: org, folderId: `f${u}`, users: [{ userId: `u${u}`, name: `User ${u}`, email: `u${u}@example.com`, accessRole: u % 2 ? 'viewer' : 'editor' }] });
+  }
+}
+
+/**
+ * The access queries' organization: `docs` documents in a restricted folder at the root, in
+ * creation order; the user `scattered` holds a viewer grant on one in `every`, spread evenly.
+ */
+async function seedAccessOrg(url: string, org: string, docs: number, every: number) {
+  await call(url, '/v2/organizations/folders/add', { organizationId: org, createOrganization: true, folders: [{ folderId: 'vault', accessType: 'restricted' }] });
+  await inBatches(ids('v', docs), 1000, 4, (batch) =>
+    call(url, '/v2/organizations/documents/add', { organizationId: org, folderId: 'vault', documents: batch.map((documentId) => ({ documentId })) }));
+  const granted = ids('v', docs).filter((_, i) => i % every === every - 1);
+  for (let i = 0; i < granted.length; i += 1000) {
+    await call(url, '/v2/auth/permissions/add', {
+      userId: 'scattered',
+      permissions: { resources: granted.slice(i, i + 1000).map((id) => ({ type: 'document', id, organizationId: org, accessRole: 'viewer' })) },
+    });
   }
 }
 
@@ -381,6 +405,42 @@ async function main() {
         target: 'report; no growth',
         met: rssAfter <= rssBefore * 1.1 + 16 ? null : false,
         raw: { rssAfterSeed, rssBefore, rssAfter },
+      });
+    }
+
+    // Access queries (queries/access.ts), one connection: the latency of one request.
+    // resources/get: the first page for a user holding grants on one document in ACCESS_EVERY
+    // of a restricted organization; the read budget ends the page early, with a token.
+    // users/get: a document under 10 levels of folders, users granted along the chain.
+    if (want('access')) {
+      // Seeded here, after the other scenarios, so their figures (memory included) stay
+      // comparable with runs from before it existed.
+      const t1 = Date.now();
+      await seedAccessOrg(svc.url, 'access', ACCESS_DOCS, ACCESS_EVERY);
+      console.log(`seeded the access organization (${ACCESS_DOCS} documents) in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+      const first = { organizationId: 'access', userId: 'scattered', type: 'document', pageSize: 100 };
+      const sample = (await call(svc.url, '/v2/auth/resources/get', first)).result;
+      const res = await load(svc.url, '/v2/auth/resources/get', { body: JSON.stringify({ data: first }), connections: 1 });
+      rows.push({
+        scenario: `resources/get first page, grants on 1 in ${ACCESS_EVERY} of ${ACCESS_DOCS} restricted docs (1 connection)`,
+        measured: `p50 ${res.p50} ms, p99 ${res.p99} ms (mean ${res.mean.toFixed(2)}); ${sample.data.length} rows${sample.pageToken ? ' + pageToken' : ''}`,
+        ceiling: '-',
+        ratio: '-',
+        target: 'report',
+        met: res.non2xx === 0 ? null : false,
+        raw: { res, rows: sample.data.length, pageToken: Boolean(sample.pageToken) },
+      });
+      const who = { organizationId: 'big', documentId: deepDocs(S.bigDocs, 1)[0] };
+      const users = (await call(svc.url, '/v2/auth/users/get', who)).result;
+      const usr = await load(svc.url, '/v2/auth/users/get', { body: JSON.stringify({ data: who }), connections: 1 });
+      rows.push({
+        scenario: `users/get on a document 10 folders deep (org ${S.bigDocs} docs, 1 connection)`,
+        measured: `p50 ${usr.p50} ms, p99 ${usr.p99} ms (mean ${usr.mean.toFixed(2)}); ${users.data.users.length} users`,
+        ceiling: '-',
+        ratio: '-',
+        target: 'report',
+        met: usr.non2xx === 0 ? null : false,
+        raw: { usr, users: users.data.users.length },
       });
     }
   } finally {

@@ -38,6 +38,9 @@ const expected: Record<string, [tag: string, data: boolean, notFound: boolean]> 
   '/v2/auth/permissions/get': ['Permissions', true, true],
   '/v2/auth/permissions/add': ['Permissions', true, false],
   '/v2/auth/permissions/remove': ['Permissions', true, false],
+  '/v2/auth/resources/get': ['Permissions', true, true],
+  '/v2/auth/users/get': ['Permissions', true, true],
+  '/v2/auth/permissions/explain': ['Permissions', true, true],
 };
 
 let h: Harness;

@@ -920,6 +920,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/auth/resources/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List the folders or documents a user can open
+         * @description The resources of `type` (`document` or `folder`) of the organization that `userId` may open with at least `minAccessRole`, each row exactly the user's permissions/get entry for it (`accessRole`, `accessType`, `expiresAt` when the deciding grant is temporary) with its `id`. A resource is listed if and only if permissions/get lets the user in. In creation order; with `folderId`, only that folder's subtree (the folder itself included for `folder`): its folders in creation order and, for `document`, each one's documents in creation order. `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow. A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT. A page reads at most 10,000 store documents (plus one batch); when that runs out first, the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back. An organization or folder that does not exist is NOT_FOUND.
+         */
+        post: operations["authResourcesGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/users/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List who can open a folder or document
+         * @description For `documentId` or `folderId` (exactly one): its effective `accessType`; `everyone`, true when anyone gets in (public and not disabled: a user without a grant opens it as `editor`); and `users`, every user whose access comes from a grant (on the resource, a folder above it, or the organization), each with exactly the `accessRole` and `expiresAt` permissions/get answers for them and `via`, the grant it comes from. Users with at least `minAccessRole`, in userId order. A user whose grants all expired, or whom the access type keeps out (an organization member on a restricted resource), is not listed. `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow. A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT. A page reads at most 10,000 store documents (plus one batch); when that runs out first, the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back. An organization, folder or document that does not exist is NOT_FOUND.
+         */
+        post: operations["authUsersGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/auth/permissions/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Explain why a user can or cannot open a resource
+         * @description For `userId` and `documentId` or `folderId` (exactly one): `entry`, exactly the permissions/get entry; where the effective access type comes from; `blocked` when a disabled document or organization denies everyone; the user's candidate grants, most specific first, expired ones marked; and the rule (and grant) that decides. It reads what permissions/get reads for one user and one resource twice over, plus the folders above it: bounded by the folder depth. An organization, folder or document that does not exist is NOT_FOUND.
+         */
+        post: operations["authPermissionsExplain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/agents/get": {
         parameters: {
             query?: never;
@@ -6555,6 +6615,495 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure422"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    authResourcesGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "org1",
+                 *         "userId": "samarth",
+                 *         "type": "document",
+                 *         "minAccessRole": "editor",
+                 *         "pageSize": 50
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        organizationId: string;
+                        userId: string;
+                        /** @enum {string} */
+                        type: "document" | "folder";
+                        /**
+                         * @description `viewer` (the default) admits both roles; `editor` only users or resources with the editor role.
+                         * @enum {string}
+                         */
+                        minAccessRole?: "editor" | "viewer";
+                        folderId?: string;
+                        pageSize?: number;
+                        pageToken?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                /** @description The documentId or folderId. */
+                                id: string;
+                                /** @enum {string} */
+                                accessRole: "editor" | "viewer";
+                                /**
+                                 * @description The resource's effective access type.
+                                 * @enum {string}
+                                 */
+                                accessType: "organizationPrivate" | "restricted" | "public";
+                                /** @description Unix seconds, when the grant that decides is temporary. */
+                                expiresAt?: number;
+                            }[];
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    authUsersGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "org1",
+                 *         "documentId": "freestyle-comments1",
+                 *         "minAccessRole": "viewer"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        organizationId: string;
+                        documentId?: string;
+                        folderId?: string;
+                        /**
+                         * @description `viewer` (the default) admits both roles; `editor` only users or resources with the editor role.
+                         * @enum {string}
+                         */
+                        minAccessRole?: "editor" | "viewer";
+                        pageSize?: number;
+                        pageToken?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                /**
+                                 * @description The resource's effective access type.
+                                 * @enum {string}
+                                 */
+                                accessType: "organizationPrivate" | "restricted" | "public";
+                                /** @description True when anyone gets in: the resource is public and not disabled. */
+                                everyone: boolean;
+                                /** @description The users whose access comes from a grant, in userId order; paged. */
+                                users: {
+                                    userId: string;
+                                    /** @enum {string} */
+                                    accessRole: "editor" | "viewer";
+                                    /** @description Unix seconds, when the grant that decides is temporary. */
+                                    expiresAt?: number;
+                                    /** @description The grant the role comes from. */
+                                    via: {
+                                        /**
+                                         * @description The user's own grant, or a grant of a group the user is in.
+                                         * @enum {string}
+                                         */
+                                        type: "user" | "group";
+                                        /**
+                                         * @description Where the grant sits: on the resource, on a folder above it, or on the organization.
+                                         * @enum {string}
+                                         */
+                                        level: "resource" | "folder" | "organization";
+                                        /** @description The id of the resource the grant is on (the organizationId at the organization level). */
+                                        id: string;
+                                        /** @description The group, when `type` is `group`. */
+                                        groupId?: string;
+                                    };
+                                }[];
+                            };
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    authPermissionsExplain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "org1",
+                 *         "userId": "samarth",
+                 *         "documentId": "freestyle-comments1"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        organizationId: string;
+                        userId: string;
+                        documentId?: string;
+                        folderId?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                /** @description Exactly the permissions/get entry for this user and resource. */
+                                entry: {
+                                    /** @enum {string} */
+                                    accessRole: "editor" | "viewer";
+                                    /**
+                                     * @description The resource's effective access type (absent on the organization entry).
+                                     * @enum {string}
+                                     */
+                                    accessType?: "organizationPrivate" | "restricted" | "public";
+                                    /** @description Unix seconds, when the grant that decides is temporary. */
+                                    expiresAt?: number;
+                                } | {
+                                    /** @description "User does not have access to document" (folder, organization), or "Document is disabled". */
+                                    error: string;
+                                    /** @enum {string} */
+                                    errorCode: "permission_denied";
+                                    /**
+                                     * @description The resource's effective access type (absent on the organization entry).
+                                     * @enum {string}
+                                     */
+                                    accessType?: "organizationPrivate" | "restricted" | "public";
+                                };
+                                accessType: {
+                                    /**
+                                     * @description The resource's effective access type.
+                                     * @enum {string}
+                                     */
+                                    value: "organizationPrivate" | "restricted" | "public";
+                                    /** @description Where it is set: on the resource, on the nearest folder above with its own type, or the organization default. */
+                                    from: {
+                                        /** @enum {string} */
+                                        level: "resource" | "folder" | "organization";
+                                        id: string;
+                                    };
+                                };
+                                /**
+                                 * @description Present when a disabled document or organization denies everyone (semantics §3 rule 2).
+                                 * @enum {string}
+                                 */
+                                blocked?: "document disabled" | "organization disabled";
+                                /** @description The user's grants that may decide, most specific first: on the resource, on each folder above it (nearest first), on the organization; expired ones included, marked `live: false`. */
+                                candidates: {
+                                    /** @enum {string} */
+                                    level: "resource" | "folder" | "organization";
+                                    /** @description The id of the resource the grant is on. */
+                                    id: string;
+                                    /** @enum {string} */
+                                    via: "user" | "group";
+                                    /** @description The group, when `via` is `group`. */
+                                    groupId?: string;
+                                    /** @enum {string} */
+                                    accessRole: "editor" | "viewer";
+                                    /** @description Unix seconds; absent on a permanent grant. */
+                                    expiresAt?: number;
+                                    /** @description False when the grant has expired: it counts as absent. */
+                                    live: boolean;
+                                }[];
+                                decidedBy: {
+                                    /**
+                                     * @description The rule of semantics §3 that decides.
+                                     * @enum {string}
+                                     */
+                                    rule: "3.2 disabled" | "3.4 public" | "3.4 organizationPrivate" | "3.4 restricted";
+                                    /** @description The index in `candidates` of the grant the role comes from; absent when access is denied, or public without a grant (editor). */
+                                    candidate?: number;
+                                };
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */

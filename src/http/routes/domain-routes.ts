@@ -1,4 +1,4 @@
-/** Every route of the domain: organizations, folders, documents, users, groups, permissions. */
+/** Every route of the domain: organizations, folders, documents, users, groups, permissions, access queries. */
 import type { Services } from '../../services.js';
 import type { AnyRoute } from '../route.js';
 import { organizationRoutes } from './organizations.js';
@@ -7,6 +7,7 @@ import { documentRoutes } from './documents.js';
 import { userRoutes } from './users.js';
 import { groupRoutes } from './groups.js';
 import { permissionRoutes } from './permissions.js';
+import { accessQueryRoutes } from './access-queries.js';
 
 export function domainRoutes(services: Services): AnyRoute[] {
   return [
@@ -16,5 +17,6 @@ export function domainRoutes(services: Services): AnyRoute[] {
     ...userRoutes(services),
     ...groupRoutes(services),
     ...permissionRoutes(services),
+    ...accessQueryRoutes(services),
   ];
 }

@@ -274,7 +274,7 @@ export async function missingResources(ctx: RequestContext, resources: ResourceI
  * A permissions/get entry in a success (queries/permissions.ts `Entry`): allowed or denied.
  * The third kind, `does_not_exist`, only appears in a NOT_FOUND's `details`.
  */
-const permissionEntry = z.union([
+export const permissionEntry = z.union([
   z.object({
     accessRole: accessRole(),
     accessType: accessType().optional().describe('The resource\'s effective access type (absent on the organization entry).'),

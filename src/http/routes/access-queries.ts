@@ -1,0 +1,176 @@
+/**
+ * Access queries (semantics §3 "Access queries"; queries/access.ts): which resources a user
+ * can open, who can open a resource, and why. Same rules as permissions/get, other questions;
+ * every entry they show is the one permissions/get would answer.
+ */
+import { z } from 'zod';
+import { ACCESS_ROLES } from '../../../commands/grant.js';
+import { ACCESS_DEFAULT_PAGE_SIZE, ACCESS_READ_BUDGET, explainAccess, resourcesPage, usersPage, type ResourceRef } from '../../../queries/access.js';
+import { MAX_PAGE_SIZE } from '../../../queries/paging.js';
+import type { Services } from '../../services.js';
+import { defineRoute, type AnyRoute } from '../route.js';
+import { id } from '../validation.js';
+import { accessRole, accessType, pageSize, pageToken } from './domain.js';
+import { permissionEntry } from './permissions.js';
+
+const minAccessRole = () =>
+  z.enum(ACCESS_ROLES).optional().describe('`viewer` (the default) admits both roles; `editor` only users or resources with the editor role.');
+
+/** `documentId` or `folderId`, exactly one: the resource R asked about. */
+const oneResource = <T extends { documentId?: string; folderId?: string }>(s: z.ZodType<T>) =>
+  s.superRefine((d, ctx) => {
+    if (d.documentId === undefined && d.folderId === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['documentId'], message: 'is required (or data.folderId): exactly one of the two' });
+    } else if (d.documentId !== undefined && d.folderId !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['folderId'], message: 'cannot be given with data.documentId: exactly one of the two' });
+    }
+  });
+const refOf = (d: { documentId?: string; folderId?: string }): ResourceRef =>
+  d.documentId !== undefined ? { documentId: d.documentId } : { folderId: d.folderId! };
+
+const level = () => z.enum(['resource', 'folder', 'organization']);
+const expiresAt = () => z.number().optional().describe('Unix seconds, when the grant that decides is temporary.');
+
+const resourceRow = z.object({
+  id: z.string().describe('The documentId or folderId.'),
+  accessRole: accessRole(),
+  accessType: accessType().describe('The resource\'s effective access type.'),
+  expiresAt: expiresAt(),
+});
+
+const userRow = z.object({
+  userId: z.string(),
+  accessRole: accessRole(),
+  expiresAt: expiresAt(),
+  via: z
+    .object({
+      type: z.enum(['user', 'group']).describe('The user\'s own grant, or a grant of a group the user is in.'),
+      level: level().describe('Where the grant sits: on the resource, on a folder above it, or on the organization.'),
+      id: z.string().describe('The id of the resource the grant is on (the organizationId at the organization level).'),
+      groupId: z.string().optional().describe('The group, when `type` is `group`.'),
+    })
+    .describe('The grant the role comes from.'),
+});
+
+const candidate = z.object({
+  level: level(),
+  id: z.string().describe('The id of the resource the grant is on.'),
+  via: z.enum(['user', 'group']),
+  groupId: z.string().optional().describe('The group, when `via` is `group`.'),
+  accessRole: accessRole(),
+  expiresAt: z.number().optional().describe('Unix seconds; absent on a permanent grant.'),
+  live: z.boolean().describe('False when the grant has expired: it counts as absent.'),
+});
+
+const explanation = z.object({
+  entry: permissionEntry.describe('Exactly the permissions/get entry for this user and resource.'),
+  accessType: z.object({
+    value: accessType().describe('The resource\'s effective access type.'),
+    from: z.object({ level: level(), id: z.string() }).describe('Where it is set: on the resource, on the nearest folder above with its own type, or the organization default.'),
+  }),
+  blocked: z.enum(['document disabled', 'organization disabled']).optional().describe('Present when a disabled document or organization denies everyone (semantics §3 rule 2).'),
+  candidates: z.array(candidate).describe('The user\'s grants that may decide, most specific first: on the resource, on each folder above it (nearest first), on the organization; expired ones included, marked `live: false`.'),
+  decidedBy: z.object({
+    rule: z.enum(['3.2 disabled', '3.4 public', '3.4 organizationPrivate', '3.4 restricted']).describe('The rule of semantics §3 that decides.'),
+    candidate: z.number().int().optional().describe('The index in `candidates` of the grant the role comes from; absent when access is denied, or public without a grant (editor).'),
+  }),
+});
+
+const BUDGET = `A page reads at most ${ACCESS_READ_BUDGET.toLocaleString('en-US')} store documents (plus one batch); when that runs out first, ` +
+  'the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back.';
+const PAGING = `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${ACCESS_DEFAULT_PAGE_SIZE}); \`result.pageToken\` while more may follow. ` +
+  'A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT.';
+
+export function accessQueryRoutes(services: Services): AnyRoute[] {
+  const resources = defineRoute({
+    path: '/v2/auth/resources/get',
+    tag: 'Permissions',
+    doc: {
+      summary: 'List the folders or documents a user can open',
+      description: 'The resources of `type` (`document` or `folder`) of the organization that `userId` may open with at least `minAccessRole`, ' +
+        'each row exactly the user\'s permissions/get entry for it (`accessRole`, `accessType`, `expiresAt` when the deciding grant is temporary) ' +
+        'with its `id`. A resource is listed if and only if permissions/get lets the user in. In creation order; with `folderId`, only that folder\'s ' +
+        'subtree (the folder itself included for `folder`): its folders in creation order and, for `document`, each one\'s documents in creation order. ' +
+        `${PAGING} ${BUDGET} An organization or folder that does not exist is NOT_FOUND.`,
+      example: { organizationId: 'org1', userId: 'samarth', type: 'document', minAccessRole: 'editor', pageSize: 50 },
+    },
+    mutates: false,
+    auth: 'apiKey',
+    schema: z.object({
+      organizationId: id(),
+      userId: id(),
+      type: z.enum(['document', 'folder']),
+      minAccessRole: minAccessRole(),
+      folderId: id().optional(),
+      pageSize: pageSize(),
+      pageToken: pageToken(),
+    }),
+    response: z.array(resourceRow),
+    paged: 'pageToken',
+    errors: ['NOT_FOUND'],
+    async handler(data, ctx) {
+      const page = await resourcesPage(services.read, ctx.apiKey, ctx.now, data);
+      return { message: 'Resources retrieved successfully.', data: page.rows, pageToken: page.pageToken };
+    },
+  });
+
+  const users = defineRoute({
+    path: '/v2/auth/users/get',
+    tag: 'Permissions',
+    doc: {
+      summary: 'List who can open a folder or document',
+      description: 'For `documentId` or `folderId` (exactly one): its effective `accessType`; `everyone`, true when anyone gets in (public and not ' +
+        'disabled: a user without a grant opens it as `editor`); and `users`, every user whose access comes from a grant (on the resource, a folder ' +
+        'above it, or the organization), each with exactly the `accessRole` and `expiresAt` permissions/get answers for them and `via`, the grant it ' +
+        'comes from. Users with at least `minAccessRole`, in userId order. A user whose grants all expired, or whom the access type keeps out (an ' +
+        `organization member on a restricted resource), is not listed. ${PAGING} ${BUDGET} An organization, folder or document that does not exist is NOT_FOUND.`,
+      example: { organizationId: 'org1', documentId: 'freestyle-comments1', minAccessRole: 'viewer' },
+    },
+    mutates: false,
+    auth: 'apiKey',
+    schema: oneResource(z.object({
+      organizationId: id(),
+      documentId: id().optional(),
+      folderId: id().optional(),
+      minAccessRole: minAccessRole(),
+      pageSize: pageSize(),
+      pageToken: pageToken(),
+    })),
+    response: z.object({
+      accessType: accessType().describe('The resource\'s effective access type.'),
+      everyone: z.boolean().describe('True when anyone gets in: the resource is public and not disabled.'),
+      users: z.array(userRow).describe('The users whose access comes from a grant, in userId order; paged.'),
+    }),
+    paged: 'pageToken',
+    errors: ['NOT_FOUND'],
+    async handler(data, ctx) {
+      const { organizationId, minAccessRole, pageSize: size, pageToken: token } = data;
+      const page = await usersPage(services.read, ctx.apiKey, ctx.now, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) });
+      return { message: 'Users retrieved successfully.', data: page.data, pageToken: page.pageToken };
+    },
+  });
+
+  const explain = defineRoute({
+    path: '/v2/auth/permissions/explain',
+    tag: 'Permissions',
+    doc: {
+      summary: 'Explain why a user can or cannot open a resource',
+      description: 'For `userId` and `documentId` or `folderId` (exactly one): `entry`, exactly the permissions/get entry; where the effective ' +
+        'access type comes from; `blocked` when a disabled document or organization denies everyone; the user\'s candidate grants, most specific ' +
+        'first, expired ones marked; and the rule (and grant) that decides. It reads what permissions/get reads for one user and one resource ' +
+        'twice over, plus the folders above it: bounded by the folder depth. An organization, folder or document that does not exist is NOT_FOUND.',
+      example: { organizationId: 'org1', userId: 'samarth', documentId: 'freestyle-comments1' },
+    },
+    mutates: false,
+    auth: 'apiKey',
+    schema: oneResource(z.object({ organizationId: id(), userId: id(), documentId: id().optional(), folderId: id().optional() })),
+    response: explanation,
+    errors: ['NOT_FOUND'],
+    async handler(data, ctx) {
+      const result = await explainAccess(services.read, ctx.apiKey, ctx.now, { organizationId: data.organizationId, userId: data.userId, ...refOf(data) });
+      return { message: 'Access explained successfully.', data: result };
+    },
+  });
+
+  return [resources, users, explain];
+}
