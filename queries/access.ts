@@ -30,6 +30,8 @@ import { FOLDERS, folderKey, type FolderDoc } from '../projections/folders.js';
 import { DOCUMENTS, documentKey, type DocumentDoc } from '../projections/documents.js';
 import { GRANTS, grantKey, type GrantDoc } from '../projections/grants.js';
 import { decodePageToken, encodePageToken, type Cursor } from './paging.js';
+import { compareGroupGrants, groupGrantsAt, groupGrantsOn, userGroupIds, type GroupGrantDoc } from './group-grants.js';
+import { GROUP_MEMBERS, memberKey, type MemberDoc } from '../projections/groups.js';
 import { documentTarget, folderTarget, isBlocked, MAX_PERMISSION_USERS, resolvePermissions, type Entry, type Target } from './permissions.js';
 
 /**
@@ -159,36 +161,49 @@ function candidateResources(target: Target, organizationId: string): Array<{ lev
 }
 
 /**
- * Every grant each of `userIds` holds that is a candidate for R (semantics §3 rule 3), live
- * or expired, most specific first: one getMany for all of them.
+ * Every grant each of `userIds` holds that is a candidate for R (semantics §3 rules 3 and 7),
+ * live or expired, most specific level first; at each level the user's own grant first,
+ * then their groups' grants there in the order resolution ranks them (`compareGroupGrants`:
+ * editor first, then the later expiry, permanent first, then groupId). So the first live
+ * candidate at a level is the one `levelCandidate` decides with, and `decidingCandidate`
+ * picks the grant resolution decides with.
  *
- * GROUP GRANTS (semantics §3 rule 7) are to be added here once they exist: each group
- * grant of a group the user belongs to, as `{ via: 'group', groupId }`, at its level, in
- * the order resolution ranks them (the user's own grant first at a level, then the groups'
- * by role, editor first, then by later expiry, permanent first), so `decidingCandidate`
- * keeps picking the grant resolution decides with.
+ * Reads: one getMany of the users' own grants; per user, their groups (one indexed find,
+ * at most 100) and one getMany of those groups' grants on R's levels: what permissions/get
+ * reads for the same users and resource.
  */
 export async function candidateGrants(read: ReadView, apiKey: string, organizationId: string, target: Target, userIds: readonly string[], nowMs: number) {
   const resources = candidateResources(target, organizationId);
   const keys = userIds.flatMap((u) => resources.map((r) => grantKey(apiKey, organizationId, u, r.type, r.id)));
   const found = new Map((await read.getMany<GrantDoc>(GRANTS, keys)).map((g) => [g._id, g]));
+  const slotOf = new Map(resources.map((r, j) => [`${r.type}\u0000${r.id}`, j]));
   const out = new Map<string, GrantCandidate[]>();
-  userIds.forEach((u, i) => {
+  for (const [i, u] of userIds.entries()) {
+    const groupIds = await userGroupIds(read, apiKey, organizationId, u);
+    const groupGrants: GroupGrantDoc[][] = resources.map(() => []);
+    if (groupIds.length) {
+      for (const g of await groupGrantsAt(read, apiKey, organizationId, groupIds, resources.map((r) => [r.type, r.id] as const))) {
+        groupGrants[slotOf.get(`${g.resourceType}\u0000${g.resourceId}`)!]!.push(g);
+      }
+    }
     const list: GrantCandidate[] = [];
     resources.forEach((r, j) => {
       const g = found.get(keys[i * resources.length + j]!);
-      if (!g) return;
-      list.push({
-        level: r.level,
-        id: r.id,
-        via: 'user',
-        accessRole: g.accessRole,
-        ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}),
-        live: isLive(g, nowMs),
-      });
+      if (g) list.push({ level: r.level, id: r.id, via: 'user', accessRole: g.accessRole, ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}), live: isLive(g, nowMs) });
+      for (const gg of groupGrants[j]!.sort(compareGroupGrants)) {
+        list.push({
+          level: r.level,
+          id: r.id,
+          via: 'group',
+          groupId: gg.groupId,
+          accessRole: gg.accessRole,
+          ...(gg.expiresAt !== null ? { expiresAt: gg.expiresAt } : {}),
+          live: isLive(gg, nowMs),
+        });
+      }
     });
     out.set(u, list);
-  });
+  }
   return out;
 }
 
@@ -210,10 +225,7 @@ export function decidingCandidate(accessType: AccessType, candidates: readonly G
  * the (apiKey, organizationId, resourceType, resourceId, userId) index of `grants`, at most
  * `limit` per resource, and merged. `userIds` is complete up to the smallest last userId of
  * the resources that filled their limit; `exhausted` when none did (no holder is left).
- *
- * GROUP GRANTS (semantics §3 rule 7) are to be added here once they exist: the members of
- * each group holding a grant on these resources are holders too (a members index read in
- * the same userId order, merged under the same cutoff rule).
+ * Users let in through a group only are found by `groupMembersWalk` (see usersPage).
  */
 export async function grantHolders(read: ReadView, apiKey: string, organizationId: string, resources: ReadonlyArray<{ type: ResourceType; id: string }>, after: string | undefined, limit: number) {
   const lists = await Promise.all(resources.map((r) =>
@@ -450,72 +462,167 @@ export interface UserRow {
 }
 
 /**
+ * Where a users/get page stopped. Two walks, one after the other, so that every step is a
+ * keyset read of one index however many groups hold grants on R's levels:
+ * - `holders`: users holding a grant of their own on one of R's levels (own grants live or
+ *   expired: such a user is examined here whatever lets them in, a group grant included),
+ *   in userId order, after `after`;
+ * - `groups`: users let in only through groups. The live group grants on R's levels, level
+ *   by level (R first, the organization last) and by groupId within a level; each group's
+ *   members in userId order. A member is listed at the first of their groups' grants in
+ *   that order, and only if they hold no grant of their own there (else `holders` listed
+ *   them): so each user appears once.
+ */
+type UsersPosition =
+  | { walk: 'holders'; after?: string }
+  | { walk: 'groups'; level: number; group: string | null; inGroup: boolean; member: string | null };
+
+function encodeUsersPosition(p: UsersPosition): Cursor {
+  return p.walk === 'holders' ? { value: p.after!, id: '' } : { value: JSON.stringify([p.level, p.group, p.inGroup, p.member]), id: 'groups' };
+}
+
+function decodeUsersPosition(c: Cursor | undefined, levels: number): UsersPosition {
+  const bad = () => invalidArgument('data.pageToken is not a valid page token for this query.');
+  if (c === undefined) return { walk: 'holders' };
+  if (typeof c.value !== 'string') throw bad();
+  if (c.id === '') return { walk: 'holders', after: c.value };
+  if (c.id !== 'groups') throw bad();
+  let p: unknown;
+  try {
+    p = JSON.parse(c.value);
+  } catch {
+    throw bad();
+  }
+  const opt = (v: unknown) => v === null || typeof v === 'string';
+  if (!Array.isArray(p) || p.length !== 4 || !Number.isInteger(p[0]) || p[0] < 0 || p[0] > levels || !opt(p[1]) || typeof p[2] !== 'boolean' || !opt(p[3])) throw bad();
+  const [level, group, inGroup, member] = p as [number, string | null, boolean, string | null];
+  // Inside a group there is a group; a member cursor only inside one.
+  if ((inGroup && group === null) || (!inGroup && member !== null)) throw bad();
+  return { walk: 'groups', level, group, inGroup, member };
+}
+
+/**
  * A page of who can open R (semantics §3 "Access queries"): `everyone` when anyone gets in
- * (R is public and not disabled), and the users whose access comes from a grant, in userId
- * order (the store's), each exactly as permissions/get answers for them, with the grant
- * that decides (`via`). Holders of a grant on R, its folders or the organization are read
- * through the grants-by-resource index; those resolution denies (an organization member on
- * a restricted resource, say) or whose grants all expired are not listed.
+ * (R is public and not disabled), and the users whose access comes from a grant (their own
+ * or a group's, rule 7), each exactly as permissions/get answers for them, with the grant
+ * that decides (`via`). Order: first the users holding a grant of their own on R, a folder
+ * above it or the organization, by userId (the store's order); then those let in only
+ * through a group, by the level of that group's grant (R first), groupId and userId (see
+ * UsersPosition). Those resolution denies (an organization member on a restricted
+ * resource, say) or whose grants all expired are not listed.
  */
 export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q: UsersQuery, budget = ACCESS_READ_BUDGET) {
   const { organizationId, minAccessRole } = q;
   const pageSize = q.pageSize ?? ACCESS_DEFAULT_PAGE_SIZE;
   const query = { apiKey, what: 'auth/users', organizationId, documentId: q.documentId ?? null, folderId: q.folderId ?? null, minAccessRole: minAccessRole ?? null };
   const start = decodePageToken(q.pageToken, query);
-  if (start && typeof start.value !== 'string') throw invalidArgument('data.pageToken is not a valid page token for this query.');
   const meter = new ReadMeter(read, budget);
   const organization = await organizationOf(meter, apiKey, organizationId);
   const { target } = await targetOf(meter, apiKey, organizationId, q);
   const blocked = isBlocked(target, organization);
   const head = { accessType: target.accessType, everyone: !blocked && target.accessType === 'public' };
-  // Rule 2: nobody opens a disabled document.
-  if (blocked) return { data: { ...head, users: [] as UserRow[] }, pageToken: undefined };
 
   // Under restricted an organization grant alone lets nobody in (rule 4): its holders, who
   // may be every member of a large organization, are not read; a member with a grant below
-  // it is a holder through that grant.
+  // it is a holder through that grant. The same for groups granted on the organization.
   const resources = candidateResources(target, organizationId).filter((r) => target.accessType !== 'restricted' || r.level !== 'organization');
+  const levelOf = new Map(resources.map((r, i) => [`${r.level}\u0000${r.id}`, i]));
+  let pos = decodeUsersPosition(start, resources.length);
+  // Rule 2: nobody opens a disabled document.
+  if (blocked) return { data: { ...head, users: [] as UserRow[] }, pageToken: undefined };
+
   const ids = [target.id];
   const users: UserRow[] = [];
-  let after = start?.value as string | undefined;
-  let more = true;
+  /** Examines `chunk` (userId order), listing those let in through a grant; `keep` filters by candidates first. */
+  const examine = async (chunk: string[], keep: (found: GrantCandidate[]) => boolean, moved: (userId: string) => void) => {
+    const candidates = await candidateGrants(meter, apiKey, organizationId, target, chunk, nowMs);
+    const wanted = chunk.filter((u) => keep(candidates.get(u)!));
+    const entry = wanted.length ? await entriesOf(meter, apiKey, nowMs, organizationId, wanted, target.kind, ids) : () => undefined;
+    for (const userId of chunk) {
+      moved(userId);
+      const found = candidates.get(userId)!;
+      const e = keep(found) ? entry(userId, target.id) : undefined;
+      const deciding = isAllowed(e) ? decidingCandidate(target.accessType, found) : undefined;
+      // Listed when allowed through a grant: a user without one is in `everyone`.
+      if (isAllowed(e) && deciding !== undefined && meets(e.accessRole, minAccessRole)) {
+        const c = found[deciding]!;
+        users.push({
+          userId,
+          accessRole: e.accessRole,
+          ...(e.expiresAt !== undefined ? { expiresAt: e.expiresAt } : {}),
+          via: { type: c.via, level: c.level, id: c.id, ...(c.groupId !== undefined ? { groupId: c.groupId } : {}) },
+        });
+      }
+      if (users.length === pageSize) return true;
+    }
+    return false;
+  };
+
   let first = true;
-  while (users.length < pageSize && (first || !meter.exhausted)) {
+  let done = false;
+  const go = async () => {
     if (!first) await letOthersRun();
+    const ok = first || !meter.exhausted;
     first = false;
+    return ok;
+  };
+  // Walk 1: holders of a grant of their own.
+  while (pos.walk === 'holders' && users.length < pageSize && (await go())) {
     const need = pageSize - users.length;
     const limit = Math.max(1, Math.min(need, Math.floor((meter.budget - meter.spent) / resources.length)));
-    const { userIds, exhausted } = await grantHolders(meter, apiKey, organizationId, resources, after, limit);
-    let examined = 0;
-    while (examined < userIds.length && users.length < pageSize && (examined === 0 || !meter.exhausted)) {
-      const chunk = userIds.slice(examined, examined + Math.min(MAX_PERMISSION_USERS, Math.max(1, pageSize - users.length)));
-      const entry = await entriesOf(meter, apiKey, nowMs, organizationId, chunk, target.kind, ids);
-      const candidates = await candidateGrants(meter, apiKey, organizationId, target, chunk, nowMs);
-      for (const userId of chunk) {
-        examined++;
-        after = userId;
-        const e = entry(userId, target.id);
-        const found = candidates.get(userId) ?? [];
-        const deciding = isAllowed(e) ? decidingCandidate(target.accessType, found) : undefined;
-        // Listed when allowed through a grant: a user without one is in `everyone`.
-        if (isAllowed(e) && deciding !== undefined && meets(e.accessRole, minAccessRole)) {
-          const c = found[deciding]!;
-          users.push({
-            userId,
-            accessRole: e.accessRole,
-            ...(e.expiresAt !== undefined ? { expiresAt: e.expiresAt } : {}),
-            via: { type: c.via, level: c.level, id: c.id, ...(c.groupId !== undefined ? { groupId: c.groupId } : {}) },
-          });
-        }
-        if (users.length === pageSize) break;
-      }
+    const { userIds, exhausted } = await grantHolders(meter, apiKey, organizationId, resources, pos.after, limit);
+    let full = false;
+    for (let i = 0; i < userIds.length && !full; i += MAX_PERMISSION_USERS) {
+      if (i > 0 && meter.exhausted) break;
+      full = await examine(userIds.slice(i, i + MAX_PERMISSION_USERS), () => true, (u) => (pos = { walk: 'holders', after: u }));
     }
-    if (examined === userIds.length && exhausted) {
-      more = false;
-      break;
+    if (!full && exhausted && (userIds.length === 0 || (pos.walk === 'holders' && pos.after === userIds[userIds.length - 1]))) {
+      pos = { walk: 'groups', level: 0, group: null, inGroup: false, member: null };
     }
   }
-  return { data: { ...head, users }, pageToken: more && after !== undefined ? encodePageToken(query, { value: after, id: '' }) : undefined };
+  // Walk 2: users let in only through a group.
+  while (pos.walk === 'groups' && users.length < pageSize && (await go())) {
+    const p: Extract<UsersPosition, { walk: 'groups' }> = pos;
+    if (p.level === resources.length) {
+      done = true;
+      break;
+    }
+    const r = resources[p.level]!;
+    if (!p.inGroup) {
+      // The next group with a live grant at this level.
+      const grants = await groupGrantsOn(meter, apiKey, organizationId, r.type, r.id, { ...(p.group !== null ? { after: p.group } : {}), limit: 50 });
+      const live = grants.find((g) => isLive(g, nowMs));
+      if (live) pos = { walk: 'groups', level: p.level, group: live.groupId, inGroup: true, member: null };
+      else if (grants.length < 50) pos = { walk: 'groups', level: p.level + 1, group: null, inGroup: false, member: null };
+      else pos = { walk: 'groups', level: p.level, group: grants[grants.length - 1]!.groupId, inGroup: false, member: null };
+      continue;
+    }
+    const group = p.group!;
+    const limit = MAX_PERMISSION_USERS;
+    const members = await meter.find<MemberDoc>(GROUP_MEMBERS, { apiKey, organizationId, groupId: group }, {
+      sort: 'userId',
+      ...(p.member !== null ? { after: { value: p.member, id: memberKey(apiKey, organizationId, group, p.member) } } : {}),
+      limit,
+    });
+    // Listed here only when this is the first of the member's group grants in walk order
+    // and they hold no grant of their own on R's levels (walk 1 examined them).
+    const firstHere = (found: GrantCandidate[]) => {
+      let best: { level: number; groupId: string } | undefined;
+      for (const c of found) {
+        const level = levelOf.get(`${c.level}\u0000${c.id}`);
+        if (level === undefined) continue;
+        if (c.via === 'user') return false;
+        if (!c.live) continue;
+        if (!best || level < best.level || (level === best.level && storeOrder(c.groupId!, best.groupId) < 0)) best = { level, groupId: c.groupId! };
+      }
+      return best !== undefined && best.level === p.level && best.groupId === group;
+    };
+    const full = members.length ? await examine(members.map((m) => m.userId), firstHere, (u) => (pos = { ...p, member: u })) : false;
+    if (!full && members.length < limit) pos = { walk: 'groups', level: p.level, group, inGroup: false, member: null };
+  }
+  if (pos.walk === 'groups' && pos.level === resources.length) done = true;
+  const token = !done && (pos.walk === 'groups' || pos.after !== undefined) ? encodePageToken(query, encodeUsersPosition(pos)) : undefined;
+  return { data: { ...head, users }, pageToken: token };
 }
 
 // ---- permissions/explain ----

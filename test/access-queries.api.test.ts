@@ -286,4 +286,77 @@ test('validation, tokens and missing resources', async () => {
   assert.is(r.status, 404);
 });
 
+test('group grants (rule 7): who a group lets in, listed once, after the users with grants of their own; explain names the group; leaving takes it away', async () => {
+  // A group "design" with an editor grant on folder mid; frank and alice join it (members
+  // join with an organization grant, removed again so only the group's grant counts for frank).
+  const orgGrant = { permissions: { resources: [{ type: 'organization', id: 'o' }] } };
+  await post('/v2/organizations/usergroups/add', { organizationId: 'o', organizationUserGroups: [{ groupId: 'design', groupName: 'Design' }, { groupId: 'all', groupName: 'All' }] });
+  await post('/v2/auth/permissions/add', { userId: 'frank', ...orgGrant });
+  await post('/v2/auth/permissions/add', { userId: 'alice', ...orgGrant });
+  await post('/v2/organizations/usergroups/users/add', { organizationId: 'o', organizationUserGroupId: 'design', userIds: ['frank', 'alice'] });
+  await post('/v2/organizations/usergroups/users/add', { organizationId: 'o', organizationUserGroupId: 'all', userIds: ['frank'] });
+  await post('/v2/auth/permissions/remove', { userId: 'frank', ...orgGrant });
+  await post('/v2/auth/permissions/remove', { userId: 'alice', ...orgGrant });
+  await post('/v2/auth/permissions/add', { group: { groupId: 'design' }, permissions: { resources: [{ type: 'folder', id: 'mid', organizationId: 'o', accessRole: 'editor' }] } });
+  await post('/v2/auth/permissions/add', { group: { groupId: 'all' }, permissions: { resources: [{ type: 'organization', id: 'o', accessRole: 'viewer' }] } });
+
+  const r = await post('/v2/auth/users/get', { organizationId: 'o', documentId: 'dLeaf' });
+  assert.equal(r.data.users, [
+    // alice holds her own grant on top, so she is listed among the holders; on mid the
+    // group's editor grant is more specific than her own on top, so it decides.
+    { userId: 'alice', accessRole: 'editor', via: { type: 'group', level: 'folder', id: 'mid', groupId: 'design' } },
+    { userId: 'bob', accessRole: 'editor', via: { type: 'user', level: 'organization', id: 'o' } },
+    { userId: 'carol', accessRole: 'editor', expiresAt: FUTURE, via: { type: 'user', level: 'resource', id: 'dLeaf' } },
+    { userId: 'erin', accessRole: 'editor', via: { type: 'user', level: 'folder', id: 'mid' } },
+    // frank only through groups: once, at the first of his groups' grants from dLeaf up.
+    { userId: 'frank', accessRole: 'editor', via: { type: 'group', level: 'folder', id: 'mid', groupId: 'design' } },
+  ]);
+  // The same users one per page: every page moves on, nobody twice.
+  const paged: string[] = [];
+  let token: string | undefined;
+  do {
+    const page = await post('/v2/auth/users/get', { organizationId: 'o', documentId: 'dLeaf', pageSize: 1, ...(token ? { pageToken: token } : {}) });
+    paged.push(...page.data.users.map((u: { userId: string }) => u.userId));
+    token = page.pageToken;
+  } while (token);
+  assert.equal(paged, ['alice', 'bob', 'carol', 'erin', 'frank']);
+  // And under a budget of a few reads per page.
+  const budgeted: string[] = [];
+  let pages = 0;
+  do {
+    const page = await usersPage(h.services.read, t.apiKey, NOW, { organizationId: 'o', documentId: 'dLeaf', ...(token ? { pageToken: token } : {}) }, 3);
+    budgeted.push(...page.data.users.map((u) => u.userId));
+    token = page.pageToken;
+    assert.ok(++pages < 200, 'every page moves on');
+  } while (token);
+  assert.equal(budgeted, paged);
+  assert.ok(pages > 2, 'the budget split the walk');
+
+  // On the restricted folder top, the group "all" (organization) lets nobody in.
+  const top = await post('/v2/auth/users/get', { organizationId: 'o', folderId: 'top' });
+  assert.equal(top.data.users.map((u: { userId: string }) => u.userId), ['alice']);
+
+  const x = await post('/v2/auth/permissions/explain', { organizationId: 'o', userId: 'frank', documentId: 'dOwn' });
+  assert.equal(x.data, {
+    entry: { accessRole: 'editor', accessType: 'restricted' },
+    accessType: { value: 'restricted', from: { level: 'resource', id: 'dOwn' } },
+    candidates: [
+      { level: 'folder', id: 'mid', via: 'group', groupId: 'design', accessRole: 'editor', live: true },
+      { level: 'organization', id: 'o', via: 'group', groupId: 'all', accessRole: 'viewer', live: true },
+    ],
+    decidedBy: { rule: '3.4 restricted', candidate: 0 },
+  });
+  const docs = await post('/v2/auth/resources/get', { organizationId: 'o', userId: 'frank', type: 'document', minAccessRole: 'editor' });
+  // The public documents let frank in as the group "all" makes him: a viewer.
+  assert.equal(docs.data.map((d: { id: string }) => d.id), ['dLeaf', 'dOwn']);
+
+  // Leaving the group takes its access away at once, from every question.
+  await post('/v2/organizations/usergroups/users/delete', { organizationId: 'o', organizationUserGroupId: 'design', userIds: ['frank'] });
+  const after = await post('/v2/auth/users/get', { organizationId: 'o', documentId: 'dLeaf' });
+  assert.equal(after.data.users.find((u: { userId: string }) => u.userId === 'frank'), { userId: 'frank', accessRole: 'viewer', via: { type: 'group', level: 'organization', id: 'o', groupId: 'all' } });
+  const gone = await post('/v2/auth/resources/get', { organizationId: 'o', userId: 'frank', type: 'document' });
+  // organizationPrivate dLeaf as a member through "all"; restricted dOwn no longer.
+  assert.equal(gone.data.map((d: { id: string; accessRole: string }) => `${d.id}:${d.accessRole}`), ['dLeaf:viewer', 'dRoot:viewer', 'dPub:viewer']);
+});
+
 test.run();

@@ -3,19 +3,21 @@
  * generated organizations: a random folder tree with access types set, inherited and
  * changed, folder moves, documents at the root and in folders (some with their own type,
  * some disabled, some moved), users with direct grants of both roles, permanent, temporary
- * and already expired at the test clock, replaced and revoked, group memberships, and
- * sometimes the whole organization disabled. Everything is built through the API.
+ * and already expired at the test clock, replaced and revoked, user groups holding grants
+ * the same ways (semantics §3 rule 7), members joining and leaving, and sometimes the whole
+ * organization disabled. Everything is built through the API.
  *
  * Then, with permissions/get's answer for every user and resource as the truth:
  * - resources/get, read page by page with a small pageSize, lists exactly the resources
  *   permissions/get lets the user into with at least minAccessRole, each row exactly that
  *   entry (both types, inside a subtree too, with minAccessRole variants);
  * - users/get lists exactly the users permissions/get lets in among those holding a live
- *   grant on the resource, a folder above it or the organization, each as permissions/get
- *   answers, with `via` naming a grant that gives that role; `everyone` says whether a user
- *   without any grant gets in;
- * - explain's entry is permissions/get's, its candidates are the user's grants there (most
- *   specific first, expired ones marked), and the grant it says decides carries the role.
+ *   grant, their own or one of their groups', on the resource, a folder above it or the
+ *   organization, each once and as permissions/get answers, with `via` naming a grant that
+ *   gives that role; `everyone` says whether a user without any grant gets in;
+ * - explain's entry is permissions/get's, its candidates are the user's grants and their
+ *   groups' there (most specific first; at a level their own, then the groups' by role,
+ *   expiry and groupId; expired ones marked), and the grant it says decides carries the role.
  *
  * Organizations are built BATCH at a time, concurrently (a write waits for the read models;
  * many in flight share that wait). The first organization of each batch is asked through
@@ -61,7 +63,10 @@ const scenario = fc.record({
   folderMove: fc.option(fc.record({ folder: fc.nat(), parent: fc.nat() }), { nil: undefined }),
   documentMove: fc.option(fc.record({ document: fc.nat(), folder: fc.nat() }), { nil: undefined }),
   accessChange: fc.option(fc.record({ folder: fc.nat(), accessType }), { nil: undefined }),
-  groups: fc.array(fc.array(fc.nat(), { maxLength: 3 }), { maxLength: 2 }),
+  groups: fc.array(fc.array(fc.nat(), { maxLength: 3 }), { maxLength: 3 }),
+  groupGrants: fc.array(fc.record({ group: fc.nat(), resource: fc.nat(), role, expiry: fc.constantFrom('permanent', 'permanent', 'future', 'past') }), { maxLength: 5 }),
+  groupRevoke: fc.option(fc.nat(), { nil: undefined }),
+  leave: fc.option(fc.record({ group: fc.nat(), member: fc.nat() }), { nil: undefined }),
   organizationDisabled: fc.nat(5).map((n) => n === 0),
   // How the queries are asked.
   pageSize: fc.integer({ min: 1, max: 3 }),
@@ -73,6 +78,8 @@ type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
 let h: Harness;
 let t: Tenant;
 let runs = 0;
+/** What the generated organizations exercised: a run that never lets anyone in through a group proves nothing about rule 7. */
+const seen = { viaGroup: 0, groupOverOwn: 0, groupCandidates: 0 };
 
 const post = async (url: string, data: unknown) => {
   const r = await h.post(url, data, t.headers);
@@ -124,15 +131,23 @@ class Model {
   disabled: boolean[] = [];
   organizationDisabled = false;
   grants = new Map<string, Grant>();
+  /** Group grants, keyed like `grants` with the groupId in the user's place. */
+  groupGrants = new Map<string, Grant>();
+  /** groupId -> its members. */
+  members = new Map<string, Set<string>>();
   constructor(readonly organizationId: string) {}
 
   static key = (userId: string, type: string, id: string) => JSON.stringify([userId, type, id]);
 
   /** A temporary grant never replaces a permanent one; otherwise the new one replaces. */
-  grant(userId: string, type: string, id: string, g: Grant) {
-    const current = this.grants.get(Model.key(userId, type, id));
+  grant(userId: string, type: string, id: string, g: Grant, grants = this.grants) {
+    const current = grants.get(Model.key(userId, type, id));
     if (g.expiresAt !== null && current && current.expiresAt === null) return;
-    this.grants.set(Model.key(userId, type, id), g);
+    grants.set(Model.key(userId, type, id), g);
+  }
+
+  groupsOf(userId: string) {
+    return [...this.members].filter(([, m]) => m.has(userId)).map(([g]) => g);
   }
 
   /** Folder indexes above folder `f`, nearest first. */
@@ -153,7 +168,10 @@ class Model {
     return f === root || this.above(f).includes(root);
   }
 
-  /** The user's candidate grants for R as explain lists them. */
+  /**
+   * The user's candidate grants for R as explain lists them: per level their own, then
+   * their groups' (editor first, then the later expiry, permanent first, then groupId).
+   */
   candidates(userId: string, kind: 'folder' | 'document', i: number) {
     const id = kind === 'folder' ? this.folders[i]! : this.documents[i]!;
     const levels: Array<[string, string, string]> = [
@@ -162,12 +180,23 @@ class Model {
       ['organization', 'organization', this.organizationId],
     ];
     const out: object[] = [];
+    const live = (g: Grant) => g.expiresAt === null || g.expiresAt * 1000 > NOW;
+    const expiry = (g: Grant) => (g.expiresAt !== null ? { expiresAt: g.expiresAt } : {});
     for (const [level, type, rid] of levels) {
       const g = this.grants.get(Model.key(userId, type, rid));
-      if (!g) continue;
-      out.push({ level, id: rid, via: 'user', accessRole: g.role, ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}), live: g.expiresAt === null || g.expiresAt * 1000 > NOW });
+      if (g) out.push({ level, id: rid, via: 'user', accessRole: g.role, ...expiry(g), live: live(g) });
+      const groups = this.groupsOf(userId)
+        .flatMap((groupId) => {
+          const gg = this.groupGrants.get(Model.key(groupId, type, rid));
+          return gg ? [{ groupId, g: gg }] : [];
+        })
+        .sort((a, b) =>
+          (a.g.role === b.g.role ? 0 : a.g.role === 'editor' ? -1 : 1) ||
+          (b.g.expiresAt ?? Infinity) - (a.g.expiresAt ?? Infinity) ||
+          (a.groupId < b.groupId ? -1 : 1));
+      for (const { groupId, g: gg } of groups) out.push({ level, id: rid, via: 'group', groupId, accessRole: gg.role, ...expiry(gg), live: live(gg) });
     }
-    return out as Array<{ level: string; id: string; accessRole: Role; expiresAt?: number; live: boolean }>;
+    return out as Array<{ level: string; id: string; via: 'user' | 'group'; groupId?: string; accessRole: Role; expiresAt?: number; live: boolean }>;
   }
 
   /** Where R's effective type is set. */
@@ -238,14 +267,24 @@ async function buildTree(s: Scenario, m: Model) {
       ...(s.accessChange.accessType ? { accessType: s.accessChange.accessType } : { inheritFromParent: true }),
     });
   }
-  // Group membership (groups hold no grants yet: membership alone must change nothing).
+  // Groups and their members (their grants come with the users').
   if (s.groups.length) {
     await post('/v2/organizations/usergroups/add', { organizationId: o, organizationUserGroups: s.groups.map((_, g) => ({ groupId: `g${g}`, groupName: `g${g}` })) });
   }
-  for (const [g, members] of s.groups.entries()) {
-    const userIds = [...new Set(members.map((i) => s.users[i % s.users.length]!))];
-    if (userIds.length) await post('/v2/organizations/usergroups/users/add', { organizationId: o, organizationUserGroupId: `g${g}`, userIds });
+  // Only organization members join a group (semantics §5): each joins with an own
+  // organization grant, which is then removed, so what lets them in is exactly the grants
+  // generated below (applied after this).
+  const joining = s.groups.map((members) => [...new Set(members.map((i) => s.users[i % s.users.length]!))]);
+  const orgGrant = { permissions: { resources: [{ type: 'organization', id: o }] } };
+  const everyJoiner = [...new Set(joining.flat())];
+  await Promise.all(everyJoiner.map((userId) => post('/v2/auth/permissions/add', { userId, ...orgGrant })));
+  for (const [g, userIds] of joining.entries()) {
+    m.members.set(`g${g}`, new Set(userIds));
+    if (!userIds.length) continue;
+    const joined = await post('/v2/organizations/usergroups/users/add', { organizationId: o, organizationUserGroupId: `g${g}`, userIds });
+    for (const userId of userIds) assert.ok(joined.data[userId].success, `${userId} joins g${g}`);
   }
+  await Promise.all(everyJoiner.map((userId) => post('/v2/auth/permissions/remove', { userId, ...orgGrant })));
 }
 
 /**
@@ -283,6 +322,41 @@ async function buildBatch(batch: Scenario[]): Promise<Model[]> {
   });
   await Promise.all([...adds].map(([userId, resources]) => post('/v2/auth/permissions/add', { userId, permissions: { resources } })));
   await Promise.all([...removes].map(([userId, resources]) => post('/v2/auth/permissions/remove', { userId, permissions: { resources } })));
+  // Group grants: one permissions/add per (organization, group), then a revocation and a
+  // member leaving, so an answer must follow both at once.
+  const groupCalls: Array<Promise<unknown>> = [];
+  batch.forEach((s, k) => {
+    const m = models[k]!;
+    const o = m.organizationId;
+    if (!s.groups.length) return;
+    const resources: Array<[string, string]> = [['organization', o], ...m.folders.map((f): [string, string] => ['folder', f]), ...m.documents.map((d): [string, string] => ['document', d])];
+    const byGroup = new Map<string, Item[]>();
+    const applied: Array<[string, string, string]> = [];
+    for (const g of s.groupGrants) {
+      const groupId = `g${g.group % s.groups.length}`;
+      const [type, id] = resources[g.resource % resources.length]!;
+      const expiresAt = g.expiry === 'future' ? FUTURE : g.expiry === 'past' ? PAST : null;
+      byGroup.set(groupId, [...(byGroup.get(groupId) ?? []), { type, id, ...(type !== 'organization' ? { organizationId: o } : {}), accessRole: g.role, ...(expiresAt !== null ? { expiresAt } : {}) }]);
+      m.grant(groupId, type, id, { role: g.role, expiresAt }, m.groupGrants);
+      applied.push([groupId, type, id]);
+    }
+    groupCalls.push((async () => {
+      for (const [groupId, items] of byGroup) await post('/v2/auth/permissions/add', { group: { groupId }, permissions: { resources: items } });
+      if (s.groupRevoke !== undefined && applied.length) {
+        const [groupId, type, id] = applied[s.groupRevoke % applied.length]!;
+        m.groupGrants.delete(Model.key(groupId, type, id));
+        await post('/v2/auth/permissions/remove', { group: { groupId }, permissions: { resources: [{ type, id, ...(type !== 'organization' ? { organizationId: o } : {}) }] } });
+      }
+      if (s.leave) {
+        const groupId = `g${s.leave.group % s.groups.length}`;
+        const userId = s.users[s.leave.member % s.users.length]!;
+        if (m.members.get(groupId)!.delete(userId)) {
+          await post('/v2/organizations/usergroups/users/delete', { organizationId: o, organizationUserGroupId: groupId, userIds: [userId] });
+        }
+      }
+    })());
+  });
+  await Promise.all(groupCalls);
   const off = models.filter((_, k) => batch[k]!.organizationDisabled);
   for (const m of off) m.organizationDisabled = true;
   if (off.length) await post('/v2/organizations/access/disablestate/update', { organizationIds: off.map((m) => m.organizationId), disabled: true });
@@ -362,8 +436,12 @@ async function check(s: Scenario, m: Model, http: Via) {
         const e = entryOf(r.userId, kind, id);
         assert.equal({ accessRole: r.accessRole, ...(r.expiresAt !== undefined ? { expiresAt: r.expiresAt } : {}) },
           { accessRole: e.accessRole, ...(e.expiresAt !== undefined ? { expiresAt: e.expiresAt } : {}) }, `users/get ${id}: ${r.userId} as permissions/get`);
-        const c = m.candidates(r.userId, kind, i).find((x) => x.level === r.via.level && x.id === r.via.id);
-        assert.ok(c && c.live && c.accessRole === r.accessRole && c.expiresAt === r.expiresAt && r.via.type === 'user', `users/get ${id}: ${r.userId}'s via is a live grant with that role`);
+        const c = m.candidates(r.userId, kind, i).find((x) => x.level === r.via.level && x.id === r.via.id && x.via === r.via.type && x.groupId === r.via.groupId);
+        assert.ok(c && c.live && c.accessRole === r.accessRole && c.expiresAt === r.expiresAt, `users/get ${id}: ${r.userId}'s via ${JSON.stringify(r.via)} is a live grant with that role`);
+        if (r.via.type === 'group') {
+          seen.viaGroup++;
+          if (m.candidates(r.userId, kind, i).some((x) => x.via === 'user')) seen.groupOverOwn++;
+        }
       }
 
       for (const u of everyone) {
@@ -371,6 +449,7 @@ async function check(s: Scenario, m: Model, http: Via) {
         const e = entryOf(u, kind, id);
         assert.equal(x.entry, e, `explain ${u} on ${id}: the permissions/get entry`);
         assert.equal(x.candidates, m.candidates(u, kind, i), `explain ${u} on ${id}: candidates`);
+        seen.groupCandidates += x.candidates.filter((c: any) => c.via === 'group').length;
         assert.equal(x.accessType, { value: e.accessType, from: m.typeFrom(kind, i) }, `explain ${u} on ${id}: access type`);
         const blocked = kind === 'document' ? (m.disabled[i] ? 'document disabled' : m.organizationDisabled ? 'organization disabled' : undefined) : undefined;
         assert.is(x.blocked, blocked);
@@ -403,6 +482,11 @@ test(`access queries agree with permissions/get on ${RUNS} generated organizatio
     }),
     { numRuns: Math.ceil(RUNS / size) },
   );
+  // Over 50 organizations or more, groups let users in, sometimes alongside a grant of their own.
+  if (RUNS >= 50) {
+    assert.ok(seen.viaGroup > 0 && seen.groupOverOwn > 0 && seen.groupCandidates > 0, `group grants exercised: ${JSON.stringify(seen)}`);
+  }
+  console.log(`  access property: ${JSON.stringify(seen)}`);
 });
 
 test.run();

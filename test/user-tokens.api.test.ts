@@ -246,6 +246,19 @@ B('permissions/get: the token\'s own user only', async ({ h, token }) => {
   denied(await h.post('/v2/auth/permissions/get', { organizationId: 'org-1', userIds: ['u2'] }, bearer(token)), /its own user only/);
 });
 
+B('resources/get and permissions/explain: the token\'s own user only; users/get (who else can open it) never', async ({ h, token }) => {
+  const mine = await h.post('/v2/auth/resources/get', { organizationId: 'org-1', userId: 'u1', type: 'document' }, bearer(token));
+  assert.is(mine.status, 200, JSON.stringify(mine.body));
+  assert.equal(mine.body.result.data, [{ id: 'doc-open', accessRole: 'viewer', accessType: 'restricted' }]);
+  const why = await h.post('/v2/auth/permissions/explain', { organizationId: 'org-1', userId: 'u1', documentId: 'doc-closed' }, bearer(token));
+  assert.is(why.status, 200, JSON.stringify(why.body));
+  assert.is(why.body.result.data.entry.errorCode, 'permission_denied');
+  denied(await h.post('/v2/auth/resources/get', { organizationId: 'org-1', userId: 'u2', type: 'document' }, bearer(token)), /data\.userId may name only "u1"/);
+  denied(await h.post('/v2/auth/permissions/explain', { organizationId: 'org-1', userId: 'u2', documentId: 'doc-open' }, bearer(token)), /data\.userId may name only "u1"/);
+  // Who else can open a document is the back end's to say: a share dialog asks through it.
+  denied(await h.post('/v2/auth/users/get', { organizationId: 'org-1', documentId: 'doc-open' }, bearer(token)), /accepted only on the user-scoped routes/);
+});
+
 B('presence: the user writes its own entry and reads presence on documents it may open, nothing else', async ({ h, t, token }) => {
   const entry = { organizationId: 'org-1', documentId: 'doc-open' };
   // Someone else, present through the back end.

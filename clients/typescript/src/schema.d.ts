@@ -931,7 +931,9 @@ export interface paths {
         put?: never;
         /**
          * List the folders or documents a user can open
-         * @description The resources of `type` (`document` or `folder`) of the organization that `userId` may open with at least `minAccessRole`, each row exactly the user's permissions/get entry for it (`accessRole`, `accessType`, `expiresAt` when the deciding grant is temporary) with its `id`. A resource is listed if and only if permissions/get lets the user in. In creation order; with `folderId`, only that folder's subtree (the folder itself included for `folder`): its folders in creation order and, for `document`, each one's documents in creation order. `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow. A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT. A page reads at most 10,000 store documents (plus one batch); when that runs out first, the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back. An organization or folder that does not exist is NOT_FOUND.
+         * @description The resources of `type` (`document` or `folder`) of the organization that `userId` may open with at least `minAccessRole`, each row exactly the user's permissions/get entry for it (`accessRole`, `accessType`, `expiresAt` when the deciding grant is temporary) with its `id`. A resource is listed if and only if permissions/get lets the user in. In creation order; with `folderId`, only that folder's subtree (the folder itself included for `folder`): its folders in creation order and, for `document`, each one's documents in creation order. `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow. A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT. A page reads at most 10,000 store documents (plus one batch); when that runs out first, the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back. An organization or folder that does not exist is NOT_FOUND. With a user token, `userId` must be the token's user (PERMISSION_DENIED otherwise).
+         *
+         *     Also accepts a user token (`Authorization: Bearer`, security scheme `userToken`) in place of the API-key headers: the call then acts for the token's user only.
          */
         post: operations["authResourcesGet"];
         delete?: never;
@@ -951,7 +953,7 @@ export interface paths {
         put?: never;
         /**
          * List who can open a folder or document
-         * @description For `documentId` or `folderId` (exactly one): its effective `accessType`; `everyone`, true when anyone gets in (public and not disabled: a user without a grant opens it as `editor`); and `users`, every user whose access comes from a grant (on the resource, a folder above it, or the organization), each with exactly the `accessRole` and `expiresAt` permissions/get answers for them and `via`, the grant it comes from. Users with at least `minAccessRole`, in userId order. A user whose grants all expired, or whom the access type keeps out (an organization member on a restricted resource), is not listed. `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow. A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT. A page reads at most 10,000 store documents (plus one batch); when that runs out first, the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back. An organization, folder or document that does not exist is NOT_FOUND.
+         * @description For `documentId` or `folderId` (exactly one): its effective `accessType`; `everyone`, true when anyone gets in (public and not disabled: a user without a grant opens it as `editor`); and `users`, every user whose access comes from a grant (on the resource, a folder above it, or the organization), each with exactly the `accessRole` and `expiresAt` permissions/get answers for them and `via`, the grant it comes from (`type` `group` with `groupId` when a user group's grant decides). Users with at least `minAccessRole`: first those holding a grant of their own on the resource, a folder above it or the organization, in userId order; then those let in only through a group, by the level of that group's grant (the resource first), groupId and userId; each user once. A user whose grants all expired, or whom the access type keeps out (an organization member on a restricted resource), is not listed. `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow. A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT. A page reads at most 10,000 store documents (plus one batch); when that runs out first, the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back. An organization, folder or document that does not exist is NOT_FOUND.
          */
         post: operations["authUsersGet"];
         delete?: never;
@@ -971,7 +973,9 @@ export interface paths {
         put?: never;
         /**
          * Explain why a user can or cannot open a resource
-         * @description For `userId` and `documentId` or `folderId` (exactly one): `entry`, exactly the permissions/get entry; where the effective access type comes from; `blocked` when a disabled document or organization denies everyone; the user's candidate grants, most specific first, expired ones marked; and the rule (and grant) that decides. It reads what permissions/get reads for one user and one resource twice over, plus the folders above it: bounded by the folder depth. An organization, folder or document that does not exist is NOT_FOUND.
+         * @description For `userId` and `documentId` or `folderId` (exactly one): `entry`, exactly the permissions/get entry; where the effective access type comes from; `blocked` when a disabled document or organization denies everyone; the user's candidate grants, most specific first, expired ones marked; and the rule (and grant) that decides. It reads what permissions/get reads for one user and one resource twice over, plus the folders above it: bounded by the folder depth. An organization, folder or document that does not exist is NOT_FOUND. With a user token, `userId` must be the token's user (PERMISSION_DENIED otherwise).
+         *
+         *     Also accepts a user token (`Authorization: Bearer`, security scheme `userToken`) in place of the API-key headers: the call then acts for the token's user only.
          */
         post: operations["authPermissionsExplain"];
         delete?: never;
@@ -6843,7 +6847,7 @@ export interface operations {
                                 accessType: "organizationPrivate" | "restricted" | "public";
                                 /** @description True when anyone gets in: the resource is public and not disabled. */
                                 everyone: boolean;
-                                /** @description The users whose access comes from a grant, in userId order; paged. */
+                                /** @description The users whose access comes from a grant: own grant holders in userId order, then those let in through groups; paged. */
                                 users: {
                                     userId: string;
                                     /** @enum {string} */

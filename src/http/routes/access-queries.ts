@@ -8,6 +8,7 @@ import { ACCESS_ROLES } from '../../../commands/grant.js';
 import { ACCESS_DEFAULT_PAGE_SIZE, ACCESS_READ_BUDGET, explainAccess, resourcesPage, usersPage, type ResourceRef } from '../../../queries/access.js';
 import { MAX_PAGE_SIZE } from '../../../queries/paging.js';
 import type { Services } from '../../services.js';
+import { onlySelf } from '../acting-user.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id } from '../validation.js';
 import { accessRole, accessType, pageSize, pageToken } from './domain.js';
@@ -91,7 +92,8 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
         'each row exactly the user\'s permissions/get entry for it (`accessRole`, `accessType`, `expiresAt` when the deciding grant is temporary) ' +
         'with its `id`. A resource is listed if and only if permissions/get lets the user in. In creation order; with `folderId`, only that folder\'s ' +
         'subtree (the folder itself included for `folder`): its folders in creation order and, for `document`, each one\'s documents in creation order. ' +
-        `${PAGING} ${BUDGET} An organization or folder that does not exist is NOT_FOUND.`,
+        `${PAGING} ${BUDGET} An organization or folder that does not exist is NOT_FOUND. ` +
+        'With a user token, `userId` must be the token\'s user (PERMISSION_DENIED otherwise).',
       example: { organizationId: 'org1', userId: 'samarth', type: 'document', minAccessRole: 'editor', pageSize: 50 },
     },
     mutates: false,
@@ -108,7 +110,10 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     response: z.array(resourceRow),
     paged: 'pageToken',
     errors: ['NOT_FOUND'],
+    // A front end holding a user token lists what its own user may open (a home screen).
+    userToken: true,
     async handler(data, ctx) {
+      onlySelf(ctx, 'data.userId', [data.userId]);
       const page = await resourcesPage(services.read, ctx.apiKey, ctx.now, data);
       return { message: 'Resources retrieved successfully.', data: page.rows, pageToken: page.pageToken };
     },
@@ -122,7 +127,9 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
       description: 'For `documentId` or `folderId` (exactly one): its effective `accessType`; `everyone`, true when anyone gets in (public and not ' +
         'disabled: a user without a grant opens it as `editor`); and `users`, every user whose access comes from a grant (on the resource, a folder ' +
         'above it, or the organization), each with exactly the `accessRole` and `expiresAt` permissions/get answers for them and `via`, the grant it ' +
-        'comes from. Users with at least `minAccessRole`, in userId order. A user whose grants all expired, or whom the access type keeps out (an ' +
+        'comes from (`type` `group` with `groupId` when a user group\'s grant decides). Users with at least `minAccessRole`: first those holding a ' +
+        'grant of their own on the resource, a folder above it or the organization, in userId order; then those let in only through a group, by ' +
+        'the level of that group\'s grant (the resource first), groupId and userId; each user once. A user whose grants all expired, or whom the access type keeps out (an ' +
         `organization member on a restricted resource), is not listed. ${PAGING} ${BUDGET} An organization, folder or document that does not exist is NOT_FOUND.`,
       example: { organizationId: 'org1', documentId: 'freestyle-comments1', minAccessRole: 'viewer' },
     },
@@ -139,7 +146,7 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     response: z.object({
       accessType: accessType().describe('The resource\'s effective access type.'),
       everyone: z.boolean().describe('True when anyone gets in: the resource is public and not disabled.'),
-      users: z.array(userRow).describe('The users whose access comes from a grant, in userId order; paged.'),
+      users: z.array(userRow).describe('The users whose access comes from a grant: own grant holders in userId order, then those let in through groups; paged.'),
     }),
     paged: 'pageToken',
     errors: ['NOT_FOUND'],
@@ -158,7 +165,8 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
       description: 'For `userId` and `documentId` or `folderId` (exactly one): `entry`, exactly the permissions/get entry; where the effective ' +
         'access type comes from; `blocked` when a disabled document or organization denies everyone; the user\'s candidate grants, most specific ' +
         'first, expired ones marked; and the rule (and grant) that decides. It reads what permissions/get reads for one user and one resource ' +
-        'twice over, plus the folders above it: bounded by the folder depth. An organization, folder or document that does not exist is NOT_FOUND.',
+        'twice over, plus the folders above it: bounded by the folder depth. An organization, folder or document that does not exist is NOT_FOUND. ' +
+        'With a user token, `userId` must be the token\'s user (PERMISSION_DENIED otherwise).',
       example: { organizationId: 'org1', userId: 'samarth', documentId: 'freestyle-comments1' },
     },
     mutates: false,
@@ -166,7 +174,10 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     schema: oneResource(z.object({ organizationId: id(), userId: id(), documentId: id().optional(), folderId: id().optional() })),
     response: explanation,
     errors: ['NOT_FOUND'],
+    // Its own user only: an explanation lists the user's grants, which are theirs to see.
+    userToken: true,
     async handler(data, ctx) {
+      onlySelf(ctx, 'data.userId', [data.userId]);
       const result = await explainAccess(services.read, ctx.apiKey, ctx.now, { organizationId: data.organizationId, userId: data.userId, ...refOf(data) });
       return { message: 'Access explained successfully.', data: result };
     },
