@@ -6,10 +6,10 @@
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
+import { refused } from './support/tokens.js';
 import { harness, type Harness, type Tenant } from './support/app.js';
 import { SignJWT, importJWK } from 'jose';
 import { verifyUserToken } from '../src/tokens/user-tokens.js';
-import { TokenError } from '../src/tokens/jwt.js';
 import { workspaceDecider } from '../commands/workspace.js';
 import { workspaceStream } from '../commands/workspace.js';
 import { API_KEYS } from '../projections/workspaces.js';
@@ -57,16 +57,6 @@ async function deliveryOutcome(h: Harness, t: Tenant, id: string): Promise<Deliv
 const tokenFor = async (h: Harness, headers: Record<string, string>) =>
   ok(await h.post('/v2/auth/generate_token', { userId: 'u1', userProperties: { name: 'U', email: 'u@example.com' } }, headers)).token as string;
 const kidOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid as string;
-const refused = async (h: Harness, token: string, re: RegExp) => {
-  try {
-    await verifyUserToken(h.services, token);
-  } catch (err) {
-    assert.instance(err, TokenError);
-    assert.match((err as Error).message, re);
-    return;
-  }
-  assert.unreachable('token accepted');
-};
 
 S('workspace auth token: rotated, returned once; the old one stops at once', async ({ h, t }) => {
   const before = await h.post('/v2/workspace/authtokens/get', { apiKey: t.apiKey }, t.workspaceHeaders);

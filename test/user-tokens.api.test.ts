@@ -7,11 +7,12 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createLocalJWKSet, generateKeyPair, importJWK, jwtVerify, SignJWT, type JSONWebKeySet } from 'jose';
+import { refused } from './support/tokens.js';
 import { harness, type Harness, type Response, type Tenant } from './support/app.js';
 import { allRoutes } from '../src/app.js';
 import { workspaceDecider, workspaceStream } from '../commands/workspace.js';
 import { newEventId } from '../src/ids.js';
-import { signToken, TokenError } from '../src/tokens/jwt.js';
+import { signToken } from '../src/tokens/jwt.js';
 import { verifyUserToken } from '../src/tokens/user-tokens.js';
 import { operationSchemas } from '../src/http/openapi.js';
 
@@ -46,16 +47,6 @@ const refusedElsewhere = async (set: JSONWebKeySet, token: string, apiKey: strin
   assert.unreachable('verified with keys that should not verify it');
 };
 
-const refused = async (h: Harness, token: string, re: RegExp) => {
-  try {
-    await verifyUserToken(h.services, token);
-  } catch (err) {
-    assert.instance(err, TokenError);
-    assert.match((err as Error).message, re);
-    return;
-  }
-  assert.unreachable('token accepted');
-};
 
 // ---- JWKS ----
 
