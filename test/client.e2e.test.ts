@@ -145,6 +145,19 @@ E('API-key mode: users/add on a document, then permissions/get shows the grant',
   assert.is(byUser.ada.documents['doc-2'].errorCode, 'permission_denied');
 });
 
+E('user-token mode: a front end asks what its own user can open with a Bearer token, and nothing else', async ({ client, anonymous }) => {
+  const generated = await client.call('/v2/auth/generate_token', { userId: 'ada', userProperties: { name: 'Ada Lovelace', email: 'ada@example.com' } });
+  const token = view<{ token: string }>(generated.data).token;
+  const front = anonymous.withCredentials({ userToken: token });
+  const open = view<Array<{ id: string; accessRole: string }>>((await front.call('/v2/auth/resources/get', { organizationId: 'acme', userId: 'ada', type: 'document' })).data);
+  assert.ok(open.some((d) => d.id === 'doc-1' && d.accessRole === 'editor'), JSON.stringify(open));
+  assert.not.ok(open.some((d) => d.id === 'doc-2'), 'not the restricted doc-2');
+  const other = await apiError(() => front.call('/v2/auth/resources/get', { organizationId: 'acme', userId: 'grace', type: 'document' }));
+  assert.is(other.status, 'PERMISSION_DENIED');
+  const elsewhere = await apiError(() => front.call('/v2/organizations/get', {}));
+  assert.is(elsewhere.status, 'PERMISSION_DENIED');
+});
+
 E('failures are thrown as CollabApiError: status, HTTP status, message, request id', async ({ client, anonymous, workspace }) => {
   const e = await apiError(() => client.call('/v2/organizations/documents/get', { organizationId: 'no-such-org' }, { headers: { 'x-request-id': 'client-e2e-1' } }));
   assert.ok(e instanceof Error);

@@ -46,14 +46,18 @@ export type ApiStatus = {
  * The credentials a client sends on every call:
  * - API-key mode (organizations, documents, users, permissions... most routes);
  * - workspace mode (API keys and their tokens: `/v2/workspace/apikey/...`);
- * - the operator's admin token (`/v2/workspace/create`, when the service sets ADMIN_TOKEN).
+ * - the operator's admin token (`/v2/workspace/create`, when the service sets ADMIN_TOKEN);
+ * - a user token (`/v2/auth/generate_token`), sent as `Authorization: Bearer`, for a front
+ *   end acting as its own user on the user-scoped routes only (`permissions/get`,
+ *   `resources/get`, `permissions/explain`, presence): the API key never reaches a browser.
  * Without credentials only the open routes answer (and `/v2/workspace/create` when the
  * service has no ADMIN_TOKEN).
  */
 export type Credentials =
   | { apiKey: string; authToken: string }
   | { workspaceId: string; workspaceAuthToken: string }
-  | { adminToken: string };
+  | { adminToken: string }
+  | { userToken: string };
 
 export interface ClientOptions {
   /** Where the service listens, e.g. `http://localhost:8080`. */
@@ -133,6 +137,7 @@ function credentialHeaders(credentials: Credentials | undefined): Record<string,
   if ('workspaceId' in credentials) {
     return { 'x-service-workspace-id': credentials.workspaceId, 'x-service-workspace-auth-token': credentials.workspaceAuthToken };
   }
+  if ('userToken' in credentials) return { authorization: `Bearer ${credentials.userToken}` };
   return { 'x-service-admin-token': credentials.adminToken };
 }
 
