@@ -47,10 +47,11 @@ const S = {
   full: { bigDocs: 1_000_000, smallDocs: 1_000, subtree: 10_000, seconds: 10 },
 }[scale];
 const CONNECTIONS = 50;
-// perm1rate: the fixed request rate, and the connections that carry it. autocannon lets each
-// connection send its share of a second back to back from the second's start, then waits for
-// the next one, so the connections are also the requests in flight during that burst: the
-// fewest that reach the rate measure the latency of a steady load best.
+// perm1rate: the fixed request rate, and the connections that carry it (BENCH_RATE_CONNECTIONS).
+// autocannon lets each connection send its share of a second back to back from the second's
+// start, then waits for the next second: the connections are also the requests in flight while
+// that share goes out, so fewer connections mean less queueing in the service and lower
+// latencies, and too few may not reach the rate on a slow second. 10 keeps a margin.
 const RATE = 1000;
 const RATE_CONNECTIONS = Number(process.env.BENCH_RATE_CONNECTIONS ?? 10);
 // The access queries' organization: BENCH_ACCESS_DOCS documents (default: the scale's big
