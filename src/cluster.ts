@@ -15,9 +15,10 @@
  * after a back-off (0.5 s, doubling up to 30 s; back to 0.5 s once a child ran 10 s), so a crash
  * loop does not spin. A child that fails before every child has once been serving means the
  * service cannot start (a port in use, a store that does not open): everything stops, exit 1,
- * as a single `serve` would. SIGTERM/SIGINT: every child gets SIGTERM (each finishes its
- * in-flight requests, as a single `serve` does); exit 0 once all have exited cleanly, 1 if one
- * failed its shutdown or had to be killed after SHUTDOWN_TIMEOUT_MS.
+ * as a single `serve` would. SIGTERM/SIGINT: the API processes get SIGTERM (each finishes its
+ * in-flight requests, as a single `serve` does), then, once they are gone, the background
+ * process; exit 0 once all have exited cleanly, 1 if one failed its shutdown or had to be
+ * killed after `shutdownTimeoutMs`.
  *
  * This module only forks and supervises; server.ts stays the only module that listens, and the
  * children run its normal serve path.
@@ -116,11 +117,8 @@ export function superviseCluster(options: SuperviseOptions): Promise<number> {
   const serving = new Set<Slot>();
   let onServing: (() => void) | null = null;
 
-  const live = () => slots.filter((s) => s.worker !== null);
-
-  const checkAllExited = () => {
-    if (stopping && live().length === 0) finish(killed || failedExit ? 1 : 0);
-  };
+  /** Called on every child's exit while stopping. */
+  const exitWaiters = new Set<() => void>();
 
   const fork = (slot: Slot) => {
     slot.restart = null;
@@ -137,11 +135,14 @@ export function superviseCluster(options: SuperviseOptions): Promise<number> {
     });
     worker.on('exit', (code, signal) => {
       slot.worker = null;
-      serving.delete(slot);
+      const wasServing = serving.delete(slot);
       if (stopping) {
-        if (code !== 0) failedExit = true;
+        // A child still starting has no handler for SIGTERM yet and ends by the signal itself:
+        // a clean stop too, since it never took a request.
+        const clean = code === 0 || (signal === 'SIGTERM' && !wasServing);
+        if (!clean) failedExit = true;
         log.info({ child: slot.role, slot: slot.index, childPid: pid, code, signal }, 'child exited');
-        checkAllExited();
+        for (const w of [...exitWaiters]) w();
         return;
       }
       if (!started) {
@@ -156,6 +157,28 @@ export function superviseCluster(options: SuperviseOptions): Promise<number> {
     });
   };
 
+  /** SIGTERM to these children; SIGKILL to those still running after the timeout. Resolves once all have exited. */
+  const terminate = (targets: Slot[]) =>
+    new Promise<void>((resolve) => {
+      const running = () => targets.filter((s) => s.worker !== null);
+      const force = setTimeout(() => {
+        for (const s of running()) {
+          killed = true;
+          log.error({ child: s.role, slot: s.index, childPid: s.worker!.process.pid }, `child still running after ${shutdownTimeoutMs} ms; killing it`);
+          s.worker!.process.kill('SIGKILL');
+        }
+      }, shutdownTimeoutMs);
+      const check = () => {
+        if (running().length > 0) return;
+        clearTimeout(force);
+        exitWaiters.delete(check);
+        resolve();
+      };
+      exitWaiters.add(check);
+      for (const s of running()) s.worker!.process.kill('SIGTERM');
+      check();
+    });
+
   const stop = (reason: string, failure = false) => {
     if (stopping) return;
     stopping = true;
@@ -164,17 +187,15 @@ export function superviseCluster(options: SuperviseOptions): Promise<number> {
     for (const s of slots) {
       if (s.restart) clearTimeout(s.restart);
       s.restart = null;
-      s.worker?.process.kill('SIGTERM');
     }
-    const force = setTimeout(() => {
-      for (const s of live()) {
-        killed = true;
-        log.error({ child: s.role, slot: s.index, childPid: s.worker!.process.pid }, `child still running after ${shutdownTimeoutMs} ms; killing it`);
-        s.worker!.process.kill('SIGKILL');
-      }
-    }, shutdownTimeoutMs);
-    force.unref();
-    checkAllExited();
+    // The API processes first, the background process once they are gone: a write in flight
+    // waits for the projections to show it (read-your-writes), which only the background
+    // process applies; stopped first, it would leave such writes waiting for their timeout.
+    void (async () => {
+      await terminate(slots.filter((s) => s.role === 'api'));
+      await terminate(slots.filter((s) => s.role === 'worker'));
+      finish(killed || failedExit ? 1 : 0);
+    })();
   };
 
   // Not once: a second signal (a group-wide one after ours) must not kill the primary, whose

@@ -2,7 +2,8 @@
  * `serve --workers 2` as a real process tree (src/cluster.ts): two API processes on one port
  * and a background process. A write answered by one API process is seen at once by a read on
  * a new connection, whichever process takes it; an API process killed with SIGKILL is started
- * again while the other keeps answering; SIGTERM on the primary ends every child and exits 0.
+ * again while the other keeps answering; SIGTERM on the primary ends every child (the API
+ * processes before the background process) and exits 0.
  *
  * Which process answered: the app honours a client's `x-request-id` and logs each request
  * completed at info level with its pid (pino's own field), so the test names its requests and
@@ -184,9 +185,32 @@ test('serve --workers 2: read-your-writes across API processes, answers from bot
       return (await servedBy(s!, [id])).get(id) === replacement;
     });
 
-    // SIGTERM: every child ends, the primary exits 0 after them.
+    // SIGTERM with writes in flight: the API processes stop first and the background process
+    // after them, so every write they took is shown by the projections and answered, none left
+    // waiting for its read-your-writes timeout. Writers keep opening connections until the
+    // service refuses them: a connection not yet handed to an API process when they closed is
+    // reset or refused, as with a single process closing its listening socket.
+    const answers: number[] = [];
+    const refused: string[] = [];
+    const writers = Array.from({ length: 4 }, async (_, w) => {
+      for (let i = 0; i < 10_000; i++) {
+        try {
+          const r = await fresh(s!, '/v2/organizations/documents/add', { organizationId: `t${w}-${i}`, createOrganization: true, documents: [{ documentId: 'd' }] }, h, `t${w}-${i}-term`);
+          answers.push(r.status);
+          if (r.status !== 200) return;
+        } catch (e) {
+          refused.push((e as NodeJS.ErrnoException).code ?? (e as Error).message);
+          return;
+        }
+      }
+    });
+    await until('writes under way', () => answers.length >= 8);
     s.child.kill('SIGTERM');
+    await Promise.all(writers);
+    for (const status of answers) assert.ok(status === 200 || status === 503, String(status));
+    for (const code of refused) assert.ok(['ECONNRESET', 'ECONNREFUSED'].includes(code) || /socket hang up/.test(code), code);
     const exit = await s.exited;
+    assert.not.match(s.output(), /read models lag behind this write/);
     assert.is(exit.code, 0, s.output().slice(-3000));
     for (const pid of [...childPids(s, 'api'), ...childPids(s, 'worker')]) assert.not.ok(alive(pid), `child ${pid} left running`);
     assert.is(logLines(s).filter((l) => l.role === 'primary' && l.msg === 'child exited' && l.code === 0).length, 3, 'three children exited cleanly');
