@@ -127,6 +127,38 @@ test('serve --workers 1 on a port already taken: the API process cannot listen, 
   }
 });
 
+test('serve --role api --workers 1: API processes only; a separate --role worker process applies the projections its writes wait for', async () => {
+  const dir = tempDir('collab-workers-api-');
+  const procs: Service[] = [];
+  try {
+    const worker = await startService({ DATA_DIR: dir }, 'src/server.ts', ['--role', 'worker']);
+    procs.push(worker);
+    await waitHealthy(worker);
+    const s = await startService({ DATA_DIR: dir, LOG_LEVEL: 'info' }, 'src/server.ts', ['--role', 'api', '--workers', '1']);
+    procs.push(s);
+    await waitHealthy(s);
+    assert.is(childPids(s, 'api').length, 1);
+    assert.is(childPids(s, 'worker').length, 0, 'no background process forked');
+    const ws = await post(s, '/v2/workspace/create', { ownerEmail: 'api-only@example.com' });
+    assert.is(ws.status, 200, JSON.stringify(ws.body));
+    const [apiKey, key] = Object.entries(ws.body.result.data.apiKeyList)[0] as [string, { authToken: string }];
+    const h = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
+    const w = await post(s, '/v2/organizations/documents/add', { organizationId: 'o', createOrganization: true, documents: [{ documentId: 'd' }] }, h);
+    assert.is(w.status, 200, JSON.stringify(w.body));
+    const r = await post(s, '/v2/organizations/documents/get', { organizationId: 'o' }, h);
+    assert.equal(r.body.result.data.map((d: { id: string }) => d.id), ['d']);
+    assert.not.match(s.output(), /read models lag behind this write/);
+    for (const p of [s, worker]) {
+      p.child.kill('SIGTERM');
+      assert.is((await p.exited).code, 0, p.output());
+    }
+  } finally {
+    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    await Promise.all(procs.map((p) => p.exited));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('serve --workers 2: read-your-writes across API processes, answers from both, a killed child restarted, SIGTERM ends them all with 0', async () => {
   const dir = tempDir('collab-workers-');
   let s: Service | null = null;
