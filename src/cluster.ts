@@ -128,6 +128,8 @@ export function superviseCluster(options: SuperviseOptions): Promise<number> {
     slot.startedAt = Date.now();
     const pid = worker.process.pid;
     log.info({ child: slot.role, slot: slot.index, childPid: pid }, `started ${slot.role === 'api' ? 'API' : 'background'} process`);
+    // An IPC or signalling error must not end the supervisor (an unhandled 'error' would).
+    worker.on('error', (err) => log.error({ child: slot.role, slot: slot.index, childPid: pid, err: String(err) }, 'child error'));
     worker.on('message', (m: { type?: string }) => {
       if (m?.type !== SERVING_MESSAGE) return;
       serving.add(slot);

@@ -1,7 +1,9 @@
 /**
  * The only module that listens. Loads configuration (failing fast with the variable's
  * name), opens the stores, serves, and shuts down gracefully on SIGTERM/SIGINT: stop
- * accepting, finish in-flight requests, stop the projections, close the stores.
+ * accepting, finish in-flight requests, stop the projections, close the stores. With
+ * `--workers N` this process supervises N API processes and a background process instead
+ * (src/cluster.ts), each of which runs this module's serve.
  */
 import Fastify from 'fastify';
 import cluster from 'node:cluster';
