@@ -3,6 +3,8 @@
  *
  *   serve [--role api|worker|all]             run the service (same as npm start); api: HTTP only,
  *                                             worker: projections and webhooks only, all: both
+ *   serve --workers N|auto [--role all|api]   N API processes on one port and a background process
+ *                                             under a supervising primary (src/cluster.ts)
  *   workspace create --email E [--name N] [--workspace-name W]
  *                                             create a workspace; prints its credentials as JSON
  *   workspace set <id> [--plan free|paid] [--production-keys on|off] [--max-production-keys N]
@@ -47,7 +49,7 @@ import { API_KEYS, type ApiKeyDoc } from '../projections/workspaces.js';
 import { notFound } from './errors.js';
 
 const USAGE = `usage:
-  collab serve [--role api|worker|all]
+  collab serve [--role api|worker|all] [--workers <n>|auto]
   collab workspace create --email <email> [--name <owner name>] [--workspace-name <name>]
   collab workspace set <workspaceId> [--plan free|paid] [--production-keys on|off] [--max-production-keys <n>]
   collab workspace rotate-token <workspaceId>

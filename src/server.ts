@@ -1,9 +1,13 @@
 /**
  * The only module that listens. Loads configuration (failing fast with the variable's
  * name), opens the stores, serves, and shuts down gracefully on SIGTERM/SIGINT: stop
- * accepting, finish in-flight requests, stop the projections, close the stores.
+ * accepting, finish in-flight requests, stop the projections, close the stores. With
+ * `--workers N` this process supervises N API processes and a background process instead
+ * (src/cluster.ts), each of which runs this module's serve.
  */
 import Fastify from 'fastify';
+import cluster from 'node:cluster';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { openServices, type Services } from './services.js';
@@ -11,21 +15,39 @@ import { buildApp } from './app.js';
 import { countParked } from './ops/parked.js';
 import type { RunnerLogger } from './runtime/projection-runner.js';
 import { edgeOptions, installEdge } from './http/edge.js';
+import { parseWorkers, superviseCluster, tellPrimaryServing } from './cluster.js';
 
 export type Role = 'all' | 'api' | 'worker';
 export const ROLES: readonly Role[] = ['all', 'api', 'worker'];
 
-/** `serve [--role api|worker|all]`: throws a ConfigError naming the flag on anything else. */
-export function parseServeArgs(args: string[]): { role: Role } {
+export interface ServeArgs {
+  role: Role;
+  /** `--workers N`: run as a cluster of N API processes (src/cluster.ts). */
+  workers?: number;
+}
+
+/**
+ * `serve [--role api|worker|all] [--workers N|auto]`: throws a ConfigError naming the flag on
+ * anything else. `--workers` with the default role (or `all`) forks N API processes and one
+ * background process; with `--role api`, only the N API processes (the worker runs elsewhere).
+ * With `--role worker` it is refused: workers take turns under one lease, so N of them on one
+ * host would do the work of one.
+ */
+export function parseServeArgs(args: string[]): ServeArgs {
   let parsed;
   try {
-    parsed = parseArgs({ args, options: { role: { type: 'string' } }, strict: true, allowPositionals: false });
+    parsed = parseArgs({ args, options: { role: { type: 'string' }, workers: { type: 'string' } }, strict: true, allowPositionals: false });
   } catch (e) {
     throw new ConfigError('serve', (e as Error).message);
   }
   const role = (parsed.values.role ?? 'all') as Role;
   if (!ROLES.includes(role)) throw new ConfigError('--role', `must be api, worker or all, got ${JSON.stringify(parsed.values.role)}`);
-  return { role };
+  if (parsed.values.workers === undefined) return { role };
+  const workers = parseWorkers(parsed.values.workers);
+  if (role === 'worker') {
+    throw new ConfigError('--workers', 'cannot be combined with --role worker (one worker holds the projections lease at a time); use --role all or api');
+  }
+  return { role, workers };
 }
 
 /**
@@ -80,8 +102,13 @@ export async function serve(config: Config, role: Role = 'all') {
   app.addHook('onClose', async () => {
     await services.close();
   });
-  await app.listen({ port: config.port, host: config.host });
+  // A background process forked by `serve --workers` listens on nothing: in a cluster child,
+  // listening on the port would join the API processes' shared handle and take a share of
+  // their connections, answering 404. Its primary supervises it instead of a health probe.
+  if (cluster.isWorker && role === 'worker') await app.ready();
+  else await app.listen({ port: config.port, host: config.host });
   app.log.info({ role }, `serving as ${role}`);
+  tellPrimaryServing(role);
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
@@ -105,17 +132,22 @@ export async function serve(config: Config, role: Role = 'all') {
       },
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  // A cluster child (serve --workers) can be told twice: by its primary, which forwards the
+  // stop, and directly (Ctrl-C signals the terminal's whole process group, systemd the whole
+  // cgroup). The second must not end it mid-shutdown with the signal's default action.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    if (cluster.isWorker) process.on(signal, () => shutdown(signal));
+    else process.once(signal, () => shutdown(signal));
+  }
   return app;
 }
 
 export async function main(args: string[] = process.argv.slice(2)) {
   let config: Config;
-  let role: Role;
+  let parsed: ServeArgs;
   try {
     config = loadConfig();
-    role = parseServeArgs(args).role;
+    parsed = parseServeArgs(args);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`configuration error: ${err.message}\n`);
@@ -123,8 +155,18 @@ export async function main(args: string[] = process.argv.slice(2)) {
     }
     throw err;
   }
+  if (parsed.workers !== undefined) {
+    // Children run this module again, each with its role (src/cluster.ts).
+    const code = await superviseCluster({
+      serverModule: fileURLToPath(import.meta.url),
+      workers: parsed.workers,
+      background: parsed.role === 'all',
+      logLevel: config.logLevel,
+    });
+    process.exit(code);
+  }
   try {
-    await serve(config, role);
+    await serve(config, parsed.role);
   } catch (err) {
     process.stderr.write(`failed to start: ${(err as Error).message}\n`);
     process.exit(1);

@@ -10,7 +10,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import { tempDir } from './support/app.js';
-import { post, startService, waitHealthy, type Service } from './support/process.js';
+import { post, SERVE_ARGS, startService, waitHealthy, type Service } from './support/process.js';
 import { compareWithRebuild } from './support/rebuild.js';
 
 const ROUNDS = Number(process.env.CONCURRENCY_ROUNDS ?? 20);
@@ -28,8 +28,8 @@ test(`two processes, ${ROUNDS} rounds of 8 parallel adds of one document id: exa
   const dir = tempDir('collab-two-');
   const procs: Service[] = [];
   try {
-    procs.push(await startService({ DATA_DIR: dir }));
-    procs.push(await startService({ DATA_DIR: dir }));
+    procs.push(await startService({ DATA_DIR: dir }, 'src/server.ts', SERVE_ARGS));
+    procs.push(await startService({ DATA_DIR: dir }, 'src/server.ts', SERVE_ARGS));
     await Promise.all(procs.map((p) => waitHealthy(p)));
     const [a, b] = procs as [Service, Service];
     const ws = await post(a, '/v2/workspace/create', { ownerEmail: 'two@example.com' });

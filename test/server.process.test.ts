@@ -6,12 +6,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import { tempDir } from './support/app.js';
-import { post, startService, waitHealthy } from './support/process.js';
+import { post, SERVE_ARGS, startService, waitHealthy } from './support/process.js';
 
 test('kill -9 right after acknowledged writes: after a restart every one of them is there', async () => {
   const dir = tempDir('collab-crash-');
   try {
-    let s = await startService({ DATA_DIR: dir });
+    let s = await startService({ DATA_DIR: dir }, 'src/server.ts', SERVE_ARGS);
     await waitHealthy(s);
     const ws = await post(s, '/v2/workspace/create', { ownerEmail: 'crash@example.com' });
     assert.is(ws.status, 200);
@@ -25,7 +25,7 @@ test('kill -9 right after acknowledged writes: after a restart every one of them
     s.child.kill('SIGKILL');
     assert.is((await s.exited).signal, 'SIGKILL');
 
-    s = await startService({ DATA_DIR: dir });
+    s = await startService({ DATA_DIR: dir }, 'src/server.ts', SERVE_ARGS);
     await waitHealthy(s);
     for (const k of keys) {
       const tokens = await post(s, '/v2/workspace/authtokens/get', { apiKey: k.body.result.data.apiKey }, wsHeaders);
@@ -39,7 +39,7 @@ test('kill -9 right after acknowledged writes: after a restart every one of them
     const ready = await fetch(`${s.url}/readyz`);
     assert.is(ready.status, 200);
     s.child.kill('SIGTERM');
-    assert.is((await s.exited).code, 0);
+    assert.is((await s.exited).code, 0, s.output());
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -48,7 +48,7 @@ test('kill -9 right after acknowledged writes: after a restart every one of them
 test('SIGTERM: finishes the request in flight, then exits 0', async () => {
   const dir = tempDir('collab-term-');
   try {
-    const s = await startService({ DATA_DIR: dir });
+    const s = await startService({ DATA_DIR: dir }, 'src/server.ts', SERVE_ARGS);
     await waitHealthy(s);
     const inflight = post(s, '/v2/workspace/create', { ownerEmail: 'term@example.com' });
     await new Promise((r) => setTimeout(r, 5));
@@ -63,7 +63,7 @@ test('SIGTERM: finishes the request in flight, then exits 0', async () => {
 });
 
 test('bad configuration stops the start with a message naming the variable', async () => {
-  const s = await startService({ DATA_DIR: tempDir('collab-cfg-'), LOG_LEVEL: 'chatty' });
+  const s = await startService({ DATA_DIR: tempDir('collab-cfg-'), LOG_LEVEL: 'chatty' }, 'src/server.ts', SERVE_ARGS);
   const { code } = await s.exited;
   assert.is(code, 2);
   assert.match(s.output(), /LOG_LEVEL: must be one of/);

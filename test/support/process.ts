@@ -20,6 +20,12 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Extra `serve` arguments for the suites that opt in (server.process, concurrency.processes):
+ * `TEST_SERVE_ARGS='--workers 2'` runs them against a cluster instead of one process.
+ */
+export const SERVE_ARGS = (process.env.TEST_SERVE_ARGS ?? '').split(/\s+/).filter(Boolean);
+
 export interface Service {
   child: ChildProcess;
   url: string;
