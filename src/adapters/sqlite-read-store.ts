@@ -71,7 +71,12 @@ class SqliteView implements ReadView {
     private readonly creates: boolean,
   ) {}
 
-  /** A prepared statement, cached by SQL and result mode (rows as objects, arrays, or the first column). */
+  /**
+   * A prepared statement, cached by SQL and result mode (rows as objects, arrays, or the first
+   * column). Reads here pluck or take arrays: better-sqlite3 makes each row object through a
+   * JavaScript factory called from C++, which costs more than an indexed lookup
+   * (bench/micro/sqlite-reads.ts).
+   */
   protected stmt(sql: string, mode: 'object' | 'raw' | 'pluck' = 'object'): Database.Statement {
     const cacheKey = mode === 'object' ? sql : `${mode}:${sql}`;
     let s = this.stmtCache.get(cacheKey);
@@ -109,8 +114,8 @@ class SqliteView implements ReadView {
   async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
     const t = this.ensureTable(collection);
     if (!t) return null;
-    const row = this.stmt(`SELECT doc FROM ${t} WHERE id = ?`).get(id) as { doc: string } | undefined;
-    return row ? (JSON.parse(row.doc) as T) : null;
+    const text = this.stmt(`SELECT doc FROM ${t} WHERE id = ?`, 'pluck').get(id) as string | undefined;
+    return text !== undefined ? (JSON.parse(text) as T) : null;
   }
 
   /** The stored text of the documents among `ids` that exist, by id (one statement). */
@@ -172,8 +177,7 @@ class SqliteView implements ReadView {
     const t = this.ensureTable(collection);
     if (!t) return 0;
     const where = whereOf(filter);
-    const row = this.stmt(`SELECT COUNT(*) AS n FROM ${t} WHERE ${where.sql}`).get(...where.params) as { n: number };
-    return row.n;
+    return this.stmt(`SELECT COUNT(*) FROM ${t} WHERE ${where.sql}`, 'pluck').get(...where.params) as number;
   }
 }
 
@@ -204,9 +208,9 @@ class SqliteTx extends SqliteView implements ReadTx {
 
   async patch(collection: string, id: string, set: Record<string, unknown> = {}, unset: string[] = []): Promise<boolean> {
     const t = this.table(collection);
-    const row = this.stmt(`SELECT doc FROM ${t} WHERE id = ?`).get(id) as { doc: string } | undefined;
-    if (!row) return false;
-    const doc = JSON.parse(row.doc) as Record<string, unknown>;
+    const text = this.stmt(`SELECT doc FROM ${t} WHERE id = ?`, 'pluck').get(id) as string | undefined;
+    if (text === undefined) return false;
+    const doc = JSON.parse(text) as Record<string, unknown>;
     for (const [path, value] of Object.entries(set)) setPath(doc, path, value);
     for (const path of unset) unsetPath(doc, path);
     this.stmt(`UPDATE ${t} SET doc = ? WHERE id = ?`).run(JSON.stringify(doc), id);
@@ -234,8 +238,7 @@ class SqliteTx extends SqliteView implements ReadTx {
   }
 
   async setCheckpoint(name: string, position: LogPosition, expected: LogPosition | null): Promise<void> {
-    const row = this.stmt('SELECT position FROM checkpoints WHERE name = ?').get(name) as { position: string } | undefined;
-    const actual = row ? row.position : null;
+    const actual = (this.stmt('SELECT position FROM checkpoints WHERE name = ?', 'pluck').get(name) as string | undefined) ?? null;
     if (actual !== expected) throw new CheckpointConflictError(name, expected, actual);
     this.stmt('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position').run(
       name,
@@ -538,8 +541,7 @@ export class SqliteReadStore extends SqliteView implements ReadStore {
   }
 
   async getCheckpoint(name: string): Promise<LogPosition | null> {
-    const row = this.stmt('SELECT position FROM checkpoints WHERE name = ?').get(name) as { position: string } | undefined;
-    return row ? row.position : null;
+    return (this.stmt('SELECT position FROM checkpoints WHERE name = ?', 'pluck').get(name) as string | undefined) ?? null;
   }
 
   async dropCollection(collection: string): Promise<void> {

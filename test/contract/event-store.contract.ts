@@ -80,6 +80,10 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
     assert.equal(tail.map((e) => e.data.n), [2, 3, 4]);
     const two = await store.readStream(stream('e'), { fromRevision: 1, maxCount: 2 });
     assert.equal(two.map((e) => e.data.n), [1, 2]);
+    // From the last revision, and from past the end (nothing there: the index alone answers).
+    assert.equal((await store.readStream(stream('e'), { fromRevision: 4 })).map((e) => e.data.n), [4]);
+    assert.equal(await store.readStream(stream('e'), { fromRevision: 5 }), []);
+    assert.equal(await store.readStream(stream('e'), { fromRevision: 5, maxCount: 3 }), []);
   });
 
   s('readAll returns every stream in commit order, after a position, with maxCount', async ({ store, stream }) => {
