@@ -177,30 +177,30 @@ export async function candidateGrants(read: ReadView, apiKey: string, organizati
   const keys = userIds.flatMap((u) => resources.map((r) => grantKey(apiKey, organizationId, u, r.type, r.id)));
   const found = new Map((await read.getMany<GrantDoc>(GRANTS, keys)).map((g) => [g._id, g]));
   const slotOf = new Map(resources.map((r, j) => [`${r.type}\u0000${r.id}`, j]));
+  const pairs = resources.map((r) => [r.type, r.id] as const);
+  const candidate = (r: (typeof resources)[number], g: GrantDoc | GroupGrantDoc, group?: string): GrantCandidate => ({
+    level: r.level,
+    id: r.id,
+    via: group === undefined ? 'user' : 'group',
+    ...(group !== undefined ? { groupId: group } : {}),
+    accessRole: g.accessRole,
+    ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}),
+    live: isLive(g, nowMs),
+  });
   const out = new Map<string, GrantCandidate[]>();
   for (const [i, u] of userIds.entries()) {
     const groupIds = await userGroupIds(read, apiKey, organizationId, u);
     const groupGrants: GroupGrantDoc[][] = resources.map(() => []);
     if (groupIds.length) {
-      for (const g of await groupGrantsAt(read, apiKey, organizationId, groupIds, resources.map((r) => [r.type, r.id] as const))) {
+      for (const g of await groupGrantsAt(read, apiKey, organizationId, groupIds, pairs)) {
         groupGrants[slotOf.get(`${g.resourceType}\u0000${g.resourceId}`)!]!.push(g);
       }
     }
     const list: GrantCandidate[] = [];
     resources.forEach((r, j) => {
       const g = found.get(keys[i * resources.length + j]!);
-      if (g) list.push({ level: r.level, id: r.id, via: 'user', accessRole: g.accessRole, ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}), live: isLive(g, nowMs) });
-      for (const gg of groupGrants[j]!.sort(compareGroupGrants)) {
-        list.push({
-          level: r.level,
-          id: r.id,
-          via: 'group',
-          groupId: gg.groupId,
-          accessRole: gg.accessRole,
-          ...(gg.expiresAt !== null ? { expiresAt: gg.expiresAt } : {}),
-          live: isLive(gg, nowMs),
-        });
-      }
+      if (g) list.push(candidate(r, g));
+      for (const gg of groupGrants[j]!.sort(compareGroupGrants)) list.push(candidate(r, gg, gg.groupId));
     });
     out.set(u, list);
   }
@@ -225,7 +225,7 @@ export function decidingCandidate(accessType: AccessType, candidates: readonly G
  * the (apiKey, organizationId, resourceType, resourceId, userId) index of `grants`, at most
  * `limit` per resource, and merged. `userIds` is complete up to the smallest last userId of
  * the resources that filled their limit; `exhausted` when none did (no holder is left).
- * Users let in through a group only are found by `groupMembersWalk` (see usersPage).
+ * Users let in through a group only are found by usersPage's second walk (UsersPosition).
  */
 export async function grantHolders(read: ReadView, apiKey: string, organizationId: string, resources: ReadonlyArray<{ type: ResourceType; id: string }>, after: string | undefined, limit: number) {
   const lists = await Promise.all(resources.map((r) =>
@@ -559,7 +559,6 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
   };
 
   let first = true;
-  let done = false;
   const go = async () => {
     if (!first) await letOthersRun();
     const ok = first || !meter.exhausted;
@@ -583,10 +582,7 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
   // Walk 2: users let in only through a group.
   while (pos.walk === 'groups' && users.length < pageSize && (await go())) {
     const p: Extract<UsersPosition, { walk: 'groups' }> = pos;
-    if (p.level === resources.length) {
-      done = true;
-      break;
-    }
+    if (p.level === resources.length) break;
     const r = resources[p.level]!;
     if (!p.inGroup) {
       // The next group with a live grant at this level.
@@ -620,7 +616,8 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
     const full = members.length ? await examine(members.map((m) => m.userId), firstHere, (u) => (pos = { ...p, member: u })) : false;
     if (!full && members.length < limit) pos = { walk: 'groups', level: p.level, group, inGroup: false, member: null };
   }
-  if (pos.walk === 'groups' && pos.level === resources.length) done = true;
+  // Done: walk 2 went past the last level.
+  const done = pos.walk === 'groups' && pos.level === resources.length;
   const token = !done && (pos.walk === 'groups' || pos.after !== undefined) ? encodePageToken(query, encodeUsersPosition(pos)) : undefined;
   return { data: { ...head, users }, pageToken: token };
 }
