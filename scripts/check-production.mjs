@@ -90,12 +90,15 @@ async function stop(proc, name) {
   check(`${name}: SIGTERM ends it with code 0`, code === 0, `code ${code}, signal ${signal}\n${proc.output().slice(-2000)}`);
 }
 
+// NODE_ENV=production refuses to start without an admin token (src/config.ts), as an operator's would.
+const ADMIN_TOKEN = 'check-production-admin-token';
+
 async function serves(base, proc, name) {
   if (!(await waitStatus(`${base}/healthz`, 200, 60_000, proc))) return false;
   check(`${name}: /healthz answers 200`, true);
   const r = await fetch(`${base}/v2/workspace/create`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', 'x-service-admin-token': ADMIN_TOKEN },
     body: JSON.stringify({ data: { ownerEmail: 'ops@example.com' } }),
   });
   const body = await r.json().catch(() => null);
@@ -137,7 +140,7 @@ check('dist/ holds the compiled service, CLI and background thread', ['server.js
 {
   const port = await freePort();
   const data = path.join(work, 'data-start');
-  const prodEnv = { ...env, NODE_ENV: 'production', PORT: String(port), HOST: '127.0.0.1', DATA_DIR: data, LOG_LEVEL: 'warn' };
+  const prodEnv = { ...env, NODE_ENV: 'production', ADMIN_TOKEN, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: data, LOG_LEVEL: 'warn' };
   const c = npmCommand(['start']);
   const proc = startProcess(c.cmd, c.args, { cwd: clone, env: prodEnv });
   if (await serves(`http://127.0.0.1:${port}`, proc, 'NODE_ENV=production npm start')) {
@@ -206,7 +209,7 @@ check('dist/ holds the compiled service, CLI and background thread', ['server.js
     asUser = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--'];
   } else process.stdout.write('(not root: the runtime stage runs as this user)\n');
   const port = await freePort();
-  const runEnv = { PATH: process.env.PATH, ...stageEnv, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: data, LOG_LEVEL: 'warn' };
+  const runEnv = { PATH: process.env.PATH, ...stageEnv, ADMIN_TOKEN, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: data, LOG_LEVEL: 'warn' };
   const node = (argv) => (argv[0] === 'node' ? [process.execPath, ...argv.slice(1)] : argv);
   const [bin, ...args] = [...asUser, ...node([...entrypoint, ...cmd])];
   const proc = startProcess(bin, args, { cwd: app, env: runEnv });

@@ -86,8 +86,22 @@ export interface Config {
    * EVENTSTORE_URL and MONGODB_URL are set (processes on several hosts share no DATA_DIR).
    */
   secretsKey?: Uint8Array;
-  /** When set, `GET /metrics` requires `Authorization: Bearer <token>`; unset, it is open (docs/operations.md). */
+  /** When set, `GET /metrics` requires `Authorization: Bearer <token>`; unset, see `metricsOpen`. */
   metricsToken?: string;
+  /**
+   * Without METRICS_TOKEN: whether `GET /metrics` answers anyone (true) or nobody (false). Off
+   * by default under NODE_ENV=production, where the route would tell every client the exact
+   * Node version and every tenant's traffic per route; on otherwise (a developer's machine).
+   * METRICS_OPEN=1 opens it on purpose (a scraper on a private network).
+   */
+  metricsOpen: boolean;
+  /**
+   * ADMIN_TOKEN unset and this true: `/v2/workspace/create` is open to anyone who reaches the
+   * service. Required (OPEN_SIGNUP=1) to start that way under NODE_ENV=production.
+   */
+  openSignup: boolean;
+  /** NODE_ENV=production. */
+  production: boolean;
   /**
    * Load shedding (src/http/metrics.ts): requests are answered 503 UNAVAILABLE while the
    * event loop's mean delay over the last sample exceeds this; 0 turns the check off.
@@ -256,16 +270,35 @@ function secretsKey(env: Env, external: boolean): Uint8Array | undefined {
   return bytes;
 }
 
+/**
+ * What only a server start requires (the CLI runs on the same configuration without it): under
+ * NODE_ENV=production, an admin token or OPEN_SIGNUP=1, so that open sign-up is never what a
+ * production deployment gets by leaving a variable out.
+ */
+export function checkServing(config: Config): void {
+  if (config.production && config.adminToken === undefined && !config.openSignup) {
+    throw new ConfigError(
+      'ADMIN_TOKEN',
+      'is required to serve with NODE_ENV=production: without it anyone who reaches the service can create workspaces. Set ADMIN_TOKEN (16+ characters, e.g. `openssl rand -hex 24`), or OPEN_SIGNUP=1 to serve open sign-up on purpose',
+    );
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(env.LOG_LEVEL)}`);
   }
-  const host = env.HOST || '0.0.0.0';
   const adminToken = env.ADMIN_TOKEN || undefined;
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
   }
+  const production = env.NODE_ENV === 'production';
+  const openSignup = boolean(env, 'OPEN_SIGNUP', false);
+  // Without ADMIN_TOKEN anyone who reaches the service creates workspaces. The quick start is
+  // meant for the machine it runs on, so it listens on loopback unless HOST says otherwise;
+  // a production server has to choose (checkServing): an admin token, or open sign-up by name.
+  const host = env.HOST || (adminToken === undefined ? '127.0.0.1' : '0.0.0.0');
   const regions = env.REGIONS
     ? env.REGIONS.split(',').map((r) => r.trim())
     : DEFAULT_REGIONS;
@@ -298,6 +331,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (metricsToken !== undefined && (metricsToken.length < 16 || metricsToken.length > 1024 || !/^[\x21-\x7e]+$/.test(metricsToken))) {
     throw new ConfigError('METRICS_TOKEN', 'must be 16 to 1024 printable characters without spaces (it is sent as a bearer token)');
   }
+  const metricsOpen = boolean(env, 'METRICS_OPEN', !production);
   const eventStoreUrl = eventStoreUrlOf(env);
   const mongodbUrl = mongoUrl(env, 'MONGODB_URL');
   const key = secretsKey(env, eventStoreUrl !== undefined && mongodbUrl !== undefined);
@@ -336,6 +370,9 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     ...(key ? { secretsKey: key } : {}),
     ...(metricsToken ? { metricsToken } : {}),
+    metricsOpen,
+    openSignup,
+    production,
     shedMaxEventLoopDelayMs: integer(env, 'SHED_MAX_EVENT_LOOP_DELAY_MS', 0, 0, 600_000),
     shedMaxHeapUsedBytes: integer(env, 'SHED_MAX_HEAP_USED_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),
     shedMaxRssBytes: integer(env, 'SHED_MAX_RSS_BYTES', 0, 0, Number.MAX_SAFE_INTEGER),

@@ -9,7 +9,7 @@ import Fastify from 'fastify';
 import cluster from 'node:cluster';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { checkServing, ConfigError, loadConfig, type Config } from './config.js';
 import { openServices, type Services } from './services.js';
 import { buildApp } from './app.js';
 import { countParked } from './ops/parked.js';
@@ -108,6 +108,12 @@ export async function serve(config: Config, role: Role = 'all') {
   if (cluster.isWorker && role === 'worker') await app.ready();
   else await app.listen({ port: config.port, host: config.host });
   app.log.info({ role }, `serving as ${role}`);
+  if (role !== 'worker' && !config.adminToken) {
+    app.log.warn(
+      { host: config.host },
+      `workspace sign-up is open (no ADMIN_TOKEN): anyone who reaches ${config.host}:${config.port} can create workspaces${config.host === '127.0.0.1' ? ' (loopback only; set HOST to listen elsewhere)' : ''}`,
+    );
+  }
   tellPrimaryServing(role);
   let closing = false;
   const shutdown = (signal: string) => {
@@ -147,6 +153,7 @@ export async function main(args: string[] = process.argv.slice(2)) {
   let parsed: ServeArgs;
   try {
     config = loadConfig();
+    checkServing(config);
     parsed = parseServeArgs(args);
   } catch (err) {
     if (err instanceof ConfigError) {

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import path from 'node:path';
-import { ConfigError, DEFAULT_REGIONS, loadConfig } from '../src/config.js';
+import { checkServing, ConfigError, DEFAULT_REGIONS, loadConfig } from '../src/config.js';
 
 const failsOn = (env: Record<string, string>, variable: string) => {
   try {
@@ -18,7 +18,8 @@ const failsOn = (env: Record<string, string>, variable: string) => {
 test('defaults', () => {
   const c = loadConfig({});
   assert.is(c.port, 8080);
-  assert.is(c.host, '0.0.0.0');
+  // No ADMIN_TOKEN: sign-up is open, so only this machine reaches it unless HOST says otherwise.
+  assert.is(c.host, '127.0.0.1');
   assert.is(c.dataDir, path.resolve('./data'));
   assert.is(c.eventStoreUrl, undefined);
   assert.is(c.mongodbUrl, undefined);
@@ -128,6 +129,31 @@ test('the edge: timeouts, connection cap, sign-up limit, idempotency bound, prox
   failsOn({ TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY');
   failsOn({ TRUST_PROXY: '10.0.0.1,,10.0.0.2' }, 'TRUST_PROXY');
   failsOn({ TRUST_PROXY: '101' }, 'TRUST_PROXY');
+});
+
+
+test('host: loopback without ADMIN_TOKEN, every interface with it, HOST wins either way', () => {
+  assert.is(loadConfig({}).host, '127.0.0.1');
+  assert.is(loadConfig({ ADMIN_TOKEN: 'a-long-enough-admin-token' }).host, '0.0.0.0');
+  assert.is(loadConfig({ HOST: '0.0.0.0' }).host, '0.0.0.0');
+  assert.is(loadConfig({ HOST: '127.0.0.1', ADMIN_TOKEN: 'a-long-enough-admin-token' }).host, '127.0.0.1');
+});
+
+test('serving under NODE_ENV=production needs ADMIN_TOKEN or OPEN_SIGNUP=1; the CLI does not', () => {
+  const refused = loadConfig({ NODE_ENV: 'production' });
+  try {
+    checkServing(refused);
+    assert.unreachable('production without ADMIN_TOKEN was served');
+  } catch (e) {
+    assert.instance(e, ConfigError);
+    assert.is((e as ConfigError).variable, 'ADMIN_TOKEN');
+    assert.match((e as Error).message, /OPEN_SIGNUP=1/);
+  }
+  checkServing(loadConfig({ NODE_ENV: 'production', ADMIN_TOKEN: 'a-long-enough-admin-token' }));
+  checkServing(loadConfig({ NODE_ENV: 'production', OPEN_SIGNUP: '1' }));
+  checkServing(loadConfig({}));
+  failsOn({ OPEN_SIGNUP: 'maybe' }, 'OPEN_SIGNUP');
+  failsOn({ METRICS_OPEN: 'maybe' }, 'METRICS_OPEN');
 });
 
 test.run();

@@ -164,6 +164,40 @@ Metrics('METRICS_TOKEN: 401 in the envelope without the token or with a wrong on
   }
 });
 
+Metrics('NODE_ENV=production: /metrics is closed without METRICS_TOKEN (403 in the envelope, no metric), opened by METRICS_OPEN=1 or the token', async () => {
+  const closed = await harness({ NODE_ENV: 'production', ADMIN_TOKEN: 'admin-token-0123456789' });
+  try {
+    for (const headers of [{} as Record<string, string>, { authorization: 'Bearer anything-at-all-0123456789' }]) {
+      const res = await scrape(closed, headers);
+      assert.is(res.status, 403, JSON.stringify(headers));
+      const body = JSON.parse(res.text);
+      assert.is(body.error.status, 'PERMISSION_DENIED');
+      assert.match(body.error.message, /METRICS_TOKEN/);
+      assert.not.ok(res.text.includes('collab_') || res.text.includes('nodejs_version'), 'no metric leaks');
+    }
+  } finally {
+    await closed.close();
+  }
+  const open = await harness({ NODE_ENV: 'production', ADMIN_TOKEN: 'admin-token-0123456789', METRICS_OPEN: '1' });
+  try {
+    const res = await scrape(open);
+    assert.is(res.status, 200);
+    assert.ok(res.text.includes('collab_http_requests_total'));
+  } finally {
+    await open.close();
+  }
+  const token = 'metrics-token-0123456789';
+  const tokened = await harness({ NODE_ENV: 'production', ADMIN_TOKEN: 'admin-token-0123456789', METRICS_TOKEN: token });
+  try {
+    assert.is((await scrape(tokened)).status, 401);
+    assert.is((await scrape(tokened, { authorization: `Bearer ${token}` })).status, 200);
+  } finally {
+    await tokened.close();
+  }
+  assert.is(loadConfig({}).metricsOpen, true, 'open on a developer machine');
+  assert.is(loadConfig({ NODE_ENV: 'production' }).metricsOpen, false);
+});
+
 Metrics('load shedding: 503 UNAVAILABLE in the envelope with retry-after while the event loop is saturated; /healthz and /metrics answer', async () => {
   const h = await harness({ SHED_MAX_EVENT_LOOP_DELAY_MS: '5', SHED_RETRY_AFTER_SECONDS: '7' });
   try {

@@ -169,13 +169,18 @@ export async function installOperations(app: FastifyInstance, services: Services
   const tokenDigest = token ? digest(token) : undefined;
   /** Constant-time on digests of equal length, so neither the token's bytes nor its length leak. */
   const authorized = (req: FastifyRequest) => {
-    if (!tokenDigest) return true;
+    if (!tokenDigest) return services.config.metricsOpen;
     const m = bearer.exec(req.headers.authorization ?? '');
     return m !== null && timingSafeEqual(digest(m[1]!), tokenDigest);
   };
 
   app.get('/metrics', { config: neverShed, schema: operationSchemas.metrics }, async (req: FastifyRequest, reply: FastifyReply) => {
     void reply.header('x-request-id', req.id);
+    if (!tokenDigest && !services.config.metricsOpen) {
+      return reply
+        .status(403)
+        .send(failureBody('PERMISSION_DENIED', 'GET /metrics is closed: under NODE_ENV=production it needs METRICS_TOKEN (then Authorization: Bearer <METRICS_TOKEN>), or METRICS_OPEN=1.'));
+    }
     if (!authorized(req)) {
       return reply
         .status(401)
