@@ -69,4 +69,13 @@ test('bad configuration stops the start with a message naming the variable', asy
   assert.match(s.output(), /LOG_LEVEL: must be one of/);
 });
 
+test('NODE_ENV=production without ADMIN_TOKEN: the server refuses to start (exit 2, naming ADMIN_TOKEN and OPEN_SIGNUP)', async () => {
+  const env = { DATA_DIR: tempDir('collab-cfg-'), NODE_ENV: 'production', ADMIN_TOKEN: '' };
+  const s = await startService(env, 'src/server.ts', SERVE_ARGS);
+  const { code } = await s.exited;
+  assert.is(code, 2);
+  assert.match(s.output(), /ADMIN_TOKEN: is required to serve with NODE_ENV=production/);
+  assert.match(s.output(), /OPEN_SIGNUP=1/);
+});
+
 test.run();
