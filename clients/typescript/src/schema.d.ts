@@ -2332,6 +2332,15 @@ export interface operations {
                     "application/json": components["schemas"]["Failure403"];
                 };
             };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
             /** @description ABORTED or ALREADY_EXISTS */
             409: {
                 headers: {
@@ -2460,6 +2469,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
                 };
             };
             /** @description ABORTED or ALREADY_EXISTS */

@@ -81,6 +81,8 @@ export function allowedDomainRoutes(): AnyRoute[] {
       domainsAdded: entryList('The entries added, in stored form.'),
       skippedDomains: entryList('Present when some entries were held already: those, in stored form.').optional(),
     }),
+    // NOT_FOUND: the calling key was deleted since it authenticated this request.
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const entries = normalizeAllowedDomains(data.domains);
       const added = await change(ctx, 'AddAllowedDomains', entries);
@@ -111,6 +113,7 @@ export function allowedDomainRoutes(): AnyRoute[] {
       domainsRemoved: entryList('The entries removed, in stored form.'),
       skippedDomains: entryList('Present when some entries were not held: those, normalized.').optional(),
     }),
+    errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const entries = data.domains.map(domainToRemove);
       const removed = await change(ctx, 'RemoveAllowedDomains', entries);
