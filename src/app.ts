@@ -35,6 +35,7 @@ import { webhookRoutes } from './http/routes/webhooks.js';
 import { auditRoutes } from './http/routes/audit.js';
 import { countParked } from './ops/parked.js';
 import { installOperations, neverShed } from './http/metrics.js';
+import { installCors } from './http/cors.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
   return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services)];
@@ -270,6 +271,8 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
   const userTokenPaths = routes.filter((r) => r.userToken).map((r) => r.path);
   for (const r of routes) if (r.userToken && r.auth !== 'apiKey') throw new BugError(`route ${r.path} takes user tokens but is not an API-key route`);
   installJwks(app, services, limiter);
+  // Browser front ends: preflights and CORS headers of the user-token routes (src/http/cors.ts).
+  installCors(app, services, routes);
 
   /**
    * Before the body is validated: credentials, rate limits and the Idempotency-Key, so a
