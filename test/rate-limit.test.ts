@@ -54,6 +54,17 @@ U('serve --workers N: each API process enforces the rate and the burst divided b
   assert.is(p.port, c.port, 'everything else as configured');
 });
 
+U('a clock set back drains nothing; a look at a new caller leaves its bucket full', () => {
+  let now = 10_000_000;
+  const l = new RateLimiter(1, 2, () => now);
+  l.check('a');
+  l.check('a');
+  l.take('a');
+  now -= 3_600_000;
+  l.take('a'); // the one token left, not minus an hour's worth
+  assert.throws(() => l.take('a'));
+});
+
 U('rate 0 is off', () => {
   const l = new RateLimiter(0, 1);
   for (let i = 0; i < 1000; i++) l.take('a');

@@ -51,7 +51,10 @@ export class RateLimiter {
   take(caller: string): void {
     if (!this.enabled) return;
     const refilled = this.refill(caller);
-    if (refilled < 1) throw this.refusal(refilled);
+    if (refilled < 1) {
+      this.store(caller, refilled);
+      throw this.refusal(refilled);
+    }
     this.store(caller, refilled - 1);
   }
 
@@ -71,15 +74,13 @@ export class RateLimiter {
     this.store(caller, Math.max(0, this.refill(caller) - 1));
   }
 
+  /** The caller's tokens as of now; nothing stored (a look leaves no bucket behind). */
   private refill(caller: string): number {
-    const now = this.clock();
-    const b = this.buckets.get(caller) ?? { tokens: this.burst, at: now };
-    const refilled = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.perSecond);
-    // Kept refilled as of now, so the next call's refill starts here.
-    b.tokens = refilled;
-    b.at = now;
-    if (!this.buckets.has(caller)) this.store(caller, refilled);
-    return refilled;
+    const b = this.buckets.get(caller);
+    if (!b) return this.burst;
+    // A clock set back (a test's, or the system's) refills nothing rather than draining.
+    const elapsed = Math.max(0, this.clock() - b.at);
+    return Math.min(this.burst, b.tokens + (elapsed / 1000) * this.perSecond);
   }
 
   private refusal(refilled: number): RateLimitedError {
