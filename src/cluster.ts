@@ -38,6 +38,20 @@ export function parseWorkers(value: string): number {
   return Number(value);
 }
 
+/**
+ * How many API processes share the configured limits, told to each child in its environment:
+ * each enforces its share of every request limit (src/http/rate-limit.ts `limitsPerProcess`),
+ * so the service as a whole holds the configured one.
+ */
+export const API_PROCESSES_ENV = 'COLLAB_API_PROCESSES';
+
+/** The number of API processes this cluster child shares its limits with; 1 outside a cluster. */
+export function sharedLimitProcesses(env: NodeJS.ProcessEnv = process.env): number {
+  if (!cluster.isWorker) return 1;
+  const n = Number(env[API_PROCESSES_ENV]);
+  return Number.isInteger(n) && n >= 1 && n <= MAX_WORKERS ? n : 1;
+}
+
 /** The message a child sends its primary once it serves (API) or works (background). */
 export const SERVING_MESSAGE = 'collab:serving';
 
@@ -123,7 +137,7 @@ export function superviseCluster(options: SuperviseOptions): Promise<number> {
   const fork = (slot: Slot) => {
     slot.restart = null;
     cluster.setupPrimary({ exec: options.serverModule, args: ['--role', slot.role], execArgv });
-    const worker = cluster.fork();
+    const worker = cluster.fork({ [API_PROCESSES_ENV]: String(options.workers) });
     slot.worker = worker;
     slot.startedAt = Date.now();
     const pid = worker.process.pid;

@@ -30,6 +30,15 @@ export interface Config {
   rateLimitPerSecond: number;
   /** Requests a caller may make at once before the per-second rate applies. */
   rateLimitBurst: number;
+  /**
+   * A user token's own share of its API key's rate and burst, in percent: its requests take
+   * from the key's bucket and from this one (src/app.ts `admit`).
+   */
+  rateLimitUserPercent: number;
+  /** Failed authentications one client address may make per minute; 0 turns the limit off. */
+  authFailureRatePerMinute: number;
+  /** Failed authentications one client address may make at once before the per-minute rate applies. */
+  authFailureBurst: number;
   /** How long an Idempotency-Key and its response are kept. */
   idempotencyTtlHours: number;
   /** Largest answer kept for an Idempotency-Key replay; above it only its status, size and hash are kept. */
@@ -349,6 +358,9 @@ export function loadConfig(env: Env = process.env): Config {
     presenceTtlSeconds: integer(env, 'PRESENCE_TTL_SECONDS', 60, 1, 86_400),
     rateLimitPerSecond,
     rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', Math.max(1, rateLimitPerSecond * 2), 1, 10_000_000),
+    rateLimitUserPercent: integer(env, 'RATE_LIMIT_USER_PERCENT', 10, 1, 100),
+    authFailureRatePerMinute: integer(env, 'AUTH_FAILURE_RATE_PER_MINUTE', 30, 0, 1_000_000),
+    authFailureBurst: integer(env, 'AUTH_FAILURE_BURST', 20, 1, 1_000_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
     idempotencyMaxResponseBytes: integer(env, 'IDEMPOTENCY_MAX_RESPONSE_BYTES', 262_144, 0, 100 * 1_048_576),
     signupRatePerMinute: integer(env, 'SIGNUP_RATE_PER_MINUTE', 10, 0, 1_000_000),

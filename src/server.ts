@@ -15,7 +15,8 @@ import { buildApp } from './app.js';
 import { countParked } from './ops/parked.js';
 import type { RunnerLogger } from './runtime/projection-runner.js';
 import { edgeOptions, installEdge } from './http/edge.js';
-import { parseWorkers, superviseCluster, tellPrimaryServing } from './cluster.js';
+import { parseWorkers, sharedLimitProcesses, superviseCluster, tellPrimaryServing } from './cluster.js';
+import { limitsPerProcess } from './http/rate-limit.js';
 
 export type Role = 'all' | 'api' | 'worker';
 export const ROLES: readonly Role[] = ['all', 'api', 'worker'];
@@ -172,6 +173,9 @@ export async function main(args: string[] = process.argv.slice(2)) {
     });
     process.exit(code);
   }
+  // An API process of `serve --workers N` enforces its share of each limit (cluster.ts).
+  const processes = sharedLimitProcesses();
+  if (processes > 1) config = limitsPerProcess(config, processes);
   try {
     await serve(config, parsed.role);
   } catch (err) {
