@@ -272,8 +272,11 @@ export function resolutionCost(shape: CostShape, slots: number): number {
 export interface ResolveOptions {
   /** Yields between chunks of reads; with a named query it also ends it past its deadline (queries/cost.ts). */
   pacer?: Pacer;
-  /** The cost bound (MAX_RESOLUTION_COST by default). */
-  maxCost?: number;
+  /**
+   * The cost bound (MAX_RESOLUTION_COST by default); a function is asked once the cost is
+   * known (a paged caller's read budget left after the reads that decide the cost).
+   */
+  maxCost?: number | (() => number);
   /**
    * Paged callers: resolve only the longest prefix of the requested resources (folders, then
    * documents) whose cost fits in `maxCost` instead of refusing; the others get no entry.
@@ -360,7 +363,7 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
   }
   const held = await groupGrantCounts(read, apiKey, organizationId, distinctGroups, pacer);
   const shape: CostShape = { users: userIds.length, held, groupsOf };
-  const maxCost = options.maxCost ?? MAX_RESOLUTION_COST;
+  const maxCost = typeof options.maxCost === 'function' ? options.maxCost() : options.maxCost ?? MAX_RESOLUTION_COST;
 
   // The targets resolved: all of them, or with `fit` the longest prefix (folders, then
   // documents) whose distinct slots keep the cost within maxCost.

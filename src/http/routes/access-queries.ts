@@ -7,6 +7,8 @@ import { z } from 'zod';
 import { ACCESS_ROLES } from '../../../commands/grant.js';
 import { ACCESS_DEFAULT_PAGE_SIZE, ACCESS_READ_BUDGET, explainAccess, resourcesPage, usersPage, type ResourceRef } from '../../../queries/access.js';
 import { MAX_PAGE_SIZE } from '../../../queries/paging.js';
+import { Deadline } from '../../../queries/cost.js';
+import type { RequestContext } from '../context.js';
 import type { Services } from '../../services.js';
 import { onlySelf } from '../acting-user.js';
 import { defineRoute, type AnyRoute } from '../route.js';
@@ -77,12 +79,15 @@ const explanation = z.object({
   }),
 });
 
-const BUDGET = `A page reads at most ${ACCESS_READ_BUDGET.toLocaleString('en-US')} store documents (plus one batch); when that runs out first, ` +
+const BUDGET = `A page reads at most ${ACCESS_READ_BUDGET.toLocaleString('en-US')} store documents (plus the few reads that size one batch) and runs at most ` +
+  'the server\'s query deadline (`QUERY_DEADLINE_MS`); when either runs out first, ' +
   'the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back.';
 const PAGING = `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${ACCESS_DEFAULT_PAGE_SIZE}); \`result.pageToken\` while more may follow. ` +
   'A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT.';
 
 export function accessQueryRoutes(services: Services): AnyRoute[] {
+  // Past it a page ends early with a pageToken (queries/cost.ts), as when its budget runs out.
+  const deadlineOf = (ctx: RequestContext) => new Deadline(services.config.queryDeadlineMs, services.clock, ctx.now);
   const resources = defineRoute({
     path: '/v2/auth/resources/get',
     tag: 'Permissions',
@@ -114,7 +119,7 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     userToken: true,
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userId', [data.userId]);
-      const page = await resourcesPage(services.read, ctx.apiKey, ctx.now, data);
+      const page = await resourcesPage(services.read, ctx.apiKey, ctx.now, data, ACCESS_READ_BUDGET, deadlineOf(ctx));
       return { message: 'Resources retrieved successfully.', data: page.rows, pageToken: page.pageToken };
     },
   });
@@ -152,7 +157,7 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId, minAccessRole, pageSize: size, pageToken: token } = data;
-      const page = await usersPage(services.read, ctx.apiKey, ctx.now, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) });
+      const page = await usersPage(services.read, ctx.apiKey, ctx.now, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) }, ACCESS_READ_BUDGET, deadlineOf(ctx));
       return { message: 'Users retrieved successfully.', data: page.data, pageToken: page.pageToken };
     },
   });
