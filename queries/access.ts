@@ -13,11 +13,12 @@
  * and where an entry came from (`candidateGrants`, `decidingCandidate`).
  *
  * Cost (docs/limits.md, Costs): a page of resources/get or users/get reads at most
- * ACCESS_READ_BUDGET store documents or keys (plus one batch that starts below it); when the
- * budget is spent the page ends early, with a pageToken that goes on from there, never with
- * an error. So an organization of any size costs each page the same bounded work, and
- * between its batches other requests run: a slow listing in one organization slows nobody
- * else. explain reads what permissions/get reads for one user and one resource twice over
+ * ACCESS_READ_BUDGET store documents or keys, group lookups included (see it for what a
+ * batch may add); when the budget is spent, or the request's deadline passes, the page ends
+ * early, with a pageToken that goes on from there, never with an error. So an organization
+ * of any size costs each page the same bounded work, and between its batches (and every
+ * few thousand reads inside one, queries/cost.ts) other requests run: a slow listing in one
+ * organization slows nobody else. explain reads what permissions/get reads for one user and one resource twice over
  * (once resolving it, once listing the candidate grants) plus the folders above it: a few
  * lookups bounded by the folder depth, never a scan.
  */
