@@ -74,6 +74,11 @@ export interface Config {
   backgroundThread: boolean;
   /** semantics §1 Limits: the folder tree is at most this many levels deep (a root folder is level 1). */
   folderMaxDepth: number;
+  /**
+   * A permissions/get past this (from the request's start) ends RESOURCE_EXHAUSTED; a page of
+   * resources/get or users/get ends early with a pageToken (queries/cost.ts).
+   */
+  queryDeadlineMs: number;
   /** Webhook attempts in flight at once, all endpoints together. */
   webhookConcurrency: number;
   /** Webhook attempts in flight at once to one endpoint (an API key's raw or processed URL). */
@@ -374,6 +379,7 @@ export function loadConfig(env: Env = process.env): Config {
     leaseTtlMs: integer(env, 'LEASE_TTL_MS', 10_000, 300, 600_000),
     backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
     folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),
+    queryDeadlineMs: integer(env, 'QUERY_DEADLINE_MS', 5000, 1, 600_000),
     webhookConcurrency,
     webhookMaxInFlightPerEndpoint,
     webhookDisableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 0, 365),

@@ -8,6 +8,8 @@ import { ACCESS_ROLES } from '../../../commands/grant.js';
 import { ACCESS_DEFAULT_PAGE_SIZE, ACCESS_READ_BUDGET, explainAccess, resourcesPage, usersPage, type ResourceRef } from '../../../queries/access.js';
 import { MAX_PAGE_SIZE } from '../../../queries/paging.js';
 import { ApiError } from '../../errors.js';
+import { Deadline } from '../../../queries/cost.js';
+import type { RequestContext } from '../context.js';
 import type { Services } from '../../services.js';
 import { mayOpenResource, onlySelf } from '../acting-user.js';
 import { defineRoute, type AnyRoute } from '../route.js';
@@ -78,12 +80,15 @@ const explanation = z.object({
   }),
 });
 
-const BUDGET = `A page reads at most ${ACCESS_READ_BUDGET.toLocaleString('en-US')} store documents (plus one batch); when that runs out first, ` +
+const BUDGET = `A page reads at most ${ACCESS_READ_BUDGET.toLocaleString('en-US')} store documents (plus the few reads that size one batch) and runs at most ` +
+  'the server\'s query deadline (`QUERY_DEADLINE_MS`); when either runs out first, ' +
   'the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back.';
 const PAGING = `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${ACCESS_DEFAULT_PAGE_SIZE}); \`result.pageToken\` while more may follow. ` +
   'A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT.';
 
 export function accessQueryRoutes(services: Services): AnyRoute[] {
+  // Past it a page ends early with a pageToken (queries/cost.ts), as when its budget runs out.
+  const deadlineOf = (ctx: RequestContext) => new Deadline(services.config.queryDeadlineMs, services.clock, ctx.now);
   const resources = defineRoute({
     path: '/v2/auth/resources/get',
     tag: 'Permissions',
@@ -119,7 +124,7 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
       // A user token: a folder it may not open is refused as a missing one; an organization
       // that does not exist lists nothing, as one where the user opens nothing (acting-user.ts).
       if (data.folderId !== undefined) await mayOpenResource(ctx, data.organizationId, { folderId: data.folderId });
-      const page = await resourcesPage(services.read, ctx.apiKey, ctx.now, data).catch((error: unknown) => {
+      const page = await resourcesPage(services.read, ctx.apiKey, ctx.now, data, ACCESS_READ_BUDGET, deadlineOf(ctx)).catch((error: unknown) => {
         if (ctx.actingUser() !== undefined && error instanceof ApiError && error.status === 'NOT_FOUND') return { rows: [], pageToken: undefined };
         throw error;
       });
@@ -160,7 +165,7 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId, minAccessRole, pageSize: size, pageToken: token } = data;
-      const page = await usersPage(services.read, ctx.apiKey, ctx.now, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) });
+      const page = await usersPage(services.read, ctx.apiKey, ctx.now, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) }, ACCESS_READ_BUDGET, deadlineOf(ctx));
       return { message: 'Users retrieved successfully.', data: page.data, pageToken: page.pageToken };
     },
   });

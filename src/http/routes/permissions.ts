@@ -39,6 +39,7 @@ import { groupDecider, groupStream, MAX_GRANTS_PER_GROUP, plan as groupPlan, typ
 import { organizationDecider } from '../../../commands/organization.js';
 import { capturing } from '../../../commands/outcomes.js';
 import { MAX_PERMISSION_CELLS, MAX_PERMISSION_USERS, MAX_REPORTED_ACCESS_FIELDS, resolvePermissions } from '../../../queries/permissions.js';
+import { Deadline, Pacer } from '../../../queries/cost.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
@@ -355,8 +356,10 @@ export function permissionRoutes(services: Services): AnyRoute[] {
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userIds', data.userIds);
+      // Past the deadline, measured from the request's start, the query ends RESOURCE_EXHAUSTED.
+      const pacer = new Pacer(new Deadline(services.config.queryDeadlineMs, services.clock, ctx.now), 'permissions/get');
       // A user token: what the user may not open answers as what does not exist (acting-user.ts).
-      const result = await permissionsForActingUser(ctx, data, () => resolvePermissions(services.read, ctx.apiKey, ctx.now, data));
+      const result = await permissionsForActingUser(ctx, data, () => resolvePermissions(services.read, ctx.apiKey, ctx.now, data, { pacer }));
       return { message: 'User permissions retrieved successfully.', data: result };
     },
   });
