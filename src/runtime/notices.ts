@@ -56,7 +56,7 @@ export interface NoticeChannel {
 }
 
 /** Listener sets and the once-per-turn sending that every channel shares. */
-abstract class BaseChannel implements NoticeChannel {
+export abstract class BaseChannel implements NoticeChannel {
   protected readonly appendedListeners = new Set<() => void>();
   protected readonly appliedListeners = new Set<(position: LogPosition | null) => void>();
   private appendPending = false;
