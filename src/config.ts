@@ -67,6 +67,14 @@ export interface Config {
   /** Lease time of the projection runner and webhook deliverer: another process takes over after it. */
   leaseTtlMs: number;
   /**
+   * The safety net of cross-process notices (src/runtime/notices.ts): how often the process
+   * applying projections looks for events appended by processes it was not told about, and
+   * how often a process waiting on another's projections (read-your-writes) re-reads the
+   * stored checkpoints. A notice missed only delays by up to these.
+   */
+  projectionPollMs: number;
+  checkpointPollMs: number;
+  /**
    * `serve` (role all) applies projections, delivers webhooks and works deletion cascades on a
    * worker thread, off the core that answers requests (docs/performance.md). false keeps them
    * on the main thread (tests, debugging).
@@ -377,6 +385,8 @@ export function loadConfig(env: Env = process.env): Config {
     connectionTimeoutMs,
     maxConnections: integer(env, 'MAX_CONNECTIONS', 1000, 1, 1_000_000),
     leaseTtlMs: integer(env, 'LEASE_TTL_MS', 10_000, 300, 600_000),
+    projectionPollMs: integer(env, 'PROJECTION_POLL_MS', 500, 10, 600_000),
+    checkpointPollMs: integer(env, 'CHECKPOINT_POLL_MS', 20, 5, 600_000),
     backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
     folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),
     queryDeadlineMs: integer(env, 'QUERY_DEADLINE_MS', 5000, 1, 600_000),

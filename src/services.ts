@@ -145,6 +145,8 @@ export async function assemble(
     observe,
     lease: observe ? undefined : new Lease(read, 'projections', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
     onApplied: options.onApplied,
+    pollMs: config.projectionPollMs,
+    checkpointPollMs: config.checkpointPollMs,
     batchSize: options.batchSize,
     clock: options.clock,
   });
