@@ -54,7 +54,7 @@ S('a token shows neither the log position, nor the API key, nor any id of the qu
   assert.ok(token.length <= 200, `reasonably short: ${token.length} characters`);
   assert.match(token, /^[A-Za-z0-9_-]+$/, 'URL-safe');
   // The cursor of the first page is the first document's seq: its log position.
-  const doc = await h.services.read.get<DocumentDoc>(DOCUMENTS, documentKey(t.apiKey, ORG, first.data[0].id));
+  const doc = (await h.services.read.get(DOCUMENTS, documentKey(t.apiKey, ORG, first.data[0].id))) as DocumentDoc | null;
   assert.ok(doc && doc.seq.length > 0);
   const bytes = Buffer.from(token, 'base64url');
   for (const text of [bytes.toString('utf8'), bytes.toString('latin1')]) {
