@@ -25,7 +25,7 @@ import { workspaceRoutes } from './http/routes/workspace.js';
 import { keyLifecycleRoutes } from './http/routes/key-lifecycle.js';
 import { RateLimiter, RateLimitedError } from './http/rate-limit.js';
 import { IdempotencyStore, bodyHash, readIdempotencyKey } from './http/idempotency.js';
-import { edgeOptions, installEdge } from './http/edge.js';
+import { edgeOptions, installEdge, MAX_PARAM_LENGTH } from './http/edge.js';
 import { domainRoutes } from './http/routes/domain-routes.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { presenceRoutes } from './http/routes/presence.js';
@@ -400,8 +400,8 @@ export async function buildApp(services: Services, options: BuildOptions = {}): 
     requestIdHeader: false,
     return503OnClosing: true,
     // maxParamLength: the JWKS path names an API key (up to 256 characters, like every id);
-    // beyond Fastify's default of 100 it would answer 414 outside the envelope.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
+    // past it the edge's frameworkErrors answers 414 in the envelope (src/http/edge.ts).
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
   });
   installEdge(app, services.config);
   await app.register(collabApp, { services });

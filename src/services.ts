@@ -23,6 +23,7 @@ import { Lease } from './runtime/lease.js';
 import { BackgroundThread } from './runtime/background.js';
 import { shareLogReads } from './runtime/shared-log-reads.js';
 import { openSecretStore, type SecretStore } from './secrets/store.js';
+import { installPageTokenKey } from '../queries/paging.js';
 
 const silentLogger = { error() {}, warn() {}, info() {} };
 
@@ -188,6 +189,9 @@ export async function assemble(
     cascade = thread;
   } else if (options.follow !== false && !api) cascadeWorker.start();
   let closed = false;
+  // Page tokens are sealed with a key derived from the master key (queries/paging.ts):
+  // installed here, the one place every process (API, worker, background thread) opens.
+  const releasePageTokens = installPageTokenKey(secrets);
   return {
     config,
     events,
@@ -203,6 +207,7 @@ export async function assemble(
     async close() {
       if (closed) return;
       closed = true;
+      releasePageTokens();
       unsubscribe();
       await background?.stop();
       await cascadeWorker.stop();

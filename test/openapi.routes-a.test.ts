@@ -52,7 +52,7 @@ const ROUTES: Array<[path: string, tag: string, extra: string[]]> = [
 ];
 
 /** Lists that carry `result.pageToken`. */
-const PAGED = new Set(['/v2/workspace/webhooks/deliveries/get', '/v2/audit/events/get', '/v2/presence/get']);
+const PAGED = new Set(['/v2/workspace/webhooks/deliveries/get', '/v2/audit/events/get', '/v2/presence/get', '/v2/agents/get']);
 
 const S = suite<{ h: Harness; doc: any }>('OpenAPI: workspace, keys, agents, presence and the rest');
 S.before(async (ctx) => {

@@ -639,7 +639,7 @@ export interface paths {
         put?: never;
         /**
          * Get a folder with its subfolders, or list all folders
-         * @description With `folderId`: one row, that folder, its subfolders nested in `subFolders` down to `maxDepth` levels (default 1: its immediate subfolders); not paged. Without: every folder of the organization in creation order, flat, paged with `pageSize` 1 to 1000 (default 1000) and `pageToken` (`result.pageToken` while more follow). An organization or folder that does not exist is NOT_FOUND.
+         * @description With `folderId`: one row, that folder, its subfolders nested in `subFolders` down to `maxDepth` levels (default 1: its immediate subfolders); not paged, at most 1000 folders (the folder included): a larger subtree is INVALID_ARGUMENT naming `maxDepth`. Without: every folder of the organization in creation order, flat, paged with `pageSize` 1 to 1000 (default 1000) and `pageToken` (`result.pageToken` while more follow). An organization or folder that does not exist is NOT_FOUND.
          */
         post: operations["organizationsFoldersGet"];
         delete?: never;
@@ -1067,6 +1067,7 @@ export interface paths {
          * Fetch one agent, or list the API key's agents
          * @description - With `agentId`: `{ agent }`, in full (a custom agent's whole configuration, secrets `"__redacted__"`; a built-in agent's identity and inputs).
          *     - Without: `{ agents }`, identity rows, built-in agents first (catalogue order), then custom agents in creation order. `filter` keeps only built-in (`defaultOnly`) or custom (`customOnly`) agents; `groupId` lists a group's members in the group's order.
+         *     - The list without `groupId` is paged (this service's extension; the default page holds 1000 agents): `pageSize` 1 to 1000 (default 1000) and `pageToken`, `result.pageToken` while more follow. A group's members (at most 100) come in one answer.
          *
          *     Agents whose `metadata.internal` is `true` are left out of lists (they stay fetchable by id).
          */
@@ -7624,6 +7625,8 @@ export interface operations {
                         /** @enum {string} */
                         filter?: "defaultOnly" | "customOnly";
                         groupId?: string;
+                        pageSize?: number;
+                        pageToken?: string;
                     };
                 };
             };
@@ -7735,6 +7738,8 @@ export interface operations {
                                     lastExecutedAt: number | null;
                                 }[];
                             };
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
                         };
                     };
                 };
