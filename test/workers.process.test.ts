@@ -77,6 +77,16 @@ function alive(pid: number): boolean {
   }
 }
 
+/** After a test, whatever happened: the primary and every child it forked are gone. */
+async function killCluster(s: Service | null): Promise<void> {
+  if (!s) return;
+  if (s.child.exitCode === null && s.child.signalCode === null) {
+    s.child.kill('SIGKILL');
+    await s.exited;
+  }
+  for (const pid of [...childPids(s, 'api'), ...childPids(s, 'worker')]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+}
+
 async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000) {
   const end = Date.now() + ms;
   while (!(await check())) {
@@ -247,11 +257,7 @@ test('serve --workers 2: read-your-writes across API processes, answers from bot
     for (const pid of [...childPids(s, 'api'), ...childPids(s, 'worker')]) assert.not.ok(alive(pid), `child ${pid} left running`);
     assert.is(logLines(s).filter((l) => l.role === 'primary' && l.msg === 'child exited' && l.code === 0).length, 3, 'three children exited cleanly');
   } finally {
-    if (s && s.child.exitCode === null && s.child.signalCode === null) {
-      s.child.kill('SIGKILL');
-      await s.exited;
-    }
-    if (s) for (const pid of [...childPids(s, 'api'), ...childPids(s, 'worker')]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    await killCluster(s);
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
@@ -276,11 +282,7 @@ test('serve --workers 2: the limits hold for the service as a whole (each API pr
     s.child.kill('SIGTERM');
     assert.is((await s.exited).code, 0, s.output().slice(-3000));
   } finally {
-    if (s && s.child.exitCode === null && s.child.signalCode === null) {
-      s.child.kill('SIGKILL');
-      await s.exited;
-    }
-    if (s) for (const pid of [...childPids(s, 'api'), ...childPids(s, 'worker')]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    await killCluster(s);
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
