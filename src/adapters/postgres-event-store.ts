@@ -91,6 +91,14 @@ function checkExpected(stream: string, expected: ExpectedRevision, actual: numbe
   if (!ok) throw new WrongExpectedRevisionError(stream, expected, actual);
 }
 
+interface PendingAppend {
+  stream: string;
+  events: NewEvent[];
+  expected: ExpectedRevision;
+  resolve: (r: AppendResult) => void;
+  reject: (e: unknown) => void;
+}
+
 export interface PostgresEventStoreOptions {
   logger?: { warn(obj: unknown, msg?: string): void };
   /** How often an own append not yet visible to readers is looked at again (ms). Default 5. */
@@ -106,6 +114,8 @@ export class PostgresEventStore implements EventStore {
   private unseen: LogPosition = LOG_START;
   private watching = false;
   private readonly pollMs: number;
+  private queue: PendingAppend[] = [];
+  private flushing = false;
 
   constructor(url: string, private readonly options: PostgresEventStoreOptions = {}) {
     this.pool = openPool(url, options.logger);
@@ -133,51 +143,121 @@ export class PostgresEventStore implements EventStore {
   }
 
   append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
-    return this.run(async () => {
-      const client = await this.pool.connect();
-      let broken = false;
-      try {
-        await client.query('BEGIN');
-        const key = encodeString(stream);
-        await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
-        const r = await client.query<{ r: string | null }>('SELECT max(revision) AS r FROM events WHERE stream = $1', [key]);
-        const actual = r.rows[0]?.r === null || r.rows[0]?.r === undefined ? -1 : Number(r.rows[0].r);
-        checkExpected(stream, expected, actual);
-        if (events.length === 0) {
-          await client.query('ROLLBACK');
-          return { nextRevision: actual, position: await this.headPosition() };
+    if (this.closed) return Promise.reject(translatePgError(new Error('Client was closed: event store is closed'), 'event store'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ stream, events, expected, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  /**
+   * Group commit, one batch at a time: the appends that arrived while the previous batch was
+   * being written go in one transaction. So the appends of one request (documents/add of 100
+   * documents) cost one commit, and take log positions in the order they were called, as in
+   * the embedded store.
+   */
+  private async flush() {
+    this.flushing = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue;
+        this.queue = [];
+        try {
+          await this.run(() => this.writeBatch(batch));
+        } catch (error) {
+          if (batch.length === 1) batch[0]!.reject(error);
+          else {
+            // A statement failed (a duplicate event id) and took the batch's transaction with it,
+            // or the server went away: each append alone, so one bad append fails alone.
+            for (const p of batch) await this.run(() => this.writeBatch([p])).catch((e) => p.reject(e));
+          }
         }
-        // One statement for the whole append: arrays, one element per event.
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  /** Writes `batch` in one transaction; settles each append (a failed revision check rejects that one only). */
+  private async writeBatch(batch: PendingAppend[]): Promise<void> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      const keys = batch.map((p) => encodeString(p.stream));
+      await client.query('BEGIN');
+      // Every stream of the batch locked up front, in one order (by hash) in every process: no
+      // deadlock between two batches over the same streams.
+      await client.query(
+        'SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(s, 0) AS h FROM unnest($1::text[]) AS s ORDER BY 1) AS q',
+        [keys],
+      );
+      const r = await client.query<{ stream: string; r: string }>(
+        'SELECT stream, max(revision) AS r FROM events WHERE stream = ANY($1::text[]) GROUP BY stream',
+        [[...new Set(keys)]],
+      );
+      const last = new Map(r.rows.map((row) => [row.stream, Number(row.r)]));
+      const outcome: Array<{ ok: true; from: number; count: number; actual: number } | { ok: false; error: unknown }> = [];
+      const rows = { id: [] as string[], stream: [] as string[], revision: [] as number[], type: [] as string[], data: [] as string[], metadata: [] as string[] };
+      // The events of one request share one metadata object: serialized once.
+      let lastMeta: unknown = null;
+      let lastMetaJson = '';
+      batch.forEach((p, i) => {
+        const key = keys[i]!;
+        const actual = last.get(key) ?? -1;
+        try {
+          checkExpected(p.stream, p.expected, actual);
+        } catch (error) {
+          outcome.push({ ok: false, error });
+          return;
+        }
+        outcome.push({ ok: true, from: rows.id.length, count: p.events.length, actual });
+        p.events.forEach((e, j) => {
+          if (e.metadata !== lastMeta) {
+            lastMeta = e.metadata;
+            lastMetaJson = JSON.stringify(e.metadata);
+          }
+          rows.id.push(encodeString(e.id));
+          rows.stream.push(key);
+          rows.revision.push(actual + 1 + j);
+          rows.type.push(encodeString(e.type));
+          rows.data.push(JSON.stringify(e.data));
+          rows.metadata.push(lastMetaJson);
+        });
+        last.set(key, actual + p.events.length);
+      });
+      let inserted: Array<{ position: string; transaction_id: string }> = [];
+      if (rows.id.length > 0) {
+        // One statement for the whole batch; identities are taken in the arrays' order.
         const ins = await client.query<{ position: string; transaction_id: string }>(
           `INSERT INTO events (id, stream, revision, type, data, metadata)
-           SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[])
+           SELECT id, stream, revision, type, data, metadata
+           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[])
+                WITH ORDINALITY AS u(id, stream, revision, type, data, metadata, n)
+           ORDER BY n
            RETURNING position, transaction_id`,
-          [
-            events.map((e) => encodeString(e.id)),
-            events.map(() => key),
-            events.map((_, i) => actual + 1 + i),
-            events.map((e) => encodeString(e.type)),
-            events.map((e) => JSON.stringify(e.data)),
-            events.map((e) => JSON.stringify(e.metadata)),
-          ],
+          [rows.id, rows.stream, rows.revision, rows.type, rows.data, rows.metadata],
         );
-        await client.query('COMMIT');
-        let position = LOG_START;
-        for (const row of ins.rows) {
-          const p = encodePgPosition(row.transaction_id, row.position);
-          if (p > position) position = p;
-        }
-        this.announce(position);
-        return { nextRevision: actual + events.length, position };
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => (broken = true));
-        // Another append on the same stream that got past the lock cannot exist; a unique
-        // violation here is a duplicate event id.
-        throw error;
-      } finally {
-        client.release(broken);
+        inserted = ins.rows.sort((a, b) => (BigInt(a.position) < BigInt(b.position) ? -1 : 1));
       }
-    });
+      await client.query('COMMIT');
+      let head = LOG_START;
+      batch.forEach((p, i) => {
+        const o = outcome[i]!;
+        if (!o.ok) return p.reject(o.error);
+        // Nothing appended: the stream's revision and no position, as the embedded store answers.
+        if (o.count === 0) return p.resolve({ nextRevision: o.actual, position: LOG_START });
+        const at = inserted[o.from + o.count - 1]!;
+        const position = encodePgPosition(at.transaction_id, at.position);
+        if (position > head) head = position;
+        p.resolve({ nextRevision: rows.revision[o.from + o.count - 1]!, position });
+      });
+      if (head !== LOG_START) this.announce(head);
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => (broken = true));
+      throw error;
+    } finally {
+      client.release(broken);
+    }
   }
 
   /**
