@@ -101,7 +101,7 @@ interface PendingAppend {
 
 export interface PostgresEventStoreOptions {
   logger?: { warn(obj: unknown, msg?: string): void };
-  /** How often an own append not yet visible to readers is looked at again (ms). Default 5. */
+  /** How soon an own append not yet visible to readers is looked at again (ms, doubling to 500). Default 5. */
   visibilityPollMs?: number;
 }
 
@@ -266,6 +266,9 @@ export class PostgresEventStore implements EventStore {
 
   private async watchVisibility() {
     this.watching = true;
+    // Doubling up to half a second: a transaction left open elsewhere may hold xmin back for
+    // long, and this must not turn into a query every few milliseconds meanwhile.
+    let wait = this.pollMs;
     try {
       while (!this.closed && this.unseen !== LOG_START) {
         const target = this.unseen;
@@ -278,9 +281,11 @@ export class PostgresEventStore implements EventStore {
         if (head >= target) {
           if (this.unseen === target) this.unseen = LOG_START;
           this.emitter.emit('appended', head);
+          wait = this.pollMs;
           continue;
         }
-        await new Promise((r) => setTimeout(r, this.pollMs));
+        await new Promise((r) => setTimeout(r, wait));
+        wait = Math.min(500, wait * 2);
       }
     } finally {
       this.watching = false;
