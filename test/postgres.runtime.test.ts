@@ -7,11 +7,16 @@
  * - two runners without a lease racing over 200 events: the checkpoint compare-and-set keeps
  *   each event to one application;
  * - an event a projection cannot apply is parked in PostgreSQL; the rest of its batch and the
- *   log go on.
+ *   log go on;
+ * - the `collab` commands on POSTGRES_URL: workspace create, projections status and rebuild,
+ *   audit, with nothing written to DATA_DIR.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { PostgresEventStore } from '../src/adapters/postgres-event-store.js';
 import { PostgresReadStore } from '../src/adapters/postgres-read-store.js';
 import { ProjectionRunner } from '../src/runtime/projection-runner.js';
@@ -20,6 +25,8 @@ import { Lease, LEASES, type LeaseDoc } from '../src/runtime/lease.js';
 import { listParked } from '../src/ops/parked.js';
 import type { Doc } from '../src/ports/read-store.js';
 import { freshDatabase } from './support/postgres.js';
+import { tempDir } from './support/app.js';
+import { ROOT } from './support/process.js';
 
 interface Applied extends Doc {
   count: number;
@@ -134,6 +141,30 @@ test('an event the projection cannot apply is parked in PostgreSQL; the rest of 
     assert.match(parked[0]!.error, /cannot apply tick 4/);
   } finally {
     await Promise.all([events.close(), read.close()]);
+  }
+});
+
+test('the collab commands on POSTGRES_URL: workspace create, projections status and rebuild, audit; nothing in DATA_DIR', async () => {
+  const dataDir = tempDir('collab-pg-cli-');
+  const env = { ...process.env, POSTGRES_URL: await freshDatabase('cli'), SECRETS_KEY: randomBytes(32).toString('base64'), DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
+  const collab = (...args: string[]) => {
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'collab.mjs'), ...args], { cwd: ROOT, env, encoding: 'utf8' });
+    assert.is(r.status, 0, `collab ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  try {
+    const created = JSON.parse(collab('workspace', 'create', '--email', 'ops@example.com'));
+    const apiKey = Object.keys(created.apiKeyList)[0]!;
+    const status = JSON.parse(collab('projections', 'status', '--json'));
+    assert.ok(status.projections.length > 5, JSON.stringify(status).slice(0, 300));
+    for (const p of status.projections) assert.is(p.lag, 0, `${p.name} caught up`);
+    collab('projections', 'rebuild', '--all');
+    const after = JSON.parse(collab('projections', 'status', '--json'));
+    assert.ok(after.generation > status.generation, `generation ${status.generation} -> ${after.generation}`);
+    assert.match(collab('audit', '--api-key', apiKey), /ApiKey|Workspace/);
+    assert.equal(fs.readdirSync(dataDir), [], 'nothing written to DATA_DIR');
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
   }
 });
 
