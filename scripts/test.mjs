@@ -19,28 +19,53 @@ const pattern = process.argv[2] || '\\.test\\.ts$';
 // (src/http/response-check.ts); each mismatch is a line in this file, and each distinct one
 // counts as a failed test below. Apps in child processes (the server tests) inherit it.
 const checkFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'collab-response-check-')), 'mismatches.log');
-const child = spawn(
-  process.execPath,
-  ['--import', 'tsx', path.join(root, 'node_modules', 'uvu', 'bin.js'), dir, pattern],
-  {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { COLLAB_RESPONSE_CHECK: checkFile, ...process.env, FORCE_COLOR: process.env.CI ? '0' : '1' },
-  },
-);
-let out = '';
-child.stdout.on('data', (chunk) => {
-  process.stdout.write(chunk);
-  out += chunk.toString();
-});
-child.on('close', (code) => {
-  const plain = out.replace(/\x1b\[[0-9;]*m/g, '');
-  const total = Number(/Total:\s+(\d+)/.exec(plain)?.[1] ?? 0);
-  const passed = Number(/Passed:\s+(\d+)/.exec(plain)?.[1] ?? 0);
-  const skipped = Number(/Skipped:\s+(\d+)/.exec(plain)?.[1] ?? 0);
-  let failed = Math.max(0, total - passed - skipped);
-  // A crash before uvu's summary (a file that throws at import) is a failure too.
-  if (code !== 0 && failed === 0) failed = 1;
+
+// The second pass: suites that run on whatever store the harness opens, again on a real
+// PostgreSQL server (TEST_STORE=postgres: test/support/app.ts gives each harness a database of
+// its own on a server the pass starts, test/support/postgres.ts). It runs with the whole suite,
+// or alone with TEST_STORE=postgres and a pattern.
+const POSTGRES_PASS = '^(audit\\.api|access-queries\\.api|access-context\\.api|rebuild|runtime|group-grants\\.api|users\\.api|secrets\\.lifecycle|idempotency)\\.test\\.ts$';
+
+/** One uvu run; resolves to its counts. */
+function pass(filePattern, extraEnv) {
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(root, 'node_modules', 'uvu', 'bin.js'), dir, filePattern],
+      {
+        cwd: root,
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { COLLAB_RESPONSE_CHECK: checkFile, ...process.env, ...extraEnv, FORCE_COLOR: process.env.CI ? '0' : '1' },
+      },
+    );
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      process.stdout.write(chunk);
+      out += chunk.toString();
+    });
+    child.on('close', (code) => {
+      const plain = out.replace(/\x1b\[[0-9;]*m/g, '');
+      const total = Number(/Total:\s+(\d+)/.exec(plain)?.[1] ?? 0);
+      const passed = Number(/Passed:\s+(\d+)/.exec(plain)?.[1] ?? 0);
+      const skipped = Number(/Skipped:\s+(\d+)/.exec(plain)?.[1] ?? 0);
+      let failed = Math.max(0, total - passed - skipped);
+      // A crash before uvu's summary (a file that throws at import) is a failure too.
+      if (code !== 0 && failed === 0) failed = 1;
+      resolve({ passed, failed, skipped, code });
+    });
+  });
+}
+
+const runs = [await pass(pattern, {})];
+if (!process.argv[2] && !process.env.TEST_STORE) {
+  process.stdout.write('\n== the same suites on a real PostgreSQL server (TEST_STORE=postgres)\n');
+  runs.push(await pass(POSTGRES_PASS, { TEST_STORE: 'postgres' }));
+}
+{
+  const passed = runs.reduce((n, r) => n + r.passed, 0);
+  const skipped = runs.reduce((n, r) => n + r.skipped, 0);
+  let failed = runs.reduce((n, r) => n + r.failed, 0);
+  const code = runs.every((r) => r.code === 0) ? 0 : 1;
   const mismatches = fs.existsSync(checkFile) ? [...new Set(fs.readFileSync(checkFile, 'utf8').split('\n').filter(Boolean))] : [];
   fs.rmSync(path.dirname(checkFile), { recursive: true, force: true });
   if (mismatches.length > 0) {
@@ -49,4 +74,4 @@ child.on('close', (code) => {
   }
   process.stdout.write(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
   process.exit(failed === 0 && code === 0 ? 0 : 1);
-});
+}

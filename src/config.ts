@@ -16,6 +16,8 @@ export interface Config {
   dataDir: string;
   eventStoreUrl?: string;
   mongodbUrl?: string;
+  /** POSTGRES_URL: both ports in one PostgreSQL database, except a port EVENTSTORE_URL or MONGODB_URL names. */
+  postgresUrl?: string;
   adminToken?: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Supported database regions for API keys; the first is the default (North America). */
@@ -278,11 +280,36 @@ function cidrs(env: Env, name: string): string[] {
   return entries;
 }
 
+/**
+ * POSTGRES_URL: a PostgreSQL connection string as node-postgres reads it
+ * (`postgres://user:password@host:5432/collab?sslmode=verify-full&sslrootcert=/etc/ca.pem`).
+ * Its own parser checks it here, TLS files included (it reads them), so a typo stops the start;
+ * the message never repeats the value, which may hold a password.
+ */
+function postgresUrlOf(env: Env): string | undefined {
+  const raw = env.POSTGRES_URL;
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^postgres(ql)?:\/\/[^\s]*$/i.test(raw)) {
+    throw new ConfigError('POSTGRES_URL', 'must be a connection string postgres://user:password@host:5432/database (TLS: ?sslmode=verify-full&sslrootcert=/path/ca.pem)');
+  }
+  const { parse } = createRequire(import.meta.url)('pg-connection-string') as { parse(s: string): { host?: string | null; database?: string | null } };
+  let parsed: { host?: string | null; database?: string | null };
+  try {
+    parsed = parse(raw);
+  } catch (error) {
+    const text = (error as Error).message.split(raw).join('<POSTGRES_URL>');
+    throw new ConfigError('POSTGRES_URL', `node-postgres refuses it: ${text.slice(0, 300)}`);
+  }
+  if (!parsed.host) throw new ConfigError('POSTGRES_URL', 'names no host (postgres://user:password@host:5432/database)');
+  if (!parsed.database) throw new ConfigError('POSTGRES_URL', 'names no database (postgres://user:password@host:5432/database)');
+  return raw;
+}
+
 function secretsKey(env: Env, external: boolean): Uint8Array | undefined {
   const raw = env.SECRETS_KEY;
   if (raw === undefined || raw === '') {
     if (external) {
-      throw new ConfigError('SECRETS_KEY', 'is required when EVENTSTORE_URL and MONGODB_URL are both set (every process must share one master key); generate one with `openssl rand -base64 32`');
+      throw new ConfigError('SECRETS_KEY', 'is required when both stores are external (POSTGRES_URL, or EVENTSTORE_URL and MONGODB_URL: every process must share one master key); generate one with `openssl rand -base64 32`');
     }
     return undefined;
   }
@@ -356,13 +383,15 @@ export function loadConfig(env: Env = process.env): Config {
   const metricsOpen = boolean(env, 'METRICS_OPEN', !production);
   const eventStoreUrl = eventStoreUrlOf(env);
   const mongodbUrl = mongoUrl(env, 'MONGODB_URL');
-  const key = secretsKey(env, eventStoreUrl !== undefined && mongodbUrl !== undefined);
+  const postgresUrl = postgresUrlOf(env);
+  const key = secretsKey(env, (eventStoreUrl ?? postgresUrl) !== undefined && (mongodbUrl ?? postgresUrl) !== undefined);
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host,
     dataDir: path.resolve(env.DATA_DIR || './data'),
     eventStoreUrl,
     mongodbUrl,
+    ...(postgresUrl ? { postgresUrl } : {}),
     adminToken,
     logLevel,
     regions,

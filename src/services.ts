@@ -82,11 +82,13 @@ export interface OpenOptions {
 
 /**
  * Opens the stores named by the configuration, each on its own: EVENTSTORE_URL selects
- * EventStoreDB for the log, MONGODB_URL MongoDB for the read models; whichever is unset is the
- * embedded SQLite file in DATA_DIR.
+ * EventStoreDB for the log, MONGODB_URL MongoDB for the read models; POSTGRES_URL PostgreSQL for
+ * whichever of the two is unset (both, in one database, when neither is); whichever is still
+ * unset is the embedded SQLite file in DATA_DIR.
  */
 export async function openServices(config: Config, options: OpenOptions = {}): Promise<Services> {
-  if (!config.eventStoreUrl || !config.mongodbUrl) fs.mkdirSync(config.dataDir, { recursive: true });
+  const embedded = !(config.eventStoreUrl ?? config.postgresUrl) || !(config.mongodbUrl ?? config.postgresUrl);
+  if (embedded) fs.mkdirSync(config.dataDir, { recursive: true });
   // Processes (and their background threads) starting together on one fresh DATA_DIR race to
   // create the same files, tables and indexes; SQLite can then answer "database is locked"
   // without waiting (a lock upgrade it cannot queue for). Opening again shortly after is safe:
@@ -106,14 +108,18 @@ async function openOnce(config: Config, options: OpenOptions): Promise<Services>
   let events: EventStore | null = null;
   let read: ReadStore | null = null;
   try {
+    // The production clients load only when configured: the embedded default (and its
+    // background thread, which loads this module again) does not carry them in memory.
     events = config.eventStoreUrl
-      ? // The production clients load only when configured: the embedded default (and its
-        // background thread, which loads this module again) does not carry them in memory.
-        new (await import('./adapters/esdb-event-store.js')).EsdbEventStore(config.eventStoreUrl, { logger: options.logger })
-      : new SqliteEventStore(path.join(config.dataDir, 'events.db'));
+      ? new (await import('./adapters/esdb-event-store.js')).EsdbEventStore(config.eventStoreUrl, { logger: options.logger })
+      : config.postgresUrl
+        ? new (await import('./adapters/postgres-event-store.js')).PostgresEventStore(config.postgresUrl, { logger: options.logger })
+        : new SqliteEventStore(path.join(config.dataDir, 'events.db'));
     read = config.mongodbUrl
       ? new (await import('./adapters/mongo-read-store.js')).MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
-      : new SqliteReadStore(path.join(config.dataDir, 'readmodels.db'));
+      : config.postgresUrl
+        ? new (await import('./adapters/postgres-read-store.js')).PostgresReadStore(config.postgresUrl, { logger: options.logger })
+        : new SqliteReadStore(path.join(config.dataDir, 'readmodels.db'));
     return await assemble(config, events, read, options);
   } catch (error) {
     await events?.close().catch(() => undefined);

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openServices, type Services } from '../../src/services.js';
@@ -36,15 +37,24 @@ export interface Tenant {
   headers: Record<string, string>;
 }
 
+/** POSTGRES_URL on a fresh database of the run's server, and the master key every external store needs. */
+export async function postgresEnv(): Promise<Record<string, string>> {
+  const { freshDatabase } = await import('./postgres.js');
+  return { POSTGRES_URL: await freshDatabase('h'), SECRETS_KEY: randomBytes(32).toString('base64') };
+}
+
 export function tempDir(prefix = 'collab-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
 export async function harness(env: Record<string, string> = {}, options: { clock?: () => number } = {}): Promise<Harness> {
   const dataDir = env.DATA_DIR ?? tempDir();
+  // TEST_STORE=postgres (scripts/test.mjs's second pass): the same suites on a real PostgreSQL
+  // server, each harness on a database of its own (test/support/postgres.ts).
+  const stores = process.env.TEST_STORE === 'postgres' && !env.POSTGRES_URL ? await postgresEnv() : {};
   // Suites create many workspaces from one address (app.inject's 127.0.0.1): the sign-up
   // limit is off here unless a test sets it (test/edge.test.ts does).
-  const config: Config = loadConfig({ LOG_LEVEL: 'silent', SIGNUP_RATE_PER_MINUTE: '0', ...env, DATA_DIR: dataDir });
+  const config: Config = loadConfig({ LOG_LEVEL: 'silent', SIGNUP_RATE_PER_MINUTE: '0', ...stores, ...env, DATA_DIR: dataDir });
   // BACKGROUND_THREAD=true in `env` (or TEST_BACKGROUND_THREAD=1 for a whole run) puts the
   // background work on its worker thread as serve does; a test clock stays in-thread.
   const thread = !options.clock && (env.BACKGROUND_THREAD === 'true' || process.env.TEST_BACKGROUND_THREAD === '1');

@@ -1,0 +1,196 @@
+/**
+ * What the PostgreSQL event store and read store share: the connection pool, the versioned
+ * schema and its migration, the translation of connection errors into 503, and the encoding
+ * of strings PostgreSQL cannot hold.
+ *
+ * One database holds both ports (POSTGRES_URL): the log in `events`, the read models in one
+ * table per collection (`rm_<name>`), checkpoints in `checkpoints`, the schema's version in
+ * `schema_version`.
+ */
+import pg from 'pg';
+import { StoreUnavailableError } from './unavailable.js';
+
+/**
+ * The schema, one migration per version, applied in order and recorded in `schema_version`.
+ * A migration is never edited once released: a change is a new entry.
+ */
+export const MIGRATIONS: readonly string[] = [
+  // 1: the log and the checkpoints. `transaction_id` is the appending transaction's id: readers
+  // order by (transaction_id, position) and read only below the oldest transaction still
+  // running (see postgres-event-store.ts), so no event can ever commit behind a reader.
+  `CREATE TABLE events (
+     position       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+     transaction_id xid8   NOT NULL DEFAULT pg_current_xact_id(),
+     id             text   NOT NULL UNIQUE,
+     stream         text   COLLATE "C" NOT NULL,
+     revision       bigint NOT NULL,
+     type           text   NOT NULL,
+     data           text   NOT NULL,
+     metadata       text   NOT NULL,
+     UNIQUE (stream, revision)
+   );
+   CREATE INDEX events_order ON events (transaction_id, position);
+   CREATE TABLE checkpoints (
+     name     text   COLLATE "C" PRIMARY KEY,
+     position text   COLLATE "C" NOT NULL,
+     version  bigint NOT NULL DEFAULT 1
+   );`,
+];
+
+/** The advisory lock every process takes around migration (an arbitrary constant: "collab" in ASCII). */
+const MIGRATION_LOCK = 0x636f6c6c6162;
+
+/**
+ * Brings the schema to the latest version. Several processes starting at once on a fresh
+ * database each take the same transaction-scoped advisory lock first: one migrates, the others
+ * wait for its commit and then find nothing to do. A migration fails as a whole (DDL is
+ * transactional here): a half-migrated schema is never left behind.
+ */
+export async function migrate(pool: pg.Pool): Promise<void> {
+  await withConnection(pool, async (client) => {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await client.query('CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+    const r = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_version');
+    const current = r.rows[0]?.v ?? 0;
+    if (current > MIGRATIONS.length) {
+      throw new Error(
+        `the PostgreSQL schema is at version ${current}, newer than this release knows (${MIGRATIONS.length}): run the newer release, or restore a backup`,
+      );
+    }
+    for (let v = current + 1; v <= MIGRATIONS.length; v++) {
+      await client.query(MIGRATIONS[v - 1]!);
+      await client.query('INSERT INTO schema_version (version) VALUES ($1)', [v]);
+    }
+    await client.query('COMMIT');
+  });
+}
+
+/**
+ * A pool on `url`. Unless the URL says otherwise, a request waits at most 5 s for a connection
+ * (then 503), and a statement at most 30 s. Errors of idle connections (the server restarting)
+ * are logged, not thrown: unhandled, they would end the process.
+ */
+export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string): void }): pg.Pool {
+  const hasTimeout = /[?&]connect_timeout=/i.test(url);
+  const pool = new pg.Pool({
+    connectionString: url,
+    ...(hasTimeout ? {} : { connectionTimeoutMillis: 5000 }),
+    max: 10,
+    idleTimeoutMillis: 30_000,
+    // A process's connections are named in pg_stat_activity.
+    application_name: 'collab',
+  });
+  // The error alone: the client it came with holds the whole connection state.
+  pool.on('error', (error) => logger?.warn({ err: { message: error.message, code: (error as { code?: string }).code } }, 'PostgreSQL: an idle connection failed; the pool opens another'));
+  return pool;
+}
+
+/**
+ * A connection taken from the pool for several statements. While it is out, the pool no
+ * longer listens for its errors, and one that arrives between two statements (the server
+ * shutting down: 57P01 while a transaction's JavaScript runs) would be an unhandled 'error'
+ * event, which ends the process. `f` runs with a listener that marks the connection broken;
+ * a broken connection is destroyed on release instead of going back to the pool.
+ */
+export async function withConnection<T>(pool: pg.Pool, f: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken = false;
+  const onError = () => {
+    broken = true;
+  };
+  client.on('error', onError);
+  try {
+    return await f(client);
+  } catch (error) {
+    if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+    throw error;
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
+}
+
+/**
+ * SQLSTATE classes and codes that say the server, not the request, is the problem: connection
+ * exceptions (08), an operator or crash shutdown or a server still starting (57P01-57P03),
+ * too many connections (53300), out of memory or disk (53100, 53200), a server in recovery
+ * refusing writes (25006 read-only transaction).
+ */
+const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', '53100', '53200', '25006']);
+/** The client's own errors (no SQLSTATE) for a connection lost, refused or timed out. */
+const CONNECTION_TEXT = /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Connection refused|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|the database system is|Client was closed|Cannot use a pool after calling end/i;
+
+export function isUnavailable(error: unknown): boolean {
+  const e = error as { code?: unknown; message?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (code.startsWith('08') || UNAVAILABLE_CODES.has(code)) return true;
+  if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ENOENT'].includes(code)) return true;
+  return typeof e.message === 'string' && CONNECTION_TEXT.test(e.message);
+}
+
+export function translatePgError(error: unknown, store: 'event store' | 'read store'): unknown {
+  return isUnavailable(error) ? new StoreUnavailableError(store, error) : error;
+}
+
+/** Serialization failure and deadlock: the transaction may succeed when run again. */
+export const isRetryable = (error: unknown) => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '40001' || code === '40P01';
+};
+
+// PostgreSQL text cannot hold U+0000, and its JSON operators reject a lone surrogate anywhere
+// in a document (JavaScript strings may hold both). Such strings are stored encoded, with
+// U+0001 as the escape: U+0000 -> U+0001 '0', U+0001 -> U+0001 '1', a lone surrogate ->
+// U+0001 '2' and its four hex digits. The encoding is injective (equality filters compare
+// encoded values on both sides) and keeps the code-point order of strings that hold no lone
+// surrogate: U+0000 and U+0001 still sort below every other character. Example: "a\u0000b"
+// is stored as "a\u00010b"; "a\u0001" as "a\u00011".
+const NEEDS_ENCODING = /[\u0000\u0001]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const TO_ENCODE = /[\u0000\u0001]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+/** The same test on JSON.stringify's output, where these characters appear as \u escapes. */
+const JSON_NEEDS_ENCODING = /\\u000[01]|\\ud[89a-f]/i;
+
+export function encodeString(s: string): string {
+  if (!NEEDS_ENCODING.test(s)) return s;
+  return s.replace(TO_ENCODE, (c) => {
+    if (c === '\u0000') return '\u00010';
+    if (c === '\u0001') return '\u00011';
+    return `\u00012${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  });
+}
+
+export function decodeString(s: string): string {
+  if (!s.includes('\u0001')) return s;
+  return s.replace(/\u0001(0|1|2[0-9a-f]{4})/g, (_, m: string) =>
+    m === '0' ? '\u0000' : m === '1' ? '\u0001' : String.fromCharCode(parseInt(m.slice(1), 16)),
+  );
+}
+
+function mapStrings(value: unknown, f: (s: string) => string): unknown {
+  if (typeof value === 'string') return f(value);
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, f));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      if (v === undefined) continue;
+      out[f(k)] = mapStrings(v, f);
+    }
+    return out;
+  }
+  return value;
+}
+
+/** A document's JSON text as stored: JSON.stringify's, with its strings and keys encoded where needed. */
+export function encodeJson(value: unknown): string {
+  const text = JSON.stringify(value);
+  if (!JSON_NEEDS_ENCODING.test(text)) return text;
+  return JSON.stringify(mapStrings(JSON.parse(text), encodeString));
+}
+
+/** A stored document's JSON text, parsed and decoded. */
+export function decodeJson<T>(text: string): T {
+  const value = JSON.parse(text) as T;
+  return text.includes('\\u0001') ? (mapStrings(value, decodeString) as T) : value;
+}

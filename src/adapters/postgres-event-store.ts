@@ -1,0 +1,348 @@
+/**
+ * PostgreSQL event store (node-postgres): the log in one table, `events` (schema:
+ * postgres-common.ts).
+ *
+ * **One global order that never skips.** An identity column alone does not give one: numbers
+ * are taken when a transaction inserts, not when it commits. Writer A takes 7, writer B takes
+ * 8 and commits first; a follower reads "after 6", gets 8, stores checkpoint 8, and A's 7,
+ * committed a moment later, is behind it for ever. The remedy is Emmett's and Marten's: each
+ * event carries its transaction's id (`pg_current_xact_id()`), the order is
+ * (transaction_id, position), and readers see only events whose transaction id is below the
+ * snapshot's xmin, the oldest transaction still running. Every transaction below xmin has
+ * ended, and every transaction still to commit has an id at or above it, so nothing can
+ * appear later below what a reader has passed. Example: A (xid 100) inserts position 7, B
+ * (xid 101) inserts 8 and commits; while A runs, xmin is 100 and readers see neither; A
+ * commits, xmin passes 101, readers see (100, 7) then (101, 8). The price: a transaction left
+ * open in this database (any writer's, an idle session's) holds every follower back until it
+ * ends; appends and the read store's batches are short.
+ *
+ * A position is the pair at a fixed width, 20 digits of transaction id then 19 of position,
+ * so that string order is the log's order (the port's LogPosition).
+ *
+ * Appends to one stream are serialized by a transaction-scoped advisory lock on the stream's
+ * hash, so the expected-revision check and the insert see the same stream (two streams with
+ * the same hash only wait for each other). The unique (stream, revision) constraint stays as
+ * the last guard.
+ *
+ * Notifications: this process's own appends are announced when they commit and again once
+ * readers can see them (an older transaction may still hold xmin back); other processes'
+ * appends reach followers by polling.
+ */
+import { EventEmitter } from 'node:events';
+import pg from 'pg';
+import {
+  LOG_START,
+  WrongExpectedRevisionError,
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type LogPosition,
+  type NewEvent,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+} from '../ports/event-store.js';
+import { BugError } from '../errors.js';
+import { decodeString, encodeString, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
+
+const TX_WIDTH = 20; // xid8 is an unsigned 64-bit integer: at most 20 digits
+const POS_WIDTH = 19; // bigint: at most 19 digits
+
+export function encodePgPosition(transactionId: string, position: string): LogPosition {
+  return transactionId.padStart(TX_WIDTH, '0') + position.padStart(POS_WIDTH, '0');
+}
+
+function decodePgPosition(p: LogPosition): { tx: string; pos: string } {
+  if (p.length !== TX_WIDTH + POS_WIDTH || !/^\d+$/.test(p)) throw new BugError(`not a PostgreSQL log position: ${JSON.stringify(p)}`);
+  return { tx: p.slice(0, TX_WIDTH).replace(/^0+(?=\d)/, ''), pos: p.slice(TX_WIDTH).replace(/^0+(?=\d)/, '') };
+}
+
+interface Row {
+  position: string;
+  transaction_id: string;
+  id: string;
+  stream: string;
+  revision: string;
+  type: string;
+  data: string;
+  metadata: string;
+}
+
+const COLUMNS = 'position, transaction_id, id, stream, revision, type, data, metadata';
+/** Only what every reader can see for good: transactions below the oldest one still running. */
+const VISIBLE = 'transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
+
+const toRecorded = (r: Row): RecordedEvent => ({
+  id: decodeString(r.id),
+  stream: decodeString(r.stream),
+  revision: Number(r.revision),
+  position: encodePgPosition(r.transaction_id, r.position),
+  type: decodeString(r.type),
+  data: JSON.parse(r.data),
+  metadata: JSON.parse(r.metadata),
+});
+
+function checkExpected(stream: string, expected: ExpectedRevision, actual: number) {
+  const ok =
+    expected === 'any' ||
+    (expected === 'no_stream' && actual === -1) ||
+    (expected === 'stream_exists' && actual >= 0) ||
+    (typeof expected === 'number' && expected === actual);
+  if (!ok) throw new WrongExpectedRevisionError(stream, expected, actual);
+}
+
+interface PendingAppend {
+  stream: string;
+  events: NewEvent[];
+  expected: ExpectedRevision;
+  resolve: (r: AppendResult) => void;
+  reject: (e: unknown) => void;
+}
+
+export interface PostgresEventStoreOptions {
+  logger?: { warn(obj: unknown, msg?: string): void };
+  /** How soon an own append not yet visible to readers is looked at again (ms, doubling to 500). Default 5. */
+  visibilityPollMs?: number;
+}
+
+export class PostgresEventStore implements EventStore {
+  private readonly pool: pg.Pool;
+  private readonly emitter = new EventEmitter();
+  private ready: Promise<void> | null = null;
+  private closed = false;
+  /** The highest own append not yet announced as visible; see `watchVisibility`. */
+  private unseen: LogPosition = LOG_START;
+  private watching = false;
+  private readonly pollMs: number;
+  private queue: PendingAppend[] = [];
+  private flushing = false;
+
+  constructor(url: string, private readonly options: PostgresEventStoreOptions = {}) {
+    this.pool = openPool(url, options.logger);
+    this.emitter.setMaxListeners(0);
+    this.pollMs = options.visibilityPollMs ?? 5;
+  }
+
+  /** The schema, migrated once per store (again after a failed attempt: the server may have been down). */
+  private schema(): Promise<void> {
+    if (this.closed) return Promise.reject(translatePgError(new Error('Client was closed: event store is closed'), 'event store'));
+    this.ready ??= migrate(this.pool).catch((error) => {
+      this.ready = null;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  private async run<T>(f: () => Promise<T>): Promise<T> {
+    try {
+      await this.schema();
+      return await f();
+    } catch (error) {
+      throw translatePgError(error, 'event store');
+    }
+  }
+
+  append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    if (this.closed) return Promise.reject(translatePgError(new Error('Client was closed: event store is closed'), 'event store'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ stream, events, expected, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  /**
+   * Group commit, one batch at a time: the appends that arrived while the previous batch was
+   * being written go in one transaction. So the appends of one request (documents/add of 100
+   * documents) cost one commit, and take log positions in the order they were called, as in
+   * the embedded store.
+   */
+  private async flush() {
+    this.flushing = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue;
+        this.queue = [];
+        try {
+          await this.run(() => this.writeBatch(batch));
+        } catch (error) {
+          if (batch.length === 1) batch[0]!.reject(error);
+          else {
+            // A statement failed (a duplicate event id) and took the batch's transaction with it,
+            // or the server went away: each append alone, so one bad append fails alone.
+            for (const p of batch) await this.run(() => this.writeBatch([p])).catch((e) => p.reject(e));
+          }
+        }
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  /** Writes `batch` in one transaction; settles each append (a failed revision check rejects that one only). */
+  private writeBatch(batch: PendingAppend[]): Promise<void> {
+    return withConnection(this.pool, async (client) => {
+      const keys = batch.map((p) => encodeString(p.stream));
+      await client.query('BEGIN');
+      // Every stream of the batch locked up front, in one order (by hash) in every process: no
+      // deadlock between two batches over the same streams.
+      await client.query(
+        'SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(s, 0) AS h FROM unnest($1::text[]) AS s ORDER BY 1) AS q',
+        [keys],
+      );
+      const r = await client.query<{ stream: string; r: string }>(
+        'SELECT stream, max(revision) AS r FROM events WHERE stream = ANY($1::text[]) GROUP BY stream',
+        [[...new Set(keys)]],
+      );
+      const last = new Map(r.rows.map((row) => [row.stream, Number(row.r)]));
+      const outcome: Array<{ ok: true; from: number; count: number; actual: number } | { ok: false; error: unknown }> = [];
+      const rows = { id: [] as string[], stream: [] as string[], revision: [] as number[], type: [] as string[], data: [] as string[], metadata: [] as string[] };
+      // The events of one request share one metadata object: serialized once.
+      let lastMeta: unknown = null;
+      let lastMetaJson = '';
+      batch.forEach((p, i) => {
+        const key = keys[i]!;
+        const actual = last.get(key) ?? -1;
+        try {
+          checkExpected(p.stream, p.expected, actual);
+        } catch (error) {
+          outcome.push({ ok: false, error });
+          return;
+        }
+        outcome.push({ ok: true, from: rows.id.length, count: p.events.length, actual });
+        p.events.forEach((e, j) => {
+          if (e.metadata !== lastMeta) {
+            lastMeta = e.metadata;
+            lastMetaJson = JSON.stringify(e.metadata);
+          }
+          rows.id.push(encodeString(e.id));
+          rows.stream.push(key);
+          rows.revision.push(actual + 1 + j);
+          rows.type.push(encodeString(e.type));
+          rows.data.push(JSON.stringify(e.data));
+          rows.metadata.push(lastMetaJson);
+        });
+        last.set(key, actual + p.events.length);
+      });
+      let inserted: Array<{ position: string; transaction_id: string }> = [];
+      if (rows.id.length > 0) {
+        // One statement for the whole batch; identities are taken in the arrays' order.
+        const ins = await client.query<{ position: string; transaction_id: string }>(
+          `INSERT INTO events (id, stream, revision, type, data, metadata)
+           SELECT id, stream, revision, type, data, metadata
+           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[])
+                WITH ORDINALITY AS u(id, stream, revision, type, data, metadata, n)
+           ORDER BY n
+           RETURNING position, transaction_id`,
+          [rows.id, rows.stream, rows.revision, rows.type, rows.data, rows.metadata],
+        );
+        inserted = ins.rows.sort((a, b) => (BigInt(a.position) < BigInt(b.position) ? -1 : 1));
+      }
+      await client.query('COMMIT');
+      let head = LOG_START;
+      batch.forEach((p, i) => {
+        const o = outcome[i]!;
+        if (!o.ok) return p.reject(o.error);
+        // Nothing appended: the stream's revision and no position, as the embedded store answers.
+        if (o.count === 0) return p.resolve({ nextRevision: o.actual, position: LOG_START });
+        const at = inserted[o.from + o.count - 1]!;
+        const position = encodePgPosition(at.transaction_id, at.position);
+        if (position > head) head = position;
+        p.resolve({ nextRevision: rows.revision[o.from + o.count - 1]!, position });
+      });
+      if (head !== LOG_START) this.announce(head);
+    });
+  }
+
+  /**
+   * Tells listeners at once, and again when readers can see `position` (an older transaction
+   * still open keeps it out of their reads until it ends). Without the second notice a
+   * follower woken by the first could read nothing and then sleep until its next poll.
+   */
+  private announce(position: LogPosition) {
+    this.emitter.emit('appended', position);
+    if (position > this.unseen) this.unseen = position;
+    if (!this.watching) void this.watchVisibility();
+  }
+
+  private async watchVisibility() {
+    this.watching = true;
+    // Doubling up to half a second: a transaction left open elsewhere may hold xmin back for
+    // long, and this must not turn into a query every few milliseconds meanwhile.
+    let wait = this.pollMs;
+    try {
+      while (!this.closed && this.unseen !== LOG_START) {
+        const target = this.unseen;
+        let head: LogPosition;
+        try {
+          head = await this.headPosition();
+        } catch {
+          return; // the store is down: followers poll
+        }
+        if (head >= target) {
+          if (this.unseen === target) this.unseen = LOG_START;
+          this.emitter.emit('appended', head);
+          wait = this.pollMs;
+          continue;
+        }
+        await new Promise((r) => setTimeout(r, wait));
+        wait = Math.min(500, wait * 2);
+      }
+    } finally {
+      this.watching = false;
+    }
+  }
+
+  readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    return this.run(async () => {
+      const from = options.fromRevision ?? 0;
+      const limit = options.maxCount !== undefined && options.maxCount >= 0 ? Math.floor(options.maxCount) : null;
+      // A stream's own events are read whether or not older transactions still run: revisions
+      // are dense per stream (the advisory lock), and deciders need the committed state.
+      const r = await this.pool.query<Row>(
+        `SELECT ${COLUMNS} FROM events WHERE stream = $1 AND revision >= $2 ORDER BY revision LIMIT $3`,
+        [encodeString(stream), from, limit],
+      );
+      return r.rows.map(toRecorded);
+    });
+  }
+
+  readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    return this.run(async () => {
+      const limit = options.maxCount !== undefined && options.maxCount >= 0 ? Math.floor(options.maxCount) : null;
+      let r: pg.QueryResult<Row>;
+      if (!options.after) {
+        r = await this.pool.query<Row>(`SELECT ${COLUMNS} FROM events WHERE ${VISIBLE} ORDER BY transaction_id, position LIMIT $1`, [limit]);
+      } else {
+        const { tx, pos } = decodePgPosition(options.after);
+        r = await this.pool.query<Row>(
+          `SELECT ${COLUMNS} FROM events
+           WHERE transaction_id >= $1::xid8 AND (transaction_id, position) > ($1::xid8, $2::bigint) AND ${VISIBLE}
+           ORDER BY transaction_id, position LIMIT $3`,
+          [tx, pos, limit],
+        );
+      }
+      return r.rows.map(toRecorded);
+    });
+  }
+
+  headPosition(): Promise<LogPosition> {
+    return this.run(async () => {
+      const r = await this.pool.query<{ transaction_id: string; position: string }>(
+        `SELECT transaction_id, position FROM events WHERE ${VISIBLE} ORDER BY transaction_id DESC, position DESC LIMIT 1`,
+      );
+      const row = r.rows[0];
+      return row ? encodePgPosition(row.transaction_id, row.position) : LOG_START;
+    });
+  }
+
+  onAppended(listener: (position: LogPosition) => void): () => void {
+    this.emitter.on('appended', listener);
+    return () => this.emitter.off('appended', listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}

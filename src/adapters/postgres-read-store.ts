@@ -1,0 +1,417 @@
+/**
+ * PostgreSQL read store (node-postgres), in the same database as the log (POSTGRES_URL):
+ *
+ * - a table per collection, `rm_<name>` (id text COLLATE "C" PRIMARY KEY, doc json), created on
+ *   first write inside the writing transaction (a rollback takes it back); checkpoints in
+ *   `checkpoints` (postgres-common.ts);
+ * - documents are `json`, not `jsonb`: the text is kept as written (key order, as the other
+ *   stores return it). Strings PostgreSQL cannot hold (U+0000, lone surrogates) are stored
+ *   encoded (postgres-common.ts, encodeString), ids included;
+ * - a field is read as `(doc->'a'->'b')::jsonb`, which compares by JSON type and value as
+ *   MongoDB does (1 is not "1", true is not 1); `null` also matches a missing field; indexes
+ *   are on the same expressions, non-unique ones ending in `id` so keyset pages walk them;
+ * - a transaction is REPEATABLE READ on one pooled connection, serialized within the process as
+ *   the port promises. Across processes PostgreSQL refuses the second of two conflicting
+ *   writers (serialization failure, 40001): the transaction is run again from the start, as
+ *   MongoDB's withTransaction does, and then sees the other's commit. Example: two processes
+ *   both read the `projections` lease as expired and both write it; the second write fails,
+ *   its run again reads the first's lease and stays out. So a compare-and-set of a checkpoint
+ *   to its own value still conflicts with a batch that moved it meanwhile (the rebuild switch);
+ * - reads outside a transaction go to the pool and see the last commit; there is no cache.
+ *
+ * Connection loss becomes StoreUnavailableError (503); the pool opens new connections by itself.
+ */
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import type { LogPosition } from '../ports/event-store.js';
+import {
+  applyInOrder,
+  CheckpointConflictError,
+  fieldPath,
+  type Doc,
+  type Filter,
+  type FindOptions,
+  type IndexSpec,
+  type ReadStore,
+  type ReadTx,
+  type ReadView,
+  type Scalar,
+  type TxOptions,
+  type WriteOp,
+} from '../ports/read-store.js';
+import { BugError } from '../errors.js';
+import { decodeJson, encodeJson, encodeString, isRetryable, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
+
+/** `rm_` + the name must fit PostgreSQL's 63-byte identifiers. */
+const NAME = /^[a-z][a-z0-9_]{0,59}$/;
+
+function table(collection: string): string {
+  if (!NAME.test(collection)) throw new BugError(`invalid collection name ${JSON.stringify(collection)}`);
+  return `rm_${collection}`;
+}
+
+/** `(doc->'a'->'b')::jsonb` for `a.b`: field names are identifiers (fieldPath), so the SQL stays closed. */
+const expr = (field: string) => `((doc${fieldPath(field).split('.').map((p) => `->'${p}'`).join('')})::jsonb)`;
+
+/** A filter or cursor value as the jsonb it is compared with. */
+const jsonValue = (v: Scalar) => JSON.stringify(typeof v === 'string' ? encodeString(v) : v);
+
+type Params = unknown[];
+
+function whereOf(filter: Filter, params: Params): string {
+  const parts: string[] = [];
+  for (const [f, v] of Object.entries(filter)) {
+    if (v !== null && typeof v === 'object') throw new BugError(`filter on ${f} is not a scalar`);
+    // Undefined never matches, as in the other stores.
+    if (v === undefined) parts.push('false');
+    else if (v === null) parts.push(`(${expr(f)} IS NULL OR ${expr(f)} = 'null'::jsonb)`);
+    else {
+      params.push(jsonValue(v));
+      parts.push(`${expr(f)} = $${params.length}::jsonb`);
+    }
+  }
+  return parts.length ? parts.join(' AND ') : 'true';
+}
+
+const MAX_ATTEMPTS = 20;
+
+/** undefined_table: a table this process knew of was dropped by another. */
+const isDropped = (error: unknown) => (error as { code?: unknown } | null)?.code === '42P01';
+
+interface Queryable {
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
+class PgView implements ReadView {
+  constructor(
+    protected readonly q: Queryable,
+    /** Tables known to exist (shared by the store; cleared when a transaction that created one rolls back). */
+    protected readonly tables: Set<string>,
+  ) {}
+
+  /** The table, or null when the collection has never been written (it reads as empty). */
+  protected async existing(collection: string): Promise<string | null> {
+    const t = table(collection);
+    if (this.tables.has(t)) return t;
+    const r = await this.q.query('SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1', [t]);
+    if (r.rowCount === 0) return null;
+    this.tables.add(t);
+    return t;
+  }
+
+  async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    const t = await this.existing(collection);
+    if (!t || typeof id !== 'string') return null;
+    const r = await this.q.query<{ doc: string }>(`SELECT doc::text AS doc FROM ${t} WHERE id = $1`, [encodeString(id)]);
+    return r.rows[0] ? decodeJson<T>(r.rows[0].doc) : null;
+  }
+
+  async getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
+    const t = await this.existing(collection);
+    const wanted = ids.filter((id) => typeof id === 'string');
+    if (!t || wanted.length === 0) return [];
+    const r = await this.q.query<{ id: string; doc: string }>(`SELECT id, doc::text AS doc FROM ${t} WHERE id = ANY($1::text[])`, [
+      wanted.map(encodeString),
+    ]);
+    const byId = new Map(r.rows.map((row) => [row.id, row.doc]));
+    const out: T[] = [];
+    for (const id of ids) {
+      const d = typeof id === 'string' ? byId.get(encodeString(id)) : undefined;
+      if (d !== undefined) out.push(decodeJson<T>(d));
+    }
+    return out;
+  }
+
+  async find<T extends Doc = Doc>(collection: string, filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    const t = await this.existing(collection);
+    if (!t || options.limit === 0) return [];
+    const params: Params = [];
+    let sql = `SELECT doc::text AS doc FROM ${t} WHERE ${whereOf(filter, params)}`;
+    const sortExpr = options.sort ? expr(options.sort) : null;
+    if (options.after) {
+      if (sortExpr) {
+        params.push(jsonValue(options.after.value), encodeString(options.after.id));
+        sql += ` AND (${sortExpr}, id) > ($${params.length - 1}::jsonb, $${params.length}::text)`;
+      } else {
+        params.push(encodeString(options.after.id));
+        sql += ` AND id > $${params.length}`;
+      }
+    }
+    sql += sortExpr ? ` ORDER BY ${sortExpr}, id` : ' ORDER BY id';
+    if (options.limit !== undefined && options.limit >= 0) {
+      params.push(Math.floor(options.limit));
+      sql += ` LIMIT $${params.length}`;
+    }
+    const r = await this.q.query<{ doc: string }>(sql, params);
+    return r.rows.map((row) => decodeJson<T>(row.doc));
+  }
+
+  async count(collection: string, filter: Filter): Promise<number> {
+    const t = await this.existing(collection);
+    if (!t) return 0;
+    const params: Params = [];
+    const r = await this.q.query<{ n: string }>(`SELECT count(*) AS n FROM ${t} WHERE ${whereOf(filter, params)}`, params);
+    return Number(r.rows[0]!.n);
+  }
+}
+
+/** Takes a lock on `name` for the rest of the transaction: processes creating the same table or index wait for each other. */
+const lockName = (q: Queryable, name: string) => q.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', [name]);
+
+async function createTable(q: Queryable, t: string) {
+  // Two processes creating the same table at once can both pass IF NOT EXISTS and one then
+  // fails on the catalog's unique index: the lock makes the second wait and find it.
+  await lockName(q, t);
+  await q.query(`CREATE TABLE IF NOT EXISTS ${t} (id text COLLATE "C" PRIMARY KEY, doc json NOT NULL)`);
+}
+
+class PgTx extends PgView implements ReadTx {
+  /** Tables this transaction created: forgotten again if it rolls back. */
+  readonly created: string[] = [];
+
+  private async writable(collection: string): Promise<string> {
+    const t = await this.existing(collection);
+    if (t) return t;
+    const name = table(collection);
+    await createTable(this.q, name);
+    this.tables.add(name);
+    this.created.push(name);
+    return name;
+  }
+
+  async upsert(collection: string, doc: Doc): Promise<void> {
+    if (typeof doc._id !== 'string') throw new BugError(`upsert into ${collection} without a string _id`);
+    const t = await this.writable(collection);
+    await this.q.query(`INSERT INTO ${t} (id, doc) VALUES ($1, $2::json) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`, [
+      encodeString(doc._id),
+      encodeJson(doc),
+    ]);
+  }
+
+  async patch(collection: string, id: string, set: Record<string, unknown> = {}, unset: string[] = []): Promise<boolean> {
+    const t = await this.writable(collection);
+    if (typeof id !== 'string') return false;
+    const key = encodeString(id);
+    const r = await this.q.query<{ doc: string }>(`SELECT doc::text AS doc FROM ${t} WHERE id = $1 FOR UPDATE`, [key]);
+    if (!r.rows[0]) return false;
+    const doc = decodeJson<Record<string, unknown>>(r.rows[0].doc);
+    for (const [path, value] of Object.entries(set)) setPath(doc, fieldPath(path), value);
+    for (const path of unset) unsetPath(doc, fieldPath(path));
+    await this.q.query(`UPDATE ${t} SET doc = $2::json WHERE id = $1`, [key, encodeJson(doc)]);
+    return true;
+  }
+
+  async delete(collection: string, id: string): Promise<boolean> {
+    const t = await this.existing(collection);
+    if (!t || typeof id !== 'string') return false;
+    return ((await this.q.query(`DELETE FROM ${t} WHERE id = $1`, [encodeString(id)])).rowCount ?? 0) > 0;
+  }
+
+  async deleteMany(collection: string, filter: Filter): Promise<number> {
+    const t = await this.existing(collection);
+    if (!t) return 0;
+    const params: Params = [];
+    return (await this.q.query(`DELETE FROM ${t} WHERE ${whereOf(filter, params)}`, params)).rowCount ?? 0;
+  }
+
+  async deleteBefore(collection: string, field: string, value: number): Promise<number> {
+    if (typeof value !== 'number' || Number.isNaN(value)) throw new BugError(`deleteBefore ${collection}.${field}: not a number`);
+    const t = await this.existing(collection);
+    if (!t) return 0;
+    // Numbers only, as MongoDB's $lt on a number: jsonb orders strings below numbers.
+    const e = expr(field);
+    return (await this.q.query(`DELETE FROM ${t} WHERE jsonb_typeof(${e}) = 'number' AND ${e} < $1::jsonb`, [JSON.stringify(value)])).rowCount ?? 0;
+  }
+
+  bulk(ops: readonly WriteOp[]): Promise<void> {
+    return applyInOrder(this, ops);
+  }
+
+  /**
+   * Compare-and-set. The update always writes (`version` moves), so even a set to the current
+   * value takes the row's lock and conflicts with a concurrent move (see the header).
+   */
+  async setCheckpoint(name: string, position: LogPosition, expected: LogPosition | null): Promise<void> {
+    const r =
+      expected === null
+        ? await this.q.query('INSERT INTO checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, position])
+        : await this.q.query('UPDATE checkpoints SET position = $2, version = version + 1 WHERE name = $1 AND position = $3', [
+            name,
+            position,
+            expected,
+          ]);
+    if ((r.rowCount ?? 0) === 1) return;
+    const actual = await this.q.query<{ position: string }>('SELECT position FROM checkpoints WHERE name = $1', [name]);
+    throw new CheckpointConflictError(name, expected, actual.rows[0]?.position ?? null);
+  }
+}
+
+function setPath(doc: Record<string, unknown>, path: string, value: unknown) {
+  const parts = path.split('.');
+  let cur: Record<string, unknown> = doc;
+  for (const p of parts.slice(0, -1)) {
+    const next = cur[p];
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) cur[p] = {};
+    cur = cur[p] as Record<string, unknown>;
+  }
+  cur[parts[parts.length - 1]!] = value;
+}
+
+function unsetPath(doc: Record<string, unknown>, path: string) {
+  const parts = path.split('.');
+  let cur: unknown = doc;
+  for (const p of parts.slice(0, -1)) {
+    if (cur === null || typeof cur !== 'object') return;
+    cur = (cur as Record<string, unknown>)[p];
+  }
+  if (cur !== null && typeof cur === 'object') delete (cur as Record<string, unknown>)[parts[parts.length - 1]!];
+}
+
+export interface PostgresReadStoreOptions {
+  logger?: { warn(obj: unknown, msg?: string): void };
+}
+
+export class PostgresReadStore implements ReadStore {
+  private readonly pool: pg.Pool;
+  private readonly tables = new Set<string>();
+  private ready: Promise<void> | null = null;
+  private chain: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  constructor(url: string, options: PostgresReadStoreOptions = {}) {
+    this.pool = openPool(url, options.logger);
+  }
+
+  private schema(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('Client was closed: read store is closed'));
+    this.ready ??= migrate(this.pool).catch((error) => {
+      this.ready = null;
+      throw error;
+    });
+    return this.ready;
+  }
+
+  private async run<T>(f: (view: PgView) => Promise<T>): Promise<T> {
+    try {
+      await this.schema();
+      try {
+        return await f(new PgView(this.pool, this.tables));
+      } catch (error) {
+        if (!isDropped(error)) throw error;
+        // Another process dropped a table this one knew (a rebuild's old generation): look again.
+        this.tables.clear();
+        return await f(new PgView(this.pool, this.tables));
+      }
+    } catch (error) {
+      throw translatePgError(error, 'read store');
+    }
+  }
+
+  get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    return this.run((v) => v.get<T>(collection, id));
+  }
+
+  getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
+    return this.run((v) => v.getMany<T>(collection, ids));
+  }
+
+  find<T extends Doc = Doc>(collection: string, filter: Filter, options?: FindOptions): Promise<T[]> {
+    return this.run((v) => v.find<T>(collection, filter, options));
+  }
+
+  count(collection: string, filter: Filter): Promise<number> {
+    return this.run((v) => v.count(collection, filter));
+  }
+
+  async ensureIndexes(specs: readonly IndexSpec[]): Promise<void> {
+    if (specs.length === 0) return;
+    await this.withClient(async (c) => {
+      await c.query('BEGIN');
+      for (const spec of specs) {
+        const t = table(spec.collection);
+        await createTable(c, t);
+        this.tables.add(t);
+        // A digest, not the fields spelled out: PostgreSQL cuts names at 63 bytes, and two
+        // cut names that collide would make IF NOT EXISTS skip the second index.
+        const name = `ix_${createHash('sha256').update(`${t}:${spec.fields.join(',')}:${spec.unique ? 'u' : ''}`).digest('hex').slice(0, 24)}`;
+        await lockName(c, name);
+        const cols = spec.fields.map(expr).join(', ');
+        await c.query(`CREATE ${spec.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${name} ON ${t} (${cols}${spec.unique ? '' : ', id'})`);
+      }
+      await c.query('COMMIT');
+    });
+  }
+
+  /** A pooled connection for `f`, rolled back and released after; a broken one is discarded. */
+  private async withClient<T>(f: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    try {
+      await this.schema();
+      return await withConnection(this.pool, f);
+    } catch (error) {
+      throw translatePgError(error, 'read store');
+    }
+  }
+
+  transaction<T>(fn: (tx: ReadTx) => Promise<T>, options: TxOptions = {}): Promise<T> {
+    const run = () =>
+      this.withClient(async (c) => {
+        for (let attempt = 1; ; attempt++) {
+          const tx = new PgTx(c, this.tables);
+          try {
+            await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+            // Key material (TxOptions.sensitive) is on disk when the commit returns, whatever
+            // the server's or role's default says. (What it deletes stays in the table's dead
+            // rows until VACUUM: see docs/operations.md.)
+            if (options.sensitive) await c.query('SET LOCAL synchronous_commit = on');
+            const result = await fn(tx);
+            await c.query('COMMIT');
+            return result;
+          } catch (error) {
+            await c.query('ROLLBACK').catch(() => undefined);
+            for (const t of tx.created) this.tables.delete(t);
+            if (isDropped(error)) this.tables.clear();
+            if (!(isRetryable(error) || isDropped(error)) || attempt >= MAX_ATTEMPTS) throw error;
+            // The other writer has committed (or is about to): run again on a new snapshot.
+            await new Promise((r) => setTimeout(r, Math.min(100, 2 ** attempt) * Math.random()));
+          }
+        }
+      });
+    const next = this.chain.then(run, run);
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  getCheckpoint(name: string): Promise<LogPosition | null> {
+    return this.run(async () => {
+      const r = await this.pool.query<{ position: string }>('SELECT position FROM checkpoints WHERE name = $1', [name]);
+      return r.rows[0]?.position ?? null;
+    });
+  }
+
+  async dropCollection(collection: string): Promise<void> {
+    const t = table(collection);
+    await this.run(async () => {
+      await this.pool.query(`DROP TABLE IF EXISTS ${t}`);
+    });
+    this.tables.delete(t);
+  }
+
+  listCollections(): Promise<string[]> {
+    return this.run(async () => {
+      const r = await this.pool.query<{ name: string }>(
+        `SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE 'rm\\_%' ORDER BY tablename COLLATE "C"`,
+      );
+      return r.rows.map((row) => row.name.slice(3));
+    });
+  }
+
+  /** No cache: every read goes to the server. */
+  beginRequest(): void {}
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.chain;
+    this.closed = true;
+    await this.pool.end();
+  }
+}
