@@ -11,7 +11,8 @@
  * met.
  *
  * Scenarios (--scenario=): perm1, perm1rate, perm10, docs, size, add, move, memory, access,
- * rebuild. perm1rate is perm1's request at a fixed 1,000 requests/s: its latency at a steady
+ * rebuild, workers. workers measures a one-document write's latency with one process and with
+ * `serve --workers 2`, each on a fresh store of its own, in alternating rounds. perm1rate is perm1's request at a fixed 1,000 requests/s: its latency at a steady
  * load rather than at saturation, from bench/steady-load.ts (evenly spaced requests), beside
  * the raw ceiling at the same rate. rebuild replays the log in this process, importing the
  * projections from the TypeScript sources (through tsx), not from dist/.
@@ -40,7 +41,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
 const scale = args.has('--full') ? 'full' : args.has('--quick') ? 'quick' : 'standard';
 // --scenario=perm1,docs: measure only these (perm1, perm1rate, perm10, docs, size, add, move,
-// memory, rebuild, access); the seeding is the same. Without it, every scenario runs.
+// memory, rebuild, access, workers); the seeding is the same. Without it, every scenario runs.
 const only = process.argv.find((a) => a.startsWith('--scenario='))?.slice('--scenario='.length).split(',');
 const want = (name: string) => !only || only.includes(name);
 const S = {
@@ -95,11 +96,11 @@ function buildService() {
   console.log(`built dist/ in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
 
-async function startService(dataDir: string): Promise<{ url: string; child: ChildProcess }> {
+async function startService(dataDir: string, serveArgs: string[] = []): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   // BENCH_PROFILE_DIR=dir: the service writes a V8 CPU profile there when it exits.
   const prof = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...prof, SERVER_ENTRY], {
+  const child = spawn(process.execPath, [...prof, SERVER_ENTRY, ...serveArgs], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', RATE_LIMIT_PER_SECOND: '0' },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -338,6 +339,64 @@ function deepDocs(docs: number, n: number): string[] {
   const out: string[] = [];
   for (let b = 9000; b < docs && out.length < n; b += 10_000) for (let i = 0; i < 1000 && out.length < n; i++) out.push(`d${b + i}`);
   return out;
+}
+
+// ---- workers ----
+
+const ONE_DOC_CONNECTIONS = 10;
+
+/** A service started with `serveArgs` on a fresh store, with a workspace and an organization to add to. */
+async function oneDocService(serveArgs: string[]) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-workers-'));
+  const svc = await startService(dir, serveArgs);
+  const saved = headers;
+  headers = {};
+  const ws = await call(svc.url, '/v2/workspace/create', { ownerEmail: 'workers@example.com' });
+  const [apiKey, key] = Object.entries(ws.result.data.apiKeyList)[0] as [string, { authToken: string }];
+  const own = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
+  headers = own;
+  await call(svc.url, '/v2/organizations/add', { organizations: [{ organizationId: 'ones' }] });
+  headers = saved;
+  let n = 0;
+  const body = () => JSON.stringify({ data: { organizationId: 'ones', documents: [{ documentId: `o${n++}`, documentName: 'One' }] } });
+  return {
+    async measure(): Promise<Load> {
+      const before = headers;
+      headers = own;
+      try {
+        return await load(svc.url, '/v2/organizations/documents/add', { setupBody: body, connections: ONE_DOC_CONNECTIONS });
+      } finally {
+        headers = before;
+      }
+    },
+    async stop() {
+      await stop(svc.child);
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Both services run at once and are measured in turns (one, cluster, one, ...): on a machine
+ * shared with other work, a load that comes and goes then weighs on both sides alike. The
+ * median round of each side is reported.
+ */
+async function oneDocAdds(rounds: number): Promise<{ single: Load; cluster: Load }> {
+  const single = await oneDocService([]);
+  const cluster = await oneDocService(['--workers', '2']);
+  try {
+    const a: Load[] = [];
+    const b: Load[] = [];
+    for (let i = 0; i < rounds; i++) {
+      a.push(await single.measure());
+      b.push(await cluster.measure());
+    }
+    const median = (xs: Load[]) => [...xs].sort((x, y) => x.mean - y.mean)[Math.floor(xs.length / 2)]!;
+    return { single: median(a), cluster: median(b) };
+  } finally {
+    await single.stop();
+    await cluster.stop();
+  }
 }
 
 // ---- main ----
@@ -596,6 +655,24 @@ async function main() {
     });
   }
   fs.rmSync(dataDir, { recursive: true, force: true });
+
+  // documents/add of one document at a time (read-your-writes), one process against `serve
+  // --workers 2`: there the API process appends and the background process applies, so every
+  // write waits for a notice to cross two processes and back (src/runtime/notices.ts).
+  if (want('workers')) {
+    const { single, cluster } = await oneDocAdds(3);
+    const ratio50 = cluster.p50 / Math.max(1, single.p50);
+    const ratio99 = cluster.p99 / Math.max(1, single.p99);
+    rows.push({
+      scenario: `documents/add of 1 document, ${ONE_DOC_CONNECTIONS} connections: serve --workers 2 vs one process`,
+      measured: `p50 ${cluster.p50} vs ${single.p50} ms, p99 ${cluster.p99} vs ${single.p99} ms (mean ${cluster.mean.toFixed(2)} vs ${single.mean.toFixed(2)})`,
+      ...NO_CEILING,
+      ratio: `${ratio50.toFixed(2)} / ${ratio99.toFixed(2)}`,
+      target: '<= 2x at p50 and p99',
+      met: ratio50 <= 2 && ratio99 <= 2 && single.non2xx === 0 && cluster.non2xx === 0,
+      raw: { single, cluster },
+    });
+  }
 
   printTable();
   const outDir = path.join(ROOT, 'bench', 'results');

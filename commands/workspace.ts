@@ -28,6 +28,7 @@ import {
   type WebhookEndpoint,
 } from './service-config.js';
 import { streamName } from '../src/ids.js';
+import { MAX_DOMAINS_PER_KEY } from './allowed-domains.js';
 
 /** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
 export const workspaceStream = (workspaceId: string) => streamName('workspace', workspaceId);
@@ -81,6 +82,9 @@ export type WorkspaceEvent =
       createdAt: number;
     }>
   | DomainEvent<'ApiKeyDeleted', { workspaceId: string; apiKey: string; deletedAt: number }>
+  // Allowed domains (commands/allowed-domains.ts), stored form; only the entries that changed.
+  | DomainEvent<'ApiKeyAllowedDomainsAdded', { workspaceId: string; apiKey: string; domains: string[]; addedAt: number }>
+  | DomainEvent<'ApiKeyAllowedDomainsRemoved', { workspaceId: string; apiKey: string; domains: string[]; removedAt: number }>
   | DomainEvent<'ApiKeyAuthTokenCreated', { apiKey: string; tokenId: string; tokenHash: string; createdAt: number }>
   | DomainEvent<'ApiKeyAuthTokenRevoked', { apiKey: string; tokenId: string; revokedAt: number }>
   // Email/webhook config (commands/service-config.ts): the whole resulting service state.
@@ -149,6 +153,8 @@ export interface KeyState {
   services: KeyServices;
   /** Oldest first; the last one is current. Empty until the first token is issued. */
   signingKeys: SigningKey[];
+  /** The key's allowed domains (commands/allowed-domains.ts), in the order they were added. */
+  allowedDomains: string[];
 }
 
 export type WorkspaceState =
@@ -207,7 +213,14 @@ export function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceS
       // Only the read model keeps the hash: authentication reads it there.
       return state;
     case 'ApiKeyCreated': {
-      const key: KeyState = { type: event.data.type, tokenIds: [], services: initialServices(event.data.settings), signingKeys: [] };
+      const key: KeyState = {
+        type: event.data.type,
+        tokenIds: [],
+        services: initialServices(event.data.settings),
+        signingKeys: [],
+        // Deduplicated: events from before normalization may list an entry twice.
+        allowedDomains: [...new Set(event.data.settings.allowedDomains)],
+      };
       return { ...state, keys: { ...state.keys, [event.data.apiKey]: key } };
     }
     case 'ApiKeyDeleted': {
@@ -218,6 +231,8 @@ export function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceS
     }
     case 'ApiKeyServiceConfigUpdated':
     case 'WebhookEndpointDisabled':
+    case 'ApiKeyAllowedDomainsAdded':
+    case 'ApiKeyAllowedDomainsRemoved':
     case 'ApiKeyTokenSigningSecretCreated':
     case 'ApiKeyTokenSigningKeyRotated': {
       const key = keyOf(state, event.data.apiKey);
@@ -245,6 +260,14 @@ const asymmetric = (d: { alg?: 'ES256'; publicKey?: SigningPublicKey }): Pick<Si
 
 function evolveKey(key: KeyState, event: WorkspaceEvent): KeyState {
   switch (event.type) {
+    case 'ApiKeyAllowedDomainsAdded': {
+      const added = event.data.domains.filter((d) => !key.allowedDomains.includes(d));
+      return added.length === 0 ? key : { ...key, allowedDomains: [...key.allowedDomains, ...added] };
+    }
+    case 'ApiKeyAllowedDomainsRemoved': {
+      const removed = new Set(event.data.domains);
+      return { ...key, allowedDomains: key.allowedDomains.filter((d) => !removed.has(d)) };
+    }
     case 'ApiKeyServiceConfigUpdated': {
       const { service, enabled, config, triggers, disabledEndpoints } = event.data;
       return { ...key, services: { ...key.services, [service]: { enabled, config, triggers, disabledEndpoints } } };
@@ -304,6 +327,14 @@ export type WorkspaceCommand =
   | Command<'ResetAuthToken', { apiKey: string; revokeTokenId?: string; tokenId: string; tokenHash: string }>
   | Command<'UpdateServiceConfig', ServiceConfigUpdate & { apiKey: string }>
   | Command<'DisableWebhookEndpoint', { apiKey: string; endpoint: WebhookEndpoint; reason: string }>
+  /**
+   * `domains` in stored form (the route normalizes them, commands/allowed-domains.ts). Adds
+   * those the key does not hold yet (none: no event); past MAX_DOMAINS_PER_KEY the whole call
+   * is refused.
+   */
+  | Command<'AddAllowedDomains', { apiKey: string; domains: string[] }>
+  /** Removes those of `domains` the key holds (none: no event). */
+  | Command<'RemoveAllowedDomains', { apiKey: string; domains: string[] }>
   /**
    * Makes sure the key's current token-signing key is an ES256 one: creates the first, or
    * replaces an HS256 key from before asymmetric signing (which keeps verifying its tokens
@@ -437,6 +468,30 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
       if (!key) throw notFound('API key not found in this workspace.');
       if (key.services.webhook.disabledEndpoints.includes(endpoint)) return [];
       return [{ type: 'WebhookEndpointDisabled', data: { workspaceId: state.workspaceId, apiKey, endpoint, reason, disabledAt: now } }];
+    }
+    case 'AddAllowedDomains': {
+      if (state.status !== 'active') throw workspaceNotFound();
+      const { apiKey } = command.data;
+      const key = keyOf(state, apiKey);
+      if (!key) throw notFound('API key not found in this workspace.');
+      const added = [...new Set(command.data.domains)].filter((d) => !key.allowedDomains.includes(d));
+      if (added.length === 0) return [];
+      const total = key.allowedDomains.length + added.length;
+      if (total > MAX_DOMAINS_PER_KEY) {
+        throw resourceExhausted(
+          `The API key would have ${total} allowed domains; an API key has at most ${MAX_DOMAINS_PER_KEY} (it has ${key.allowedDomains.length}; remove some first, or use a wildcard such as *.example.com).`,
+        );
+      }
+      return [{ type: 'ApiKeyAllowedDomainsAdded', data: { workspaceId: state.workspaceId, apiKey, domains: added, addedAt: now } }];
+    }
+    case 'RemoveAllowedDomains': {
+      if (state.status !== 'active') throw workspaceNotFound();
+      const { apiKey } = command.data;
+      const key = keyOf(state, apiKey);
+      if (!key) throw notFound('API key not found in this workspace.');
+      const removed = [...new Set(command.data.domains)].filter((d) => key.allowedDomains.includes(d));
+      if (removed.length === 0) return [];
+      return [{ type: 'ApiKeyAllowedDomainsRemoved', data: { workspaceId: state.workspaceId, apiKey, domains: removed, removedAt: now } }];
     }
     case 'EnsureTokenSigningSecret': {
       if (state.status !== 'active') throw workspaceNotFound();

@@ -89,7 +89,8 @@ async function existing(tx: ReadTx, e: RecordedEvent, organizationId: string, fo
 export const foldersProjection = defineProjection({
   name: 'folders',
   indexes: [
-    { collection: FOLDERS, fields: ['apiKey', 'organizationId', 'parentFolderId'] },
+    // With seq: folders/get reads a folder's children in creation order, at most as many as it can answer.
+    { collection: FOLDERS, fields: ['apiKey', 'organizationId', 'parentFolderId', 'seq'] },
     { collection: FOLDERS, fields: ['apiKey', 'organizationId', 'seq'] },
   ],
   handlers: {

@@ -4,16 +4,23 @@
  * - `api_keys`: one document per API key (the tenant), with its token hashes and config.
  * Service configs are stored with their secrets redacted: read models never hold a secret in
  * clear (the write side's events keep what delivery needs, sealed).
+ * - `allowed_domains`: one document per (API key, allowed-domain entry), its `domain` the
+ *   stored form of commands/allowed-domains.ts, indexed: what a CORS preflight, which
+ *   carries no credentials, is checked against ("does any key hold this entry?",
+ *   src/http/cors.ts). One document per pair rather than a list or a count per entry: each
+ *   write is then idempotent (upsert or delete of one pair), and `localhost` held by many
+ *   keys never becomes one ever larger document.
  * A deleted API key's document goes at once: its tokens stop authenticating with the commit.
  */
 import type { RecordedEvent } from '../src/ports/event-store.js';
-import type { Doc } from '../src/ports/read-store.js';
+import type { Doc, ReadTx } from '../src/ports/read-store.js';
 import { defineProjection } from '../src/runtime/projection.js';
 import type { ApiKeySettings, ApiKeyType, WorkspaceEvent } from '../commands/workspace.js';
 import { SERVICE_SECRET_FIELDS } from '../commands/service-config.js';
 
 export const WORKSPACES = 'workspaces';
 export const API_KEYS = 'api_keys';
+export const ALLOWED_DOMAINS = 'allowed_domains';
 
 export interface WorkspaceDoc extends Doc {
   name: string;
@@ -53,12 +60,28 @@ export function redactConfig(config: Record<string, string> | undefined): Record
   return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, SERVICE_SECRET_FIELDS.has(k) && v ? REDACTED : v]));
 }
 
+export interface AllowedDomainDoc extends Doc {
+  apiKey: string;
+  domain: string;
+}
+
+/** API keys are generated ids without spaces, so the pair's id is unambiguous. */
+const pairId = (apiKey: string, domain: string) => `${apiKey} ${domain}`;
+
+async function holdAll(tx: ReadTx, apiKey: string, domains: readonly string[]): Promise<void> {
+  for (const domain of domains) await tx.upsert(ALLOWED_DOMAINS, { _id: pairId(apiKey, domain), apiKey, domain });
+}
+
 type Of<T extends WorkspaceEvent['type']> = Extract<WorkspaceEvent, { type: T }>['data'];
 const data = <T extends WorkspaceEvent['type']>(e: RecordedEvent) => e.data as Of<T>;
 
 export const workspacesProjection = defineProjection({
   name: 'workspaces',
-  indexes: [{ collection: API_KEYS, fields: ['workspaceId'] }],
+  indexes: [
+    { collection: API_KEYS, fields: ['workspaceId'] },
+    { collection: ALLOWED_DOMAINS, fields: ['domain'] },
+    { collection: ALLOWED_DOMAINS, fields: ['apiKey'] },
+  ],
   handlers: {
     async WorkspaceCreated(e, tx) {
       const d = data<'WorkspaceCreated'>(e);
@@ -82,7 +105,24 @@ export const workspacesProjection = defineProjection({
       await tx.patch(WORKSPACES, d.workspaceId, { authTokenHash: d.authTokenHash });
     },
     async ApiKeyDeleted(e, tx) {
-      await tx.delete(API_KEYS, data<'ApiKeyDeleted'>(e).apiKey);
+      const apiKey = data<'ApiKeyDeleted'>(e).apiKey;
+      await tx.deleteMany(ALLOWED_DOMAINS, { apiKey });
+      await tx.delete(API_KEYS, apiKey);
+    },
+    async ApiKeyAllowedDomainsAdded(e, tx) {
+      const d = data<'ApiKeyAllowedDomainsAdded'>(e);
+      const key = await tx.get<ApiKeyDoc>(API_KEYS, d.apiKey);
+      if (!key) return;
+      const added = d.domains.filter((x) => !key.settings.allowedDomains.includes(x));
+      await tx.patch(API_KEYS, d.apiKey, { 'settings.allowedDomains': [...key.settings.allowedDomains, ...added] });
+      await holdAll(tx, d.apiKey, added);
+    },
+    async ApiKeyAllowedDomainsRemoved(e, tx) {
+      const d = data<'ApiKeyAllowedDomainsRemoved'>(e);
+      const key = await tx.get<ApiKeyDoc>(API_KEYS, d.apiKey);
+      if (!key) return;
+      await tx.patch(API_KEYS, d.apiKey, { 'settings.allowedDomains': key.settings.allowedDomains.filter((x) => !d.domains.includes(x)) });
+      for (const domain of d.domains) await tx.delete(ALLOWED_DOMAINS, pairId(d.apiKey, domain));
     },
     async WorkspaceSettingsChanged(e, tx) {
       const d = data<'WorkspaceSettingsChanged'>(e);
@@ -110,7 +150,9 @@ export const workspacesProjection = defineProjection({
         tokens: [],
         createdAt: d.createdAt,
       };
+      doc.settings.allowedDomains = [...new Set(d.settings.allowedDomains)];
       await tx.upsert(API_KEYS, doc);
+      await holdAll(tx, d.apiKey, doc.settings.allowedDomains);
     },
     async ApiKeyAuthTokenCreated(e, tx) {
       const d = data<'ApiKeyAuthTokenCreated'>(e);

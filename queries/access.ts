@@ -13,11 +13,12 @@
  * and where an entry came from (`candidateGrants`, `decidingCandidate`).
  *
  * Cost (docs/limits.md, Costs): a page of resources/get or users/get reads at most
- * ACCESS_READ_BUDGET store documents or keys (plus one batch that starts below it); when the
- * budget is spent the page ends early, with a pageToken that goes on from there, never with
- * an error. So an organization of any size costs each page the same bounded work, and
- * between its batches other requests run: a slow listing in one organization slows nobody
- * else. explain reads what permissions/get reads for one user and one resource twice over
+ * ACCESS_READ_BUDGET store documents or keys, group lookups included (see it for what a
+ * batch may add); when the budget is spent, or the request's deadline passes, the page ends
+ * early, with a pageToken that goes on from there, never with an error. So an organization
+ * of any size costs each page the same bounded work, and between its batches (and every
+ * few thousand reads inside one, queries/cost.ts) other requests run: a slow listing in one
+ * organization slows nobody else. explain reads what permissions/get reads for one user and one resource twice over
  * (once resolving it, once listing the candidate grants) plus the folders above it: a few
  * lookups bounded by the folder depth, never a scan.
  */
@@ -30,14 +31,19 @@ import { FOLDERS, folderKey, type FolderDoc } from '../projections/folders.js';
 import { DOCUMENTS, documentKey, type DocumentDoc } from '../projections/documents.js';
 import { GRANTS, grantKey, type GrantDoc } from '../projections/grants.js';
 import { decodePageToken, encodePageToken, type Cursor } from './paging.js';
-import { compareGroupGrants, groupGrantsAt, groupGrantsOn, userGroupIds, type GroupGrantDoc } from './group-grants.js';
+import { compareGroupGrants, groupGrantCounts, groupGrantsOn, groupGrantsOnResources, userGroupIds, type GroupGrantDoc } from './group-grants.js';
+import { NO_DEADLINE, Pacer, type Deadline } from './cost.js';
 import { GROUP_MEMBERS, memberKey, type MemberDoc } from '../projections/groups.js';
-import { documentTarget, folderTarget, isBlocked, MAX_PERMISSION_USERS, resolvePermissions, type Entry, type Target } from './permissions.js';
+import { documentTarget, folderTarget, isBlocked, resolvePermissions, USERS_PER_GROUP_BOUNDED_CALL, type Entry, type ResolveOptions, type Target } from './permissions.js';
 
 /**
  * The read budget of one page of resources/get or users/get: store documents read plus keys
  * looked up (a `get` is 1, a `getMany` its number of keys, a `find` the rows it returns, at
- * least 1). Checked before each batch starts, so a page reads at most this plus one batch.
+ * least 1, a `count` 1), group lookups included. resources/get meters it inside a batch:
+ * resolution is told what is left and resolves only the resources that fit (queries/
+ * permissions.ts `fit`), so a page reads at most this plus the cheap reads of one batch that
+ * decide what fits (its documents, their folders, the user's groups and their grant counts).
+ * users/get checks it between chunks of USERS_PER_GROUP_BOUNDED_CALL users.
  */
 export const ACCESS_READ_BUDGET = 10_000;
 /** The default `pageSize` of resources/get and users/get (semantics §3: 1..1000, default 100). */
@@ -115,12 +121,12 @@ async function targetOf(read: ReadView, apiKey: string, organizationId: string, 
 }
 
 /** The one user's entries for `ids` of `kind`, as permissions/get answers them. */
-async function entriesOf(read: ReadView, apiKey: string, nowMs: number, organizationId: string, userIds: string[], kind: 'folder' | 'document', ids: string[]) {
+async function entriesOf(read: ReadView, apiKey: string, nowMs: number, organizationId: string, userIds: string[], kind: 'folder' | 'document', ids: string[], options: ResolveOptions = {}) {
   const q = { organizationId, userIds, ...(kind === 'document' ? { documentIds: ids } : { folderIds: ids }) };
   type Data = Awaited<ReturnType<typeof resolvePermissions>>;
   let data: Data;
   try {
-    data = await resolvePermissions(read, apiKey, nowMs, q);
+    data = await resolvePermissions(read, apiKey, nowMs, q, options);
   } catch (error) {
     // A resource deleted while the page was read: its entry says does_not_exist and the
     // others are right; it is simply not listed (an organization gone has no details).
@@ -169,8 +175,9 @@ function candidateResources(target: Target, organizationId: string): Array<{ lev
  * picks the grant resolution decides with.
  *
  * Reads: one getMany of the users' own grants; per user, their groups (one indexed find,
- * at most 100) and one getMany of those groups' grants on R's levels: what permissions/get
- * reads for the same users and resource.
+ * at most 100); per distinct group one count, and for those holding grants the cheaper of
+ * their grants and their keys on R's levels: what permissions/get reads for the same users
+ * and resource.
  */
 export async function candidateGrants(read: ReadView, apiKey: string, organizationId: string, target: Target, userIds: readonly string[], nowMs: number) {
   const resources = candidateResources(target, organizationId);
@@ -187,14 +194,26 @@ export async function candidateGrants(read: ReadView, apiKey: string, organizati
     ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}),
     live: isLive(g, nowMs),
   });
+  // Each user's groups, then each distinct group's grants on R's levels, read once for all
+  // the users (queries/group-grants.ts: only from groups holding grants).
+  const pacer = new Pacer();
+  const groupsOf: string[][] = [];
+  for (const u of userIds) {
+    groupsOf.push(await userGroupIds(read, apiKey, organizationId, u));
+    await pacer.spend(1);
+  }
+  const held = await groupGrantCounts(read, apiKey, organizationId, new Set(groupsOf.flat()), pacer);
+  const byGroup = new Map<string, GroupGrantDoc[]>();
+  for (const g of await groupGrantsOnResources(read, apiKey, organizationId, held, pairs, pacer)) {
+    let list = byGroup.get(g.groupId);
+    if (!list) byGroup.set(g.groupId, (list = []));
+    list.push(g);
+  }
   const out = new Map<string, GrantCandidate[]>();
   for (const [i, u] of userIds.entries()) {
-    const groupIds = await userGroupIds(read, apiKey, organizationId, u);
     const groupGrants: GroupGrantDoc[][] = resources.map(() => []);
-    if (groupIds.length) {
-      for (const g of await groupGrantsAt(read, apiKey, organizationId, groupIds, pairs)) {
-        groupGrants[slotOf.get(`${g.resourceType}\u0000${g.resourceId}`)!]!.push(g);
-      }
+    for (const groupId of groupsOf[i]!) {
+      for (const g of byGroup.get(groupId) ?? []) groupGrants[slotOf.get(`${g.resourceType}\u0000${g.resourceId}`)!]!.push(g);
     }
     const list: GrantCandidate[] = [];
     resources.forEach((r, j) => {
@@ -394,7 +413,7 @@ function decodeSubtreePosition(c: Cursor | undefined): { folders?: Cursor; curre
  * organization; with `folderId`, the subtree's folders (the folder itself first) in creation
  * order and, for documents, each folder's documents in creation order.
  */
-export async function resourcesPage(read: ReadView, apiKey: string, nowMs: number, q: ResourcesQuery, budget = ACCESS_READ_BUDGET) {
+export async function resourcesPage(read: ReadView, apiKey: string, nowMs: number, q: ResourcesQuery, budget = ACCESS_READ_BUDGET, deadline: Deadline = NO_DEADLINE) {
   const { organizationId, userId, type, minAccessRole, folderId } = q;
   const pageSize = q.pageSize ?? ACCESS_DEFAULT_PAGE_SIZE;
   const query = { apiKey, what: 'auth/resources', organizationId, userId, type, minAccessRole: minAccessRole ?? null, folderId: folderId ?? null };
@@ -420,15 +439,26 @@ export async function resourcesPage(read: ReadView, apiKey: string, nowMs: numbe
   // one (few grants among many restricted resources) gets through the budget in fewer calls.
   let batch = Math.min(MAX_RESOURCE_BATCH, pageSize);
   let first = true;
-  while (first || !meter.exhausted) {
+  // Resolution meters the budget inside the batch: it resolves the resources whose cost fits
+  // in what is left (at least one on the first batch, so a page always moves on), and the
+  // page ends at the first one it left out.
+  const fitted: ResolveOptions = { maxCost: () => meter.budget - meter.spent, fit: { atLeastOne: true } };
+  while (first || (!meter.exhausted && !deadline.passed)) {
     if (!first) await letOthersRun();
+    const options = first ? fitted : { ...fitted, fit: { atLeastOne: false } };
     first = false;
     const { items, done } = await walk.next(Math.min(MAX_RESOURCE_BATCH, Math.max(batch, pageSize - rows.length)));
     batch = Math.min(MAX_RESOURCE_BATCH, batch * 2);
-    const entry = items.length ? await entriesOf(meter, apiKey, nowMs, organizationId, [userId], type, items.map((i) => i.id)) : null;
+    const entry = items.length ? await entriesOf(meter, apiKey, nowMs, organizationId, [userId], type, items.map((i) => i.id), options) : null;
     let full = false;
+    let cut = false;
     for (let i = 0; i < items.length; i++) {
       const e = entry!(userId, items[i]!.id);
+      // Left out for the budget: the page ends before it.
+      if (e === undefined) {
+        cut = true;
+        break;
+      }
       cursor = items[i]!.after;
       if (isAllowed(e) && meets(e.accessRole, minAccessRole)) {
         if (e.accessType === undefined) throw new BugError('a folder or document entry carries its access type');
@@ -441,6 +471,10 @@ export async function resourcesPage(read: ReadView, apiKey: string, nowMs: numbe
       }
     }
     if (full) break;
+    if (cut) {
+      if (cursor === start) throw new BugError('the first batch of a page resolves at least one resource');
+      break;
+    }
     cursor = walk.position() ?? cursor;
     if (done) {
       more = false;
@@ -511,7 +545,7 @@ function decodeUsersPosition(c: Cursor | undefined, levels: number): UsersPositi
  * UsersPosition). Those resolution denies (an organization member on a restricted
  * resource, say) or whose grants all expired are not listed.
  */
-export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q: UsersQuery, budget = ACCESS_READ_BUDGET) {
+export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q: UsersQuery, budget = ACCESS_READ_BUDGET, deadline: Deadline = NO_DEADLINE) {
   const { organizationId, minAccessRole } = q;
   const pageSize = q.pageSize ?? ACCESS_DEFAULT_PAGE_SIZE;
   const query = { apiKey, what: 'auth/users', organizationId, documentId: q.documentId ?? null, folderId: q.folderId ?? null, minAccessRole: minAccessRole ?? null };
@@ -561,7 +595,7 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
   let first = true;
   const go = async () => {
     if (!first) await letOthersRun();
-    const ok = first || !meter.exhausted;
+    const ok = first || (!meter.exhausted && !deadline.passed);
     first = false;
     return ok;
   };
@@ -571,9 +605,12 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
     const limit = Math.max(1, Math.min(need, Math.floor((meter.budget - meter.spent) / resources.length)));
     const { userIds, exhausted } = await grantHolders(meter, apiKey, organizationId, resources, pos.after, limit);
     let full = false;
-    for (let i = 0; i < userIds.length && !full; i += MAX_PERMISSION_USERS) {
-      if (i > 0 && meter.exhausted) break;
-      full = await examine(userIds.slice(i, i + MAX_PERMISSION_USERS), () => true, (u) => (pos = { walk: 'holders', after: u }));
+    // A few users at a time: their groups stay under MAX_GROUPS_PER_REQUEST, and the budget
+    // and the deadline are checked between them.
+    for (let i = 0; i < userIds.length && !full; i += USERS_PER_GROUP_BOUNDED_CALL) {
+      if (i > 0 && (meter.exhausted || deadline.passed)) break;
+      if (i > 0) await letOthersRun();
+      full = await examine(userIds.slice(i, i + USERS_PER_GROUP_BOUNDED_CALL), () => true, (u) => (pos = { walk: 'holders', after: u }));
     }
     if (!full && exhausted && (userIds.length === 0 || (pos.walk === 'holders' && pos.after === userIds[userIds.length - 1]))) {
       pos = { walk: 'groups', level: 0, group: null, inGroup: false, member: null };
@@ -594,7 +631,8 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
       continue;
     }
     const group = p.group!;
-    const limit = MAX_PERMISSION_USERS;
+    // A few members at a time (see walk 1); each step checks the budget and the deadline.
+    const limit = USERS_PER_GROUP_BOUNDED_CALL;
     const members = await meter.find<MemberDoc>(GROUP_MEMBERS, { apiKey, organizationId, groupId: group }, {
       sort: 'userId',
       ...(p.member !== null ? { after: { value: p.member, id: memberKey(apiKey, organizationId, group, p.member) } } : {}),

@@ -3,6 +3,8 @@
  * agents (catalogue order) before custom ones (creation order), or in a group's order.
  */
 import type { ReadView } from '../src/ports/read-store.js';
+import { invalidArgument } from '../src/errors.js';
+import { DEFAULT_PAGE_SIZE, decodePageToken, encodePageToken, type Cursor } from './paging.js';
 import { key } from '../src/ids.js';
 import { redactAgentConfig, toAgentConfig, type AgentConfig } from '../src/agents/config.js';
 import { BUILT_IN_AGENTS, BUILT_IN_MANAGED_BY, builtInAgent, type BuiltInAgent } from '../src/agents/catalogue.js';
@@ -119,23 +121,27 @@ async function builtInRows(read: ReadView, apiKey: string, agents: readonly Buil
 }
 
 /**
- * List rows. Without a group: built-ins, then custom agents by creation. With a group: its
- * members in the group's order (deleted agents skipped). `filter` narrows either.
+ * List rows. Without a group: built-ins, then custom agents by creation, paged (the hosted
+ * answer is not; this service pages every list: a key may hold any number of custom agents,
+ * each up to 64 KiB stored). With a group: its members in the group's order (deleted agents
+ * skipped), at most MAX_GROUP_AGENTS, in one answer. `filter` narrows either.
  * Returns null when the group does not exist.
+ *
+ * The cursor is the last row served: a built-in agent's place in the catalogue (`id: ""`),
+ * or a custom agent's (createdAt, _id). Example: 3 built-ins, 4 custom agents, pageSize 5:
+ * the first page is the 3 built-ins and 2 custom agents, its token the second custom's
+ * cursor; the next page the other 2 and no token.
  */
 export async function listAgents(
   read: ReadView,
   apiKey: string,
-  options: { filter?: AgentFilter; groupId?: string },
-): Promise<AgentRow[] | null> {
+  options: { filter?: AgentFilter; groupId?: string; pageSize?: number; pageToken?: string },
+): Promise<{ rows: AgentRow[]; pageToken?: string } | null> {
   const wantBuiltIn = options.filter !== 'customOnly';
   const wantCustom = options.filter !== 'defaultOnly';
-  if (options.groupId === undefined) {
-    const rows: AgentRow[] = [];
-    if (wantBuiltIn) rows.push(...(await builtInRows(read, apiKey, BUILT_IN_AGENTS)));
-    if (wantCustom) rows.push(...(await read.find<AgentDoc>(AGENTS, { apiKey }, { sort: 'createdAt' })).filter(listed).map(customRow));
-    return rows;
-  }
+  if (options.groupId === undefined) return agentsPage(read, apiKey, wantBuiltIn, wantCustom, options);
+  // A group's list is bounded by the group and not paged: no token was ever made for it.
+  decodePageToken(options.pageToken, { apiKey, what: 'agent-group-members' });
   const group = await getAgentGroup(read, apiKey, options.groupId);
   if (!group) return null;
   const builtIns = wantBuiltIn ? group.agentIds.map(builtInAgent).filter((a): a is BuiltInAgent => !!a) : [];
@@ -144,7 +150,43 @@ export async function listAgents(
   for (const r of await builtInRows(read, apiKey, builtIns)) byId.set(r.id, r);
   const docs = await read.getMany<AgentDoc>(AGENTS, customIds.map((a) => key(apiKey, a)));
   for (const d of docs.filter(listed)) byId.set(d.agentId, customRow(d));
-  return group.agentIds.flatMap((a) => byId.get(a) ?? []);
+  return { rows: group.agentIds.flatMap((a) => byId.get(a) ?? []) };
+}
+
+async function agentsPage(
+  read: ReadView,
+  apiKey: string,
+  wantBuiltIn: boolean,
+  wantCustom: boolean,
+  options: { filter?: AgentFilter; pageSize?: number; pageToken?: string },
+): Promise<{ rows: AgentRow[]; pageToken?: string }> {
+  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+  const query = { apiKey, what: 'agents', filter: options.filter ?? null };
+  const after = decodePageToken(options.pageToken, query);
+  const builtIns = wantBuiltIn ? BUILT_IN_AGENTS : [];
+  let from = 0;
+  let customAfter: Cursor | undefined;
+  if (after && after.id === '') {
+    if (!Number.isInteger(after.value) || (after.value as number) < 0 || (after.value as number) >= builtIns.length) {
+      throw invalidArgument('data.pageToken is not a valid page token for this query.');
+    }
+    from = (after.value as number) + 1;
+  } else if (after) {
+    from = builtIns.length;
+    customAfter = after;
+  }
+  const rows = await builtInRows(read, apiKey, builtIns.slice(from, from + pageSize));
+  const lastBuiltIn: Cursor = { value: from + rows.length - 1, id: '' };
+  if (from + rows.length < builtIns.length) return { rows, pageToken: encodePageToken(query, lastBuiltIn) };
+  if (!wantCustom) return { rows };
+  const room = pageSize - rows.length;
+  // A page filled by built-ins goes on only when a custom agent follows (one looked up).
+  const docs = await read.find<AgentDoc>(AGENTS, { apiKey }, { sort: 'createdAt', after: customAfter, limit: room + 1 });
+  if (room === 0) return { rows, pageToken: docs.length > 0 ? encodePageToken(query, lastBuiltIn) : undefined };
+  const page = docs.slice(0, room);
+  rows.push(...page.filter(listed).map(customRow));
+  const last = page[page.length - 1];
+  return { rows, pageToken: docs.length > room && last ? encodePageToken(query, { value: last.createdAt, id: last._id }) : undefined };
 }
 
 /**

@@ -8,7 +8,7 @@
  * `"root"` (`["root", "folder1"]` for a folder inside folder1). The read model keeps the root
  * implicit (null parent, ancestors without it); only this rendering names it.
  */
-import { notFound } from '../src/errors.js';
+import { invalidArgument, notFound } from '../src/errors.js';
 import type { ReadView } from '../src/ports/read-store.js';
 import { FOLDERS, folderKey, type FolderDoc } from '../projections/folders.js';
 import { decodePageToken, encodePageToken } from './paging.js';
@@ -44,23 +44,42 @@ export const folderRow = (f: FolderDoc): FolderRow => ({
   inheritAccessFromParent: f.accessType === null,
 });
 
-const bySeq = (a: FolderDoc, b: FolderDoc) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0);
+/**
+ * The most folders one folders/get with `folderId` answers, the folder itself included. The
+ * nested answer is the hosted API's and has no paging, so a subtree past it is refused
+ * (INVALID_ARGUMENT naming `data.maxDepth`) rather than cut short: a client shown part of a
+ * tree cannot tell it from the whole. The flat list (no `folderId`) pages any number.
+ */
+export const MAX_SUBTREE_FOLDERS = 1000;
 
 /**
  * One row: the folder, with `subFolders` nested `maxDepth` levels down (1: its children
  * only, the hosted default). A folder above that depth carries `subFolders` even when empty
  * (`[]`: it has none); a folder at that depth carries no `subFolders` key (not looked at),
  * as in the hosted examples. Children in creation order.
+ *
+ * Reads at most MAX_SUBTREE_FOLDERS + 1 folders whatever the tree: each level's lookups ask
+ * for no more than the room left. Example: a folder with 5,000 children and `maxDepth: 1`
+ * reads 1,001 of them and is refused.
  */
 export async function folderSubtree(read: ReadView, apiKey: string, organizationId: string, folderId: string, maxDepth: number): Promise<FolderRow[]> {
   const top = await read.get<FolderDoc>(FOLDERS, folderKey(apiKey, organizationId, folderId));
   if (!top) throw notFound('Folder does not exist.');
   const children = new Map<string, FolderDoc[]>();
   let level = [top];
+  let count = 1;
   for (let depth = 1; depth <= maxDepth && level.length > 0; depth++) {
     const next: FolderDoc[] = [];
     for (const f of level) {
-      const found = (await read.find<FolderDoc>(FOLDERS, { apiKey, organizationId, parentFolderId: f.folderId })).sort(bySeq);
+      const room = MAX_SUBTREE_FOLDERS - count;
+      const found = await read.find<FolderDoc>(FOLDERS, { apiKey, organizationId, parentFolderId: f.folderId }, { sort: 'seq', limit: room + 1 });
+      count += found.length;
+      if (count > MAX_SUBTREE_FOLDERS) {
+        throw invalidArgument(
+          `Folder ${JSON.stringify(folderId)} has more than ${MAX_SUBTREE_FOLDERS} folders down to data.maxDepth ${maxDepth} (itself included); ` +
+            `folders/get answers at most ${MAX_SUBTREE_FOLDERS} nested. Ask with a smaller data.maxDepth, or without data.folderId for the organization's folders flat, paged with pageSize and pageToken.`,
+        );
+      }
       children.set(f.folderId, found);
       next.push(...found);
     }

@@ -1,10 +1,34 @@
 /**
- * Opaque page tokens (semantics §4, §4a): base64url JSON of `{ q, after }`, where `q` is a
- * hash of the query's filters (tenant included) and `after` the keyset cursor of the last
- * row served. A token that does not decode, or that was made by another query, is
- * INVALID_ARGUMENT: it can never move a cursor into someone else's rows.
+ * Opaque page tokens (semantics §4, §4a; docs/security.md, Page tokens).
+ *
+ * A token is `base64url(iv | ciphertext | tag)`: the keyset cursor of the last row served
+ * (`[value, id]` as JSON), sealed with AES-256-GCM under a key derived (HKDF) from the
+ * service's master key for this one purpose, with the hash of the query's filters (tenant
+ * included) as associated data. So a token
+ *
+ * - reveals nothing: not the log position a cursor often is (which would show a tenant the
+ *   platform's write volume), not the API key inside a row id;
+ * - opens only for the query that made it: another caller's token, another query's (other
+ *   filters, another organization), or one with any byte changed fails GCM's tag check and
+ *   is INVALID_ARGUMENT naming the field. A client cannot forge a cursor either, which the
+ *   base64 JSON of before allowed (edit `after.value`, encode again);
+ * - opens in every process of one deployment and after restarts: the key comes from the
+ *   master key (SECRETS_KEY, or DATA_DIR's key file), which they all share.
+ *
+ * The IV is an HMAC of the associated data and the cursor (the synthetic-IV construction
+ * src/secrets/envelope.ts uses): the same page of the same query gives the same token, and
+ * distinct cursors never share an IV however many tokens are made, which a random 96-bit IV
+ * would only promise up to about 2^32 tokens per key.
+ *
+ * The key is installed by each services instance as it opens (src/services.ts), and removed
+ * as it closes: queries take no key parameter. A process serves one deployment, so one key
+ * is installed in production. A test process may hold several services at once, each with
+ * its own master key: a token is sealed with the most recently installed key and opened with
+ * any installed one (newest first); the query hash in the associated data (which holds the
+ * API key) is what keeps tenants apart, not the choice of key. Using tokens with no key
+ * installed is a bug and throws.
  */
-import { createHash } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac } from 'node:crypto';
 import { invalidArgument } from '../src/errors.js';
 import type { Scalar } from '../src/ports/read-store.js';
 
@@ -13,34 +37,112 @@ export interface Cursor {
   id: string;
 }
 
-const queryHash = (query: unknown) => createHash('sha256').update(JSON.stringify(query)).digest('base64url').slice(0, 22);
+/** What derives a key for one purpose from the master key (src/secrets/store.ts's SecretStore). */
+export interface KeyDeriver {
+  deriveKey(purpose: string, bytes: number): Buffer;
+}
+
+/** The HKDF purpose of the page-token key; a new version of the format takes a new one. */
+export const PAGE_TOKEN_PURPOSE = 'page-token/v1';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+interface PageKey {
+  /** Tells installed keys apart (not secret: an HMAC of the key). */
+  id: string;
+  enc: Buffer;
+  iv: Buffer;
+  holders: number;
+}
+
+/** Installed keys, oldest first. */
+const installed: PageKey[] = [];
+
+/**
+ * Installs the page-token key derived from `secrets`' master key; returns what removes it
+ * again (once per install). Two services on one master key share one entry.
+ */
+export function installPageTokenKey(secrets: KeyDeriver): () => void {
+  const material = secrets.deriveKey(PAGE_TOKEN_PURPOSE, 64);
+  const enc = material.subarray(0, 32);
+  const iv = material.subarray(32, 64);
+  const id = createHmac('sha256', enc).update('collab/page-token/id').digest('hex').slice(0, 16);
+  let k = installed.find((x) => x.id === id);
+  if (k) {
+    k.holders++;
+    // The newest install seals: move it to the end.
+    installed.splice(installed.indexOf(k), 1);
+    installed.push(k);
+  } else {
+    k = { id, enc, iv, holders: 1 };
+    installed.push(k);
+  }
+  const key = k;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    if (--key.holders === 0) installed.splice(installed.indexOf(key), 1);
+  };
+}
+
+function sealingKey(): PageKey {
+  const k = installed[installed.length - 1];
+  if (!k) throw new Error('page tokens used before any services instance installed their key (src/services.ts assemble does, from the master key)');
+  return k;
+}
+
+/** The associated data: the format, then the hash of the query (filters and tenant). */
+const associatedData = (query: unknown) =>
+  Buffer.concat([Buffer.from('collab/page-token/v1\0'), createHash('sha256').update(JSON.stringify(query)).digest()]);
 
 export function encodePageToken(query: unknown, after: Cursor): string {
-  return Buffer.from(JSON.stringify({ q: queryHash(query), after }), 'utf8').toString('base64url');
+  const k = sealingKey();
+  const aad = associatedData(query);
+  const plaintext = Buffer.from(JSON.stringify([after.value, after.id]), 'utf8');
+  const iv = createHmac('sha256', k.iv).update(aad).update(plaintext).digest().subarray(0, IV_BYTES);
+  const c = createCipheriv('aes-256-gcm', k.enc, iv);
+  c.setAAD(aad);
+  const body = Buffer.concat([c.update(plaintext), c.final()]);
+  return Buffer.concat([iv, body, c.getAuthTag()]).toString('base64url');
+}
+
+/** The plaintext of `raw` under `k`, or null when it does not open (wrong key, query or bytes). */
+function open(k: PageKey, raw: Buffer, aad: Buffer): Buffer | null {
+  const d = createDecipheriv('aes-256-gcm', k.enc, raw.subarray(0, IV_BYTES));
+  d.setAAD(aad);
+  d.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
+  try {
+    return Buffer.concat([d.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)), d.final()]);
+  } catch {
+    return null;
+  }
 }
 
 export function decodePageToken(token: string | undefined, query: unknown, field = 'data.pageToken'): Cursor | undefined {
   if (token === undefined) return undefined;
   const bad = () => invalidArgument(`${field} is not a valid page token for this query.`);
+  if (installed.length === 0) sealingKey();
+  // base64url without padding, nothing else: Buffer.from would skip other characters.
+  if (!/^[A-Za-z0-9_-]+$/.test(token)) throw bad();
+  const raw = Buffer.from(token, 'base64url');
+  if (raw.length <= IV_BYTES + TAG_BYTES) throw bad();
+  const aad = associatedData(query);
+  let plaintext: Buffer | null = null;
+  for (let i = installed.length - 1; i >= 0 && plaintext === null; i--) plaintext = open(installed[i]!, raw, aad);
+  if (plaintext === null) throw bad();
   let parsed: unknown;
   try {
-    if (!/^[A-Za-z0-9_-]+$/.test(token)) throw bad();
-    parsed = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+    parsed = JSON.parse(plaintext.toString('utf8'));
   } catch {
     throw bad();
   }
-  const p = parsed as { q?: unknown; after?: { value?: unknown; id?: unknown } } | null;
-  const value = p?.after?.value;
-  if (
-    !p ||
-    typeof p !== 'object' ||
-    p.q !== queryHash(query) ||
-    typeof p.after?.id !== 'string' ||
-    !(typeof value === 'string' || typeof value === 'number')
-  ) {
-    throw bad();
-  }
-  return { value, id: p.after.id };
+  // Only this module seals tokens, so a token that opens holds what encodePageToken wrote;
+  // checked all the same, as a cursor reaches the store's keyset comparisons.
+  if (!Array.isArray(parsed) || parsed.length !== 2) throw bad();
+  const [value, id] = parsed as unknown[];
+  if (typeof id !== 'string' || !(typeof value === 'string' || typeof value === 'number')) throw bad();
+  return { value, id };
 }
 
 export const DEFAULT_PAGE_SIZE = 1000;

@@ -1,17 +1,25 @@
 /**
  * Permission resolution (semantics §3 "Who gets in"), rule by rule.
  *
- * Cost per user: one getMany on `grants` for the keys (U, each requested resource), (U,
- * each ancestor folder of those resources), (U, organization), after one getMany for the
- * requested documents and one for their folders (whose `ancestors` lists bound the walk).
- * Group grants (rule 7) add, per user, one indexed find of U's groups (at most
- * MAX_GROUPS_PER_USER rows), and per request, over the distinct groups of the users asked
- * for, ONE getMany of the keys (group, each of those same resources), or, when a query names
- * more resources than a group can hold grants, one indexed find per group (at most
- * MAX_GRANTS_PER_GROUP rows each). So the reads for one user are at most 1 + 1 + 100 x
- * min(resources, 1000) documents, whatever the organization's size; membership is read at
- * query time, so leaving a group or its deletion takes its grants away at once.
- * Nothing scans the organization: the number of lookups does not grow with its size.
+ * Cost, all bounded before the costly part runs (docs/limits.md, Costs):
+ * - first, cheap reads bounded by the query's own limits: the organization, one getMany of
+ *   the requested documents, one of their folders and the requested folders (whose
+ *   `ancestors` lists bound the walk), per user one indexed find of their groups (at most
+ *   MAX_GROUPS_PER_USER rows), and per distinct group one indexed count of its grants. More
+ *   than MAX_GROUPS_PER_REQUEST distinct groups is refused here.
+ * - then the resolution cost, counted from those before anything else is read
+ *   (`resolutionCost`), refused past MAX_RESOLUTION_COST with INVALID_ARGUMENT: per user one
+ *   getMany of the keys (U, each slot), a slot being each requested resource, each ancestor
+ *   folder and the organization; per group holding grants, the smaller of its grants and the
+ *   slots (queries/group-grants.ts `groupGrantReads`); and per user, each of their groups'
+ *   grants on the slots weighed once. A group without grants costs its one count: the
+ *   fan-out of looking up every (group, slot) key is gone. Example: 10 users in 100 groups
+ *   each (1,000 groups, none holding a grant), 100 documents each 8 folders deep (901
+ *   slots): 10 x 901 keys, where (group, slot) keys alone were 901,000 lookups.
+ * - reads are paced (queries/cost.ts): every few thousand the event loop gets a turn, so
+ *   other requests run in between, and a request past its deadline stops there.
+ * Nothing scans the organization; membership is read at query time, so leaving a group or
+ * its deletion takes its grants away at once.
  *
  * Access context (semantics §4a): each user's row also gets `context.accessFields`, the
  * access fields of the live grants that let the user into a requested resource (a grant on
@@ -29,9 +37,10 @@ import { ORGANIZATIONS, organizationKey, type OrganizationDoc } from '../project
 import { FOLDERS, folderKey, type FolderDoc } from '../projections/folders.js';
 import { DOCUMENTS, documentKey, type DocumentDoc } from '../projections/documents.js';
 import { GRANTS, type GrantDoc } from '../projections/grants.js';
-import { MAX_GRANTS_PER_GROUP } from '../commands/group.js';
+import { MAX_GROUPS_PER_USER } from '../commands/group.js';
 import { effectiveDocumentAccess } from './documents.js';
-import { bestGroupGrant, compareGroupGrants, groupGrantsAt, groupGrantsOf, userGroupIds, type GroupGrantDoc } from './group-grants.js';
+import { bestGroupGrant, compareGroupGrants, groupGrantCounts, groupGrantReads, groupGrantsOnResources, userGroupIds, type GroupGrantDoc } from './group-grants.js';
+import { Pacer } from './cost.js';
 
 export type Entry =
   | { accessRole: AccessRole; accessType?: AccessType; expiresAt?: number }
@@ -220,6 +229,62 @@ export interface PermissionsQuery {
   documentIds?: string[];
 }
 
+/**
+ * Distinct user groups one resolution considers, all users together. Example: 10 users in
+ * 100 groups each, no two alike, is 1,000 and passes; an 11th such user is refused before
+ * any group's grants are read. Paged callers (queries/access.ts) resolve at most
+ * MAX_GROUPS_PER_REQUEST / MAX_GROUPS_PER_USER users at once, so they never reach it.
+ */
+export const MAX_GROUPS_PER_REQUEST = 1_000;
+/** Users whose groups always fit under MAX_GROUPS_PER_REQUEST, however many groups each is in. */
+export const USERS_PER_GROUP_BOUNDED_CALL = Math.floor(MAX_GROUPS_PER_REQUEST / MAX_GROUPS_PER_USER);
+
+/**
+ * The most one resolution may cost, in lookups: a store key or row read, or one group grant
+ * weighed for one user (see the top of this file and `resolutionCost`). Counted before the
+ * costly part runs; past it permissions/get is INVALID_ARGUMENT naming this bound. Example:
+ * 100 users x 100 documents in 19 distinct folders (120 slots) and no groups: 12,000; 100
+ * users sharing 100 groups that each hold 20 grants on the 21 slots: 2,100 + 2,000 + 200,000
+ * = 204,100 and is refused.
+ */
+export const MAX_RESOLUTION_COST = 200_000;
+
+/** What decides a resolution's cost once its slots are known (`resolutionCost`). */
+interface CostShape {
+  users: number;
+  /** Grants held by each distinct group (`groupGrantCounts`). */
+  held: ReadonlyMap<string, number>;
+  /** Each user's groups. */
+  groupsOf: ReadonlyMap<string, readonly string[]>;
+}
+
+/**
+ * The lookups resolution spends over `slots` slots: the users' own grant keys, each group's
+ * grant reads, and each user's groups' grants weighed (at most one per group and slot).
+ */
+export function resolutionCost(shape: CostShape, slots: number): number {
+  let cost = shape.users * slots;
+  for (const held of shape.held.values()) cost += groupGrantReads(held, slots);
+  for (const groups of shape.groupsOf.values()) for (const g of groups) cost += Math.min(shape.held.get(g)!, slots);
+  return cost;
+}
+
+export interface ResolveOptions {
+  /** Yields between chunks of reads; with a named query it also ends it past its deadline (queries/cost.ts). */
+  pacer?: Pacer;
+  /**
+   * The cost bound (MAX_RESOLUTION_COST by default); a function is asked once the cost is
+   * known (a paged caller's read budget left after the reads that decide the cost).
+   */
+  maxCost?: number | (() => number);
+  /**
+   * Paged callers: resolve only the longest prefix of the requested resources (folders, then
+   * documents) whose cost fits in `maxCost` instead of refusing; the others get no entry.
+   * `atLeastOne`: the first resource is resolved whatever it costs (a page always moves on).
+   */
+  fit?: { atLeastOne: boolean };
+}
+
 type UserEntries = {
   organization: Record<string, Entry>;
   folders?: Record<string, Entry>;
@@ -255,7 +320,7 @@ function alignGrants(keys: readonly string[], grants: readonly GrantDoc[]): Arra
   return out;
 }
 
-export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: number, q: PermissionsQuery) {
+export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: number, q: PermissionsQuery, options: ResolveOptions = {}) {
   checkPermissionsQueryBounds(q);
   const { organizationId } = q;
   const organization = await read.get<OrganizationDoc>(ORGANIZATIONS, organizationKey(apiKey, organizationId));
@@ -280,6 +345,43 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
     return live ? documentTarget(d, d.folderId === null ? null : folders.get(d.folderId)!) : null;
   });
 
+  // Rule 7: each user's groups, read now (leaving a group takes its grants away at once),
+  // then how many grants each group holds: with those, what resolution will cost is known.
+  const pacer = options.pacer ?? new Pacer();
+  const userIds = [...new Set(q.userIds)];
+  const groupsOf = new Map<string, string[]>();
+  for (const userId of userIds) {
+    groupsOf.set(userId, await userGroupIds(read, apiKey, organizationId, userId));
+    await pacer.spend(1 + groupsOf.get(userId)!.length);
+  }
+  const distinctGroups = new Set([...groupsOf.values()].flat());
+  if (distinctGroups.size > MAX_GROUPS_PER_REQUEST) {
+    throw invalidArgument(
+      `The ${userIds.length} users asked for belong to ${distinctGroups.size} distinct user groups; ` +
+        `permissions/get considers at most ${MAX_GROUPS_PER_REQUEST} groups per call: ask for fewer users.`,
+    );
+  }
+  const held = await groupGrantCounts(read, apiKey, organizationId, distinctGroups, pacer);
+  const shape: CostShape = { users: userIds.length, held, groupsOf };
+  const maxCost = typeof options.maxCost === 'function' ? options.maxCost() : options.maxCost ?? MAX_RESOLUTION_COST;
+
+  // The targets resolved: all of them, or with `fit` the longest prefix (folders, then
+  // documents) whose distinct slots keep the cost within maxCost.
+  let folderCount = folderIds.length;
+  let documentCount = documentIds.length;
+  if (options.fit) {
+    const seen = new Set<string>([`organization\u0000${organizationId}`]);
+    const ordered = [...folderTargets, ...documentTargets];
+    let n = 0;
+    for (const t of ordered) {
+      if (t) for (const k of [`${t.kind}\u0000${t.id}`, ...t.ancestors.map((a) => `folder\u0000${a}`)]) seen.add(k);
+      if (resolutionCost(shape, seen.size) > maxCost && !(n === 0 && options.fit.atLeastOne)) break;
+      n++;
+    }
+    folderCount = Math.min(n, folderIds.length);
+    documentCount = n - folderCount;
+  }
+
   // Every resource a grant may sit on, once: the key of (U, resource) is the same for every
   // target that names it. `slot` maps each type's ids to their positions in `suffixes`: one
   // map per type, keyed by the id string itself, because the ancestors of documents in one
@@ -302,28 +404,29 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
   };
   // Per target, its candidates' slots: itself, its ancestors nearest first, the organization.
   const slotsOf = (t: Target | null) => (t ? [slotOf(t.kind, t.id), ...t.ancestors.map((a) => slotOf('folder', a)), slotOf('organization', organizationId)] : null);
-  const folderSlots = folderTargets.map(slotsOf);
-  const documentSlots = documentTargets.map(slotsOf);
   const organizationSlot = slotOf('organization', organizationId);
+  const folderSlots = folderTargets.slice(0, folderCount).map(slotsOf);
+  const documentSlots = documentTargets.slice(0, documentCount).map(slotsOf);
 
-  // Rule 7: each user's groups, read now (leaving a group takes its grants away at once),
-  // then the grants of those groups on the slots, read once per group for the request.
-  const userIds = [...new Set(q.userIds)];
-  const groupsOf = new Map<string, string[]>();
-  for (const userId of userIds) groupsOf.set(userId, await userGroupIds(read, apiKey, organizationId, userId));
+  const cost = resolutionCost(shape, suffixes.length);
+  if (!options.fit && cost > maxCost) {
+    throw invalidArgument(
+      `The query would cost ${cost} lookups (${userIds.length} users x ${suffixes.length} resources, the folders above them and the organization, ` +
+        `plus the grants of ${held.size} user groups weighed per user); permissions/get resolves at most ${maxCost} lookups per call: ` +
+        'ask for fewer users or resources.',
+    );
+  }
+
+  pacer.check();
+  // The grants of those groups on the slots, read once per group for the request, and only
+  // from the groups that hold any (queries/group-grants.ts).
   const groupSlots = new Map<string, Array<[number, GroupGrantDoc]>>();
-  for (const groupId of new Set([...groupsOf.values()].flat())) {
-    // By key when the query names no more resources than a group can hold grants; else the
-    // group's grants, all of them (at most MAX_GRANTS_PER_GROUP): the cheaper of the two.
-    const found = suffixes.length <= MAX_GRANTS_PER_GROUP
-      ? await groupGrantsAt(read, apiKey, organizationId, [groupId], slotResources)
-      : await groupGrantsOf(read, apiKey, organizationId, [groupId]);
-    const at: Array<[number, GroupGrantDoc]> = [];
-    for (const g of found) {
-      const i = slot[g.resourceType].get(g.resourceId);
-      if (i !== undefined && isLive(g, nowMs)) at.push([i, g]);
-    }
-    if (at.length) groupSlots.set(groupId, at);
+  for (const g of await groupGrantsOnResources(read, apiKey, organizationId, held, slotResources, pacer)) {
+    const i = slot[g.resourceType].get(g.resourceId);
+    if (i === undefined || !isLive(g, nowMs)) continue;
+    let at = groupSlots.get(g.groupId);
+    if (!at) groupSlots.set(g.groupId, (at = []));
+    at.push([i, g]);
   }
 
   let missing = false;
@@ -334,12 +437,15 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
     const grants = alignGrants(keys, await read.getMany<GrantDoc>(GRANTS, keys));
     // Per slot, the grant that counts among the user's groups (rule 7).
     const groups = new Map<number, GroupGrantDoc>();
+    let weighed = 0;
     for (const groupId of groupsOf.get(userId)!) {
       for (const [i, g] of groupSlots.get(groupId) ?? []) {
+        weighed++;
         const best = groups.get(i);
         if (!best || compareGroupGrants(g, best) < 0) groups.set(i, g);
       }
     }
+    await pacer.spend(keys.length + weighed);
     const ownOrg = grants[organizationSlot];
     const orgEntry = organizationEntry(levelCandidate('organization', ownOrg, groups.has(organizationSlot) ? [groups.get(organizationSlot)!] : [], nowMs));
     const entries: UserEntries = { organization: { [organizationId]: orgEntry } };
@@ -352,7 +458,7 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
     if (ownOrg && isLive(ownOrg, nowMs)) fieldSlots.add(organizationSlot);
     if (folderIds.length) {
       const out: Array<[string, Entry]> = [];
-      for (let i = 0; i < folderIds.length; i++) {
+      for (let i = 0; i < folderCount; i++) {
         const t = folderTargets[i];
         if (!t) missing = true;
         const entry = t ? decideAccess(t, organization, candidatesAt(folderSlots[i]!, grants, groups, nowMs)) : missingEntry('folder');
@@ -364,7 +470,7 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
     }
     if (documentIds.length) {
       const out: Array<[string, Entry]> = [];
-      for (let i = 0; i < documentIds.length; i++) {
+      for (let i = 0; i < documentCount; i++) {
         const t = documentTargets[i];
         if (!t) missing = true;
         const entry = t ? decideAccess(t, organization, candidatesAt(documentSlots[i]!, grants, groups, nowMs)) : missingEntry('document');

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { ApiError, BugError, httpStatusOf, invalidArgument } from './errors.js';
 import { MAX_JSON_DEPTH, jsonDepth } from './http/json-depth.js';
 import type { Services } from './services.js';
-import { authenticate, InvalidUserTokenError, type Caller } from './http/auth.js';
+import { authenticate, InvalidCredentialsError, InvalidUserTokenError, type Caller } from './http/auth.js';
 import { installJwks } from './http/jwks.js';
 import { RequestContext } from './http/context.js';
 import type { AnyRoute, Success } from './http/route.js';
@@ -25,7 +25,7 @@ import { workspaceRoutes } from './http/routes/workspace.js';
 import { keyLifecycleRoutes } from './http/routes/key-lifecycle.js';
 import { RateLimiter, RateLimitedError } from './http/rate-limit.js';
 import { IdempotencyStore, bodyHash, readIdempotencyKey } from './http/idempotency.js';
-import { edgeOptions, installEdge } from './http/edge.js';
+import { edgeOptions, installEdge, MAX_PARAM_LENGTH } from './http/edge.js';
 import { domainRoutes } from './http/routes/domain-routes.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { presenceRoutes } from './http/routes/presence.js';
@@ -35,6 +35,7 @@ import { webhookRoutes } from './http/routes/webhooks.js';
 import { auditRoutes } from './http/routes/audit.js';
 import { countParked } from './ops/parked.js';
 import { installOperations, neverShed } from './http/metrics.js';
+import { installCors } from './http/cors.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
   return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services)];
@@ -100,9 +101,10 @@ const envelopeJson = (out: Success, dataJson: string) =>
   }}}`;
 
 /**
- * Whom rate limits belong to. `req.ip` is the client's behind a trusted proxy (TRUST_PROXY).
- * A user token's caller is its user, apart from its API key: front ends then neither share
- * the back end's budget nor replay its Idempotency-Key answers (below).
+ * Whom a caller's rate limit and Idempotency-Keys belong to. `req.ip` is the client's behind
+ * a trusted proxy (TRUST_PROXY). A user token's caller is its user of its API key: front ends
+ * never replay the back end's Idempotency-Key answers (below); for the rate limit it takes
+ * from its API key's bucket too (`takeRate`).
  */
 const scopeOf = (caller: Caller, req: FastifyRequest) =>
   caller.tenant
@@ -226,6 +228,37 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
   });
 
   const limiter = new RateLimiter(services.config.rateLimitPerSecond, services.config.rateLimitBurst, services.clock);
+  // A user token's requests take from its API key's bucket and from its user's own share of
+  // it, never from the share alone: ten tokens of one key together get no more than the key.
+  // The share first, so a user past it is refused without costing the key (and the other
+  // users) anything. Example: key 10 per second, burst 20, share 10%: a user may send 2 at
+  // once, then one per second, while all the key's users and the back end together get 20.
+  const userShare = services.config.rateLimitUserPercent / 100;
+  const perUser = new RateLimiter(
+    services.config.rateLimitPerSecond * userShare,
+    Math.max(1, Math.floor(services.config.rateLimitBurst * userShare)),
+    services.clock,
+    100_000,
+    (s) => `Rate limit exceeded for this user token's user (a share of its API key's limit); retry after ${s} s.`,
+  );
+  const takeRate = (caller: Caller, req: FastifyRequest) => {
+    if (!limiter.enabled) return;
+    if (caller.tenant && caller.userId !== undefined) perUser.take(`user:${caller.tenant.apiKey}:${caller.userId}`);
+    limiter.take(caller.tenant ? `apikey:${caller.tenant.apiKey}` : scopeOf(caller, req));
+  };
+  // Credentials given and wrong take from a bucket per client address, on by default, so
+  // guessing an API key's auth token (or a workspace's, or the admin token) is throttled.
+  // Only failures count: a client creating many workspaces and keys is never slowed by it.
+  // Example: 30 per minute, burst 20: 20 wrong guesses at once, then one every 2 s; while
+  // the bucket is empty every credentialed request from that address is refused 429 before
+  // its credentials are even checked, so a right guess then is not told apart.
+  const failedAuth = new RateLimiter(
+    services.config.authFailureRatePerMinute / 60,
+    services.config.authFailureBurst,
+    services.clock,
+    100_000,
+    (s) => `Too many failed authentications from this client address; retry after ${s} s.`,
+  );
   // Sign-up has its own small bucket per client address, on by default: a workspace is
   // cheap to ask for and costs the service for good. Example: 10 per minute, burst 5:
   // five at once, then one every 6 s, answered 429 with retry-after in between. The message
@@ -270,6 +303,8 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
   const userTokenPaths = routes.filter((r) => r.userToken).map((r) => r.path);
   for (const r of routes) if (r.userToken && r.auth !== 'apiKey') throw new BugError(`route ${r.path} takes user tokens but is not an API-key route`);
   installJwks(app, services, limiter);
+  // Browser front ends: preflights and CORS headers of the user-token routes (src/http/cors.ts).
+  installCors(app, services, routes);
 
   /**
    * Before the body is validated: credentials, rate limits and the Idempotency-Key, so a
@@ -282,8 +317,15 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
     services.read.beginRequest();
     // Before the admin token is checked, so guesses at it are throttled too.
     if (route.auth === 'admin' && signups.enabled) signups.take(`ip:${req.ip}`);
-    const caller = await authenticate(req, route.auth, services, { userToken: route.userToken === true, userTokenPaths });
-    if (limiter.enabled) limiter.take(scopeOf(caller, req));
+    if (route.auth !== 'open') failedAuth.check(`ip:${req.ip}`);
+    let caller: Caller;
+    try {
+      caller = await authenticate(req, route.auth, services, { userToken: route.userToken === true, userTokenPaths });
+    } catch (error) {
+      if (error instanceof InvalidCredentialsError || error instanceof InvalidUserTokenError) failedAuth.spend(`ip:${req.ip}`);
+      throw error;
+    }
+    takeRate(caller, req);
     req.caller = caller;
     // A read runs every time: its Idempotency-Key is accepted and ignored (idempotency.ts).
     const key = route.mutates ? readIdempotencyKey(req.headers['idempotency-key']) : undefined;
@@ -358,8 +400,8 @@ export async function buildApp(services: Services, options: BuildOptions = {}): 
     requestIdHeader: false,
     return503OnClosing: true,
     // maxParamLength: the JWKS path names an API key (up to 256 characters, like every id);
-    // beyond Fastify's default of 100 it would answer 414 outside the envelope.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
+    // past it the edge's frameworkErrors answers 414 in the envelope (src/http/edge.ts).
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
   });
   installEdge(app, services.config);
   await app.register(collabApp, { services });

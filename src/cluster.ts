@@ -26,6 +26,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import os from 'node:os';
 import { ConfigError } from './config.js';
+import { CLUSTER_RELAY_ENV, isNoticeMessage, relayNotice, type NoticeMessage } from './runtime/notices.js';
 
 export const MAX_WORKERS = 64;
 
@@ -36,6 +37,20 @@ export function parseWorkers(value: string): number {
     throw new ConfigError('--workers', `must be an integer from 1 to ${MAX_WORKERS} or auto, got ${JSON.stringify(value)}`);
   }
   return Number(value);
+}
+
+/**
+ * How many API processes share the configured limits, told to each child in its environment:
+ * each enforces its share of every request limit (src/http/rate-limit.ts `limitsPerProcess`),
+ * so the service as a whole holds the configured one.
+ */
+export const API_PROCESSES_ENV = 'COLLAB_API_PROCESSES';
+
+/** The number of API processes this cluster child shares its limits with; 1 outside a cluster. */
+export function sharedLimitProcesses(env: NodeJS.ProcessEnv = process.env): number {
+  if (!cluster.isWorker) return 1;
+  const n = Number(env[API_PROCESSES_ENV]);
+  return Number.isInteger(n) && n >= 1 && n <= MAX_WORKERS ? n : 1;
 }
 
 /** The message a child sends its primary once it serves (API) or works (background). */
@@ -117,13 +132,21 @@ export function superviseCluster(options: SuperviseOptions): Promise<number> {
   const serving = new Set<Slot>();
   let onServing: (() => void) | null = null;
 
+  /** The running children but `from`, as the notice relay sends to them. */
+  const noticeTargets = (from: Slot) =>
+    slots
+      .filter((s) => s !== from && s.worker?.isConnected())
+      .map((s) => ({ role: s.role, send: (m: NoticeMessage) => void s.worker!.send(m, undefined, () => {}) }));
+
   /** Called on every child's exit while stopping. */
   const exitWaiters = new Set<() => void>();
 
   const fork = (slot: Slot) => {
     slot.restart = null;
     cluster.setupPrimary({ exec: options.serverModule, args: ['--role', slot.role], execArgv });
-    const worker = cluster.fork();
+    // Children whose cluster has its background process hear each other through this primary;
+    // the others (`--role api --workers`: the worker runs elsewhere) watch the store instead.
+    const worker = cluster.fork({ [API_PROCESSES_ENV]: String(options.workers), [CLUSTER_RELAY_ENV]: options.background ? '1' : '0' });
     slot.worker = worker;
     slot.startedAt = Date.now();
     const pid = worker.process.pid;
@@ -131,6 +154,8 @@ export function superviseCluster(options: SuperviseOptions): Promise<number> {
     // An IPC or signalling error must not end the supervisor (an unhandled 'error' would).
     worker.on('error', (err) => log.error({ child: slot.role, slot: slot.index, childPid: pid, err: String(err) }, 'child error'));
     worker.on('message', (m: { type?: string }) => {
+      // A child appended or applied: the others that wait on it hear at once (src/runtime/notices.ts).
+      if (isNoticeMessage(m)) return relayNotice(m, noticeTargets(slot));
       if (m?.type !== SERVING_MESSAGE) return;
       serving.add(slot);
       onServing?.();

@@ -32,6 +32,15 @@ export interface Config {
   rateLimitPerSecond: number;
   /** Requests a caller may make at once before the per-second rate applies. */
   rateLimitBurst: number;
+  /**
+   * A user token's own share of its API key's rate and burst, in percent: its requests take
+   * from the key's bucket and from this one (src/app.ts `admit`).
+   */
+  rateLimitUserPercent: number;
+  /** Failed authentications one client address may make per minute; 0 turns the limit off. */
+  authFailureRatePerMinute: number;
+  /** Failed authentications one client address may make at once before the per-minute rate applies. */
+  authFailureBurst: number;
   /** How long an Idempotency-Key and its response are kept. */
   idempotencyTtlHours: number;
   /** Largest answer kept for an Idempotency-Key replay; above it only its status, size and hash are kept. */
@@ -60,6 +69,14 @@ export interface Config {
   /** Lease time of the projection runner and webhook deliverer: another process takes over after it. */
   leaseTtlMs: number;
   /**
+   * The safety net of cross-process notices (src/runtime/notices.ts): how often the process
+   * applying projections looks for events appended by processes it was not told about, and
+   * how often a process waiting on another's projections (read-your-writes) re-reads the
+   * stored checkpoints. A notice missed only delays by up to these.
+   */
+  projectionPollMs: number;
+  checkpointPollMs: number;
+  /**
    * `serve` (role all) applies projections, delivers webhooks and works deletion cascades on a
    * worker thread, off the core that answers requests (docs/performance.md). false keeps them
    * on the main thread (tests, debugging).
@@ -67,6 +84,11 @@ export interface Config {
   backgroundThread: boolean;
   /** semantics §1 Limits: the folder tree is at most this many levels deep (a root folder is level 1). */
   folderMaxDepth: number;
+  /**
+   * A permissions/get past this (from the request's start) ends RESOURCE_EXHAUSTED; a page of
+   * resources/get or users/get ends early with a pageToken (queries/cost.ts).
+   */
+  queryDeadlineMs: number;
   /** Webhook attempts in flight at once, all endpoints together. */
   webhookConcurrency: number;
   /** Webhook attempts in flight at once to one endpoint (an API key's raw or processed URL). */
@@ -378,6 +400,9 @@ export function loadConfig(env: Env = process.env): Config {
     presenceTtlSeconds: integer(env, 'PRESENCE_TTL_SECONDS', 60, 1, 86_400),
     rateLimitPerSecond,
     rateLimitBurst: integer(env, 'RATE_LIMIT_BURST', Math.max(1, rateLimitPerSecond * 2), 1, 10_000_000),
+    rateLimitUserPercent: integer(env, 'RATE_LIMIT_USER_PERCENT', 10, 1, 100),
+    authFailureRatePerMinute: integer(env, 'AUTH_FAILURE_RATE_PER_MINUTE', 30, 0, 1_000_000),
+    authFailureBurst: integer(env, 'AUTH_FAILURE_BURST', 20, 1, 1_000_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 24, 24 * 30),
     idempotencyMaxResponseBytes: integer(env, 'IDEMPOTENCY_MAX_RESPONSE_BYTES', 262_144, 0, 100 * 1_048_576),
     signupRatePerMinute: integer(env, 'SIGNUP_RATE_PER_MINUTE', 10, 0, 1_000_000),
@@ -389,8 +414,11 @@ export function loadConfig(env: Env = process.env): Config {
     connectionTimeoutMs,
     maxConnections: integer(env, 'MAX_CONNECTIONS', 1000, 1, 1_000_000),
     leaseTtlMs: integer(env, 'LEASE_TTL_MS', 10_000, 300, 600_000),
+    projectionPollMs: integer(env, 'PROJECTION_POLL_MS', 500, 10, 600_000),
+    checkpointPollMs: integer(env, 'CHECKPOINT_POLL_MS', 20, 5, 600_000),
     backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
     folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),
+    queryDeadlineMs: integer(env, 'QUERY_DEADLINE_MS', 5000, 1, 600_000),
     webhookConcurrency,
     webhookMaxInFlightPerEndpoint,
     webhookDisableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 0, 365),

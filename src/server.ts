@@ -15,7 +15,9 @@ import { buildApp } from './app.js';
 import { countParked } from './ops/parked.js';
 import type { RunnerLogger } from './runtime/projection-runner.js';
 import { edgeOptions, installEdge } from './http/edge.js';
-import { parseWorkers, superviseCluster, tellPrimaryServing } from './cluster.js';
+import { parseWorkers, sharedLimitProcesses, superviseCluster, tellPrimaryServing } from './cluster.js';
+import { limitsPerProcess } from './http/rate-limit.js';
+import { processNotices } from './runtime/notices.js';
 
 export type Role = 'all' | 'api' | 'worker';
 export const ROLES: readonly Role[] = ['all', 'api', 'worker'];
@@ -96,11 +98,22 @@ function deferredLogger(level: Config['logLevel']) {
 
 export async function serve(config: Config, role: Role = 'all') {
   const log = deferredLogger(config.logLevel);
-  const services = await openServices(config, { role, thread: config.backgroundThread, logger: log.logger });
+  // Wakes the worker when an API process appends, and the API processes when the worker has
+  // applied, across processes (src/runtime/notices.ts); polling stays as the safety net.
+  const notices = processNotices(role, config.dataDir, log.logger);
+  const services = await openServices(config, {
+    role,
+    thread: config.backgroundThread,
+    logger: log.logger,
+    decorateEvents: (events) => notices.decorate(events),
+    onApplied: (position) => notices.onApplied(position),
+  });
+  notices.attach(services);
   const app = role === 'worker' ? await workerApp(services, config) : await buildApp(services);
   log.attach(app.log);
   app.addHook('onClose', async () => {
     await services.close();
+    notices.close();
   });
   // A background process forked by `serve --workers` listens on nothing: in a cluster child,
   // listening on the port would join the API processes' shared handle and take a share of
@@ -172,6 +185,9 @@ export async function main(args: string[] = process.argv.slice(2)) {
     });
     process.exit(code);
   }
+  // An API process of `serve --workers N` enforces its share of each limit (cluster.ts).
+  const processes = sharedLimitProcesses();
+  if (processes > 1) config = limitsPerProcess(config, processes);
   try {
     await serve(config, parsed.role);
   } catch (err) {

@@ -23,6 +23,7 @@ import { Lease } from './runtime/lease.js';
 import { BackgroundThread } from './runtime/background.js';
 import { shareLogReads } from './runtime/shared-log-reads.js';
 import { openSecretStore, type SecretStore } from './secrets/store.js';
+import { installPageTokenKey } from '../queries/paging.js';
 
 const silentLogger = { error() {}, warn() {}, info() {} };
 
@@ -151,6 +152,8 @@ export async function assemble(
     observe,
     lease: observe ? undefined : new Lease(read, 'projections', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
     onApplied: options.onApplied,
+    pollMs: config.projectionPollMs,
+    checkpointPollMs: config.checkpointPollMs,
     batchSize: options.batchSize,
     clock: options.clock,
   });
@@ -192,6 +195,9 @@ export async function assemble(
     cascade = thread;
   } else if (options.follow !== false && !api) cascadeWorker.start();
   let closed = false;
+  // Page tokens are sealed with a key derived from the master key (queries/paging.ts):
+  // installed here, the one place every process (API, worker, background thread) opens.
+  const releasePageTokens = installPageTokenKey(secrets);
   return {
     config,
     events,
@@ -207,6 +213,7 @@ export async function assemble(
     async close() {
       if (closed) return;
       closed = true;
+      releasePageTokens();
       unsubscribe();
       await background?.stop();
       await cascadeWorker.stop();

@@ -26,6 +26,9 @@ const ROUTES: Array<[path: string, tag: string, extra: string[]]> = [
   ['/v2/workspace/authtoken/reset', 'API keys', ['NOT_FOUND']],
   ['/v2/workspace/apikey/signingkey/rotate', 'API keys', ['NOT_FOUND']],
   ['/v2/workspace/apikey/delete', 'API keys', ['NOT_FOUND']],
+  ['/v2/workspace/domains/add', 'API keys', ['NOT_FOUND']],
+  ['/v2/workspace/domains/delete', 'API keys', ['NOT_FOUND']],
+  ['/v2/workspace/domains/get', 'API keys', ['NOT_FOUND']],
   ['/v2/workspace/emailconfig/update', 'Service configuration', []],
   ['/v2/workspace/webhookconfig/update', 'Service configuration', []],
   ['/v2/auth/generate_token', 'Tokens', ['NOT_FOUND', 'FAILED_PRECONDITION']],
@@ -49,7 +52,7 @@ const ROUTES: Array<[path: string, tag: string, extra: string[]]> = [
 ];
 
 /** Lists that carry `result.pageToken`. */
-const PAGED = new Set(['/v2/workspace/webhooks/deliveries/get', '/v2/audit/events/get', '/v2/presence/get']);
+const PAGED = new Set(['/v2/workspace/webhooks/deliveries/get', '/v2/audit/events/get', '/v2/presence/get', '/v2/agents/get']);
 
 const S = suite<{ h: Harness; doc: any }>('OpenAPI: workspace, keys, agents, presence and the rest');
 S.before(async (ctx) => {

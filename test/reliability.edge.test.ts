@@ -19,6 +19,7 @@ import { startService, waitHealthy } from './support/process.js';
 import { loadConfig } from '../src/config.js';
 import { openServices } from '../src/services.js';
 import { buildApp } from '../src/app.js';
+import { MAX_PARAM_LENGTH } from '../src/http/edge.js';
 
 async function listening(env: Record<string, string>) {
   const dataDir = tempDir('collab-edge-');
@@ -144,6 +145,20 @@ T('oversized headers: 431 in the envelope; malformed HTTP: 400; the process keep
     inEnvelope(big, 431, /request headers are larger than \d+ bytes/);
     const garbage = await exchange(s.port, 'NOT HTTP AT ALL\r\n\r\n');
     inEnvelope(garbage, 400, /not valid HTTP/);
+    await stillServes(s.url);
+  } finally {
+    await s.close();
+  }
+});
+
+T('a path parameter past the router\'s limit: 414 in the envelope; a malformed escape in one: 400 in the envelope', async () => {
+  const s = await listening({});
+  try {
+    // The JWKS route is the one route with a path parameter (issue 22: Fastify's own 414 body).
+    const long = await exchange(s.port, `GET /.well-known/jwks/${'a'.repeat(MAX_PARAM_LENGTH + 100)}.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    inEnvelope(long, 414, new RegExp(`path parameter is longer than ${MAX_PARAM_LENGTH} characters`));
+    const malformed = await exchange(s.port, 'GET /.well-known/jwks/%E0%A4%A.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    inEnvelope(malformed, 400, /not a valid URL/);
     await stillServes(s.url);
   } finally {
     await s.close();

@@ -256,4 +256,33 @@ test('serve --workers 2: read-your-writes across API processes, answers from bot
   }
 });
 
+test('serve --workers 2: the limits hold for the service as a whole (each API process enforces half), sign-up\'s here', async () => {
+  const dir = tempDir('collab-workers-limits-');
+  let s: Service | null = null;
+  try {
+    // A burst of 4 sign-ups for the service; the rate so slow nothing refills during the test.
+    s = await startService({ DATA_DIR: dir, LOG_LEVEL: 'info', SIGNUP_RATE_PER_MINUTE: '1', SIGNUP_BURST: '4' }, 'src/server.ts', ['--workers', '2']);
+    await until('the primary to report every child serving', () => /serving with 2 API processes/.test(s!.output()) || s!.child.exitCode !== null);
+    await waitHealthy(s);
+    const ids = Array.from({ length: 12 }, (_, i) => `s${i}-signup`);
+    const statuses: number[] = [];
+    for (const id of ids) statuses.push((await fresh(s, '/v2/workspace/create', { ownerEmail: `${id}@example.com` }, {}, id)).status);
+    const pids = await servedBy(s, ids);
+    assert.is(new Set(pids.values()).size, 2, 'both API processes took sign-ups');
+    const created = statuses.filter((x) => x === 200).length;
+    assert.is(created + statuses.filter((x) => x === 429).length, ids.length, JSON.stringify(statuses));
+    // Each process's own burst is 2: at most 4 in all (each process alone would have let 4 through, 8 in all).
+    assert.ok(created <= 4 && created >= 2, `${created} sign-ups through a service-wide burst of 4: ${JSON.stringify(statuses)}`);
+    s.child.kill('SIGTERM');
+    assert.is((await s.exited).code, 0, s.output().slice(-3000));
+  } finally {
+    if (s && s.child.exitCode === null && s.child.signalCode === null) {
+      s.child.kill('SIGKILL');
+      await s.exited;
+    }
+    if (s) for (const pid of [...childPids(s, 'api'), ...childPids(s, 'worker')]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test.run();

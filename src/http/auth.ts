@@ -44,6 +44,17 @@ export class InvalidUserTokenError extends ApiError {
   }
 }
 
+/**
+ * Credentials that were given and are wrong (an unknown API key, a wrong auth token, a wrong
+ * admin token): PERMISSION_DENIED as before, a class of its own so app.ts counts it against
+ * the client's failed-authentication bucket. Missing headers are not a guess and do not count.
+ */
+export class InvalidCredentialsError extends ApiError {
+  constructor(message: string) {
+    super('PERMISSION_DENIED', message);
+  }
+}
+
 /** What authentication needs to know of the route besides its mode. */
 export interface AuthOptions {
   /** The route takes a user token in place of the API-key headers. */
@@ -124,19 +135,19 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
       if (!expected) return { actor: 'anonymous' };
       const given = header(req, 'x-service-admin-token');
       if (!given) throw unauthenticated('Missing authentication header(s): x-service-admin-token.');
-      if (!timingSafeEqual(digest(given), digest(expected))) throw permissionDenied('Invalid admin token.');
+      if (!timingSafeEqual(digest(given), digest(expected))) throw new InvalidCredentialsError('Invalid admin token.');
       return { actor: 'admin' };
     }
     case 'workspace': {
       const [id, token] = requireHeaders(req, ['x-service-workspace-id', 'x-service-workspace-auth-token']);
       const ws = await verifyWorkspace(services.read, id, token);
-      if (!ws) throw permissionDenied('Invalid workspace credentials.');
+      if (!ws) throw new InvalidCredentialsError('Invalid workspace credentials.');
       return { actor: `workspace:${ws._id}`, workspaceId: ws._id };
     }
     case 'apiKey': {
       const [apiKey, token] = requireHeaders(req, ['x-service-api-key', 'x-service-auth-token']);
       const key = await verifyApiKey(services.read, apiKey, token);
-      if (!key) throw permissionDenied('Invalid API key or auth token.');
+      if (!key) throw new InvalidCredentialsError('Invalid API key or auth token.');
       return {
         actor: `apikey:${key._id}`,
         tenant: { apiKey: key._id, workspaceId: key.workspaceId, type: key.type },

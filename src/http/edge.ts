@@ -12,7 +12,7 @@
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { nanoid } from 'nanoid';
 import type { Config } from '../config.js';
 
@@ -101,6 +101,40 @@ function clientErrorHandler(c: EdgeConfig) {
   };
 }
 
+/**
+ * The longest path parameter routed: the JWKS path names an API key (up to 256 characters,
+ * like every id; src/http/jwks.ts), with room for percent-encoding. Fastify's default is 100.
+ */
+export const MAX_PARAM_LENGTH = 512;
+
+/**
+ * Fastify's `frameworkErrors`: the refusals its router makes before any route or error
+ * handler runs, which it would otherwise write in its own body (`{"error":"Bad Request",
+ * "code":"FST_ERR_MAX_PARAM_LENGTH",...}`). Example: `GET /.well-known/jwks/<600 x "a">.json`
+ * answers `414 {"error":{"status":"INVALID_ARGUMENT","message":"A path parameter is longer
+ * than 512 characters."}}`.
+ */
+function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  let status: number;
+  let message: string;
+  switch (err.code) {
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      status = 414;
+      message = `A path parameter is longer than ${MAX_PARAM_LENGTH} characters.`;
+      break;
+    case 'FST_ERR_BAD_URL':
+      status = 400;
+      message = 'The request path is not a valid URL (a malformed percent-escape).';
+      break;
+    default:
+      // Only route constraints raise anything else, and no route has an asynchronous one.
+      req.log.error({ err }, 'unexpected router error');
+      void reply.header('x-request-id', req.id).status(500).send({ error: { status: 'INTERNAL', message: `Internal error (request id ${req.id}).` } });
+      return;
+  }
+  void reply.header('x-request-id', req.id).status(status).send(refusalBody('INVALID_ARGUMENT', message));
+}
+
 /** The Fastify options of the edge; spread into `Fastify({...})`. */
 export function edgeOptions(c: EdgeConfig) {
   return {
@@ -111,6 +145,7 @@ export function edgeOptions(c: EdgeConfig) {
     http: { requestTimeout: c.requestTimeoutMs, headersTimeout: c.headersTimeoutMs, connectionsCheckingInterval: checkIntervalMs(c) },
     trustProxy: trustProxyOption(c.trustProxy),
     clientErrorHandler: clientErrorHandler(c),
+    frameworkErrors,
   };
 }
 

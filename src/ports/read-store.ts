@@ -104,6 +104,13 @@ export interface ReadStore extends ReadView {
    * request, so this is the one moment a cache must look again.)
    */
   beginRequest(): void;
+  /**
+   * Optional: calls `listener` when another process may have moved a checkpoint (a store that
+   * can hear other writers, e.g. a notification channel). A projection runner that does not
+   * apply then re-reads the checkpoints instead of waiting for its next poll; a missed or
+   * spurious call only costs a poll's delay or one re-read. Returns an unsubscribe function.
+   */
+  onCheckpointMoved?(listener: () => void): () => void;
   close(): Promise<void>;
 }
 

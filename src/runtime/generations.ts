@@ -202,6 +202,11 @@ export class GenerationalReadStore implements ReadStore {
     this.s.base.beginRequest();
   }
 
+  /** The adapter's own notices of other processes' checkpoint moves, when it has them. */
+  onCheckpointMoved(listener: () => void): () => void {
+    return this.s.base.onCheckpointMoved?.(listener) ?? (() => {});
+  }
+
   async close(): Promise<void> {
     if (!this.owner) return;
     if (this.s.timer) clearInterval(this.s.timer);

@@ -12,8 +12,9 @@
  *
  * Several processes: with a `lease` (src/runtime/lease.ts) the runner applies batches only
  * while it holds the lease, and otherwise follows the checkpoints another process stores (so
- * `waitFor` still works: it polls them every 20 ms while requests wait). With `observe` it
- * never applies (`serve --role api`).
+ * `waitFor` still works: it polls them every `checkpointPollMs` while requests wait, and re-reads
+ * them at once when told they moved: `checkpointsMoved`, `observed`, or the read store's own
+ * `onCheckpointMoved`). With `observe` it never applies (`serve --role api`).
  */
 import { LOG_START, type EventStore, type LogPosition, type RecordedEvent } from '../ports/event-store.js';
 import { Wakeup } from './wakeup.js';
@@ -30,8 +31,10 @@ export interface RunnerLogger {
 
 export interface ProjectionRunnerOptions {
   batchSize?: number;
-  /** How often to look for events appended by other processes. */
+  /** How often to look for events appended by other processes (the safety net of notices). */
   pollMs?: number;
+  /** How often a runner that does not apply re-reads the stored checkpoints while requests wait. */
+  checkpointPollMs?: number;
   logger?: RunnerLogger;
   /** Apply only while holding this lease; follow the stored checkpoints otherwise. */
   lease?: Lease;
@@ -55,12 +58,14 @@ export class ProjectionRunner {
   private readonly checkpoints = new Map<string, LogPosition | null>();
   private readonly batchSize: number;
   private readonly pollMs: number;
+  private readonly checkpointPollMs: number;
   private readonly log: RunnerLogger;
   private waiters: Waiter[] = [];
   private running = false;
   private loop: Promise<void> | null = null;
   private readonly wakeup = new Wakeup();
   private unsubscribe: (() => void) | null = null;
+  private unsubscribeCheckpoints: (() => void) | null = null;
   private failures = 0;
   private readonly lease: Lease | undefined;
   private readonly observe: boolean;
@@ -75,6 +80,7 @@ export class ProjectionRunner {
   ) {
     this.batchSize = options.batchSize ?? 1000;
     this.pollMs = options.pollMs ?? 500;
+    this.checkpointPollMs = options.checkpointPollMs ?? 20;
     this.log = options.logger ?? silent;
     this.lease = options.lease;
     this.observe = options.observe ?? false;
@@ -106,6 +112,7 @@ export class ProjectionRunner {
     if (this.running) return;
     this.running = true;
     this.unsubscribe = this.events.onAppended(() => this.poke());
+    this.unsubscribeCheckpoints = this.store.onCheckpointMoved?.(() => this.checkpointsMoved()) ?? null;
     if (!this.observe) this.lease?.start(() => this.poke());
     this.loop = this.run();
   }
@@ -113,6 +120,7 @@ export class ProjectionRunner {
   async stop(): Promise<void> {
     this.running = false;
     this.unsubscribe?.();
+    this.unsubscribeCheckpoints?.();
     this.poke();
     await this.loop;
     await this.lease?.stop();
@@ -164,6 +172,15 @@ export class ProjectionRunner {
     this.release();
   }
 
+  /**
+   * Another process moved the stored checkpoints (a hint, without the position: a notice from
+   * the read store or the data directory). A runner that does not apply re-reads them now if a
+   * request waits; otherwise the next `waitFor` reads them anyway.
+   */
+  checkpointsMoved(): void {
+    if (!this.applying && this.waiters.length > 0) this.poke();
+  }
+
   async isCaughtUp(): Promise<boolean> {
     return this.position >= (await this.events.headPosition());
   }
@@ -189,7 +206,7 @@ export class ProjectionRunner {
         continue;
       }
       // A follower polls fast while requests wait for another process to apply their events.
-      const idle = !this.applying && this.waiters.length > 0 ? Math.min(this.pollMs, 20) : this.pollMs;
+      const idle = !this.applying && this.waiters.length > 0 ? Math.min(this.pollMs, this.checkpointPollMs) : this.pollMs;
       if (read === 0 && this.running) await this.wakeup.sleep(idle);
     }
   }

@@ -23,7 +23,7 @@
  * another tenant's configuration does not open there, and any change to a sealed string
  * (prefix, key id, IV, ciphertext or tag) makes opening fail.
  */
-import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 
 export const SEALED_PREFIX = 'enc:v1:';
 const KEY_BYTES = 32;
@@ -119,6 +119,16 @@ export class MasterKey {
     const k = decrypt(this.key, wrapped, Buffer.from(`collab/data-key\0${context}`), 'a wrapped data key');
     if (k.length !== KEY_BYTES) throw new SecretDecryptError('a wrapped data key has the wrong length');
     return k;
+  }
+
+  /**
+   * `bytes` of key material for one purpose other than wrapping data keys (HKDF-SHA256,
+   * RFC 5869, the purpose as its info), so that the master key itself only ever wraps: the
+   * page-token key (queries/paging.ts) is `derive('page-token/v1', 64)`. The same master
+   * key derives the same bytes in every process and after every restart.
+   */
+  derive(purpose: string, bytes: number): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `collab/derived/${purpose}`, bytes));
   }
 
   /** Never printed, logged or serialized by accident. */

@@ -79,6 +79,11 @@ export class SecretStore {
     return this.master.id;
   }
 
+  /** Key material for `purpose`, derived from the master key (MasterKey.derive). */
+  deriveKey(purpose: string, bytes: number): Buffer {
+    return this.master.derive(purpose, bytes);
+  }
+
   private ring(apiKey: string): Promise<KeyRingDoc | null> {
     return this.read.get<KeyRingDoc>(SECRET_KEYS, keyRingId(apiKey));
   }

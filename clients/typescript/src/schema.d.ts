@@ -310,6 +310,76 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/workspace/domains/add": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add allowed domains to the calling API key
+         * @description Allowed domains are the origins whose browser pages may call the user-token routes with a user token (CORS; docs/api.md).
+         *
+         *     - An entry is a domain (`example.com`), a wildcard (`*.example.com`: every subdomain, not the domain itself), `localhost` or an IPv4 address, optionally with `:port` (then only that port; without one, every port).
+         *     - Entries may be sent as URLs: the scheme, a leading `www.` and a trailing `/` are stripped, and the entry is stored lower case (`"https://www.Example.com/"` is `example.com`, which admits `www.example.com` too).
+         *     - Entries admit `https` pages only, except `localhost` and `127.0.0.1`, which admit `http` too: `http://example.com` is refused.
+         *     - At most 100 entries per call, each at most 300 characters as sent; a key holds at most 100 (beyond it `RESOURCE_EXHAUSTED`, nothing added).
+         *     - Entries the key already holds are skipped: the answer then says "Skipped existing domains." and lists them in `skippedDomains`.
+         *     - An invalid entry refuses the whole call (`INVALID_ARGUMENT` naming it).
+         */
+        post: operations["workspaceDomainsAdd"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspace/domains/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove allowed domains from the calling API key
+         * @description Entries are normalized as `domains/add` does before they are compared (`"https://www.example.com"` removes `example.com`); one the key does not hold is skipped: the answer then says "Skipped non-existing domains." and lists it in `skippedDomains`.
+         *     At most 100 entries per call, each at most 300 characters.
+         *
+         *     A removed origin gets no CORS headers on the next request; a browser may still use a preflight answer it cached, for at most 10 minutes (`Access-Control-Max-Age`), which lets it send the request but not read the answer.
+         */
+        post: operations["workspaceDomainsDelete"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspace/domains/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List the calling API key's allowed domains
+         * @description The entries in stored form (`example.com`, `*.example.com`, `localhost:3000`), in the order they were added.
+         */
+        post: operations["workspaceDomainsGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/workspace/workspaceauthtoken/rotate": {
         parameters: {
             query?: never;
@@ -569,7 +639,7 @@ export interface paths {
         put?: never;
         /**
          * Get a folder with its subfolders, or list all folders
-         * @description With `folderId`: one row, that folder, its subfolders nested in `subFolders` down to `maxDepth` levels (default 1: its immediate subfolders); not paged. Without: every folder of the organization in creation order, flat, paged with `pageSize` 1 to 1000 (default 1000) and `pageToken` (`result.pageToken` while more follow). An organization or folder that does not exist is NOT_FOUND.
+         * @description With `folderId`: one row, that folder, its subfolders nested in `subFolders` down to `maxDepth` levels (default 1: its immediate subfolders); not paged, at most 1000 folders (the folder included): a larger subtree is INVALID_ARGUMENT naming `maxDepth`. Without: every folder of the organization in creation order, flat, paged with `pageSize` 1 to 1000 (default 1000) and `pageToken` (`result.pageToken` while more follow). An organization or folder that does not exist is NOT_FOUND.
          */
         post: operations["organizationsFoldersGet"];
         delete?: never;
@@ -869,7 +939,7 @@ export interface paths {
         put?: never;
         /**
          * Resolve what users may open
-         * @description For each of `userIds` (at most 100): their organization membership, and an entry per folder and document asked for, resolved through inheritance: grants on the resource, on each folder above it (nearest first), then on the organization, decided by the resource's effective access type (`public`: everyone; `organizationPrivate`: any grant, membership included; `restricted`: a grant on the resource or a folder above it). A disabled document, or any document of a disabled organization, is denied. At most 10000 cells (users x folders and documents): INVALID_ARGUMENT beyond. A folder or document that does not exist fails the whole query with NOT_FOUND, the entries in `error.details` (missing ones with `errorCode: does_not_exist`); so does an organization that does not exist. With a user token, `userIds` must be exactly the token's user (PERMISSION_DENIED otherwise).
+         * @description For each of `userIds` (at most 100): their organization membership, and an entry per folder and document asked for, resolved through inheritance: grants on the resource, on each folder above it (nearest first), then on the organization, decided by the resource's effective access type (`public`: everyone; `organizationPrivate`: any grant, membership included; `restricted`: a grant on the resource or a folder above it). A disabled document, or any document of a disabled organization, is denied. At most 10000 cells (users x folders and documents): INVALID_ARGUMENT beyond. A folder or document that does not exist fails the whole query with NOT_FOUND, the entries in `error.details` (missing ones with `errorCode: does_not_exist`); so does an organization that does not exist. With a user token, `userIds` must be exactly the token's user (PERMISSION_DENIED otherwise), and the answer is never NOT_FOUND: a folder, document or organization the user may not open, missing ones included, is `{ error: "User does not have access to <kind>", errorCode: "permission_denied" }` without its access type.
          *
          *     Also accepts a user token (`Authorization: Bearer`, security scheme `userToken`) in place of the API-key headers: the call then acts for the token's user only.
          */
@@ -931,7 +1001,7 @@ export interface paths {
         put?: never;
         /**
          * List the folders or documents a user can open
-         * @description The resources of `type` (`document` or `folder`) of the organization that `userId` may open with at least `minAccessRole`, each row exactly the user's permissions/get entry for it (`accessRole`, `accessType`, `expiresAt` when the deciding grant is temporary) with its `id`. A resource is listed if and only if permissions/get lets the user in. In creation order; with `folderId`, only that folder's subtree (the folder itself included for `folder`): its folders in creation order and, for `document`, each one's documents in creation order. `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow. A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT. A page reads at most 10,000 store documents (plus one batch); when that runs out first, the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back. An organization or folder that does not exist is NOT_FOUND. With a user token, `userId` must be the token's user (PERMISSION_DENIED otherwise).
+         * @description The resources of `type` (`document` or `folder`) of the organization that `userId` may open with at least `minAccessRole`, each row exactly the user's permissions/get entry for it (`accessRole`, `accessType`, `expiresAt` when the deciding grant is temporary) with its `id`. A resource is listed if and only if permissions/get lets the user in. In creation order; with `folderId`, only that folder's subtree (the folder itself included for `folder`): its folders in creation order and, for `document`, each one's documents in creation order. `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow. A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT. A page reads at most 10,000 store documents (plus the few reads that size one batch) and runs at most the server's query deadline (`QUERY_DEADLINE_MS`); when either runs out first, the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back. An organization or folder that does not exist is NOT_FOUND. With a user token, `userId` must be the token's user (PERMISSION_DENIED otherwise); a `folderId` the user may not open, or that does not exist, is PERMISSION_DENIED alike, and an organization that does not exist lists nothing.
          *
          *     Also accepts a user token (`Authorization: Bearer`, security scheme `userToken`) in place of the API-key headers: the call then acts for the token's user only.
          */
@@ -953,7 +1023,7 @@ export interface paths {
         put?: never;
         /**
          * List who can open a folder or document
-         * @description For `documentId` or `folderId` (exactly one): its effective `accessType`; `everyone`, true when anyone gets in (public and not disabled: a user without a grant opens it as `editor`); and `users`, every user whose access comes from a grant (on the resource, a folder above it, or the organization), each with exactly the `accessRole` and `expiresAt` permissions/get answers for them and `via`, the grant it comes from (`type` `group` with `groupId` when a user group's grant decides). Users with at least `minAccessRole`: first those holding a grant of their own on the resource, a folder above it or the organization, in userId order; then those let in only through a group, by the level of that group's grant (the resource first), groupId and userId; each user once. A user whose grants all expired, or whom the access type keeps out (an organization member on a restricted resource), is not listed. `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow. A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT. A page reads at most 10,000 store documents (plus one batch); when that runs out first, the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back. An organization, folder or document that does not exist is NOT_FOUND.
+         * @description For `documentId` or `folderId` (exactly one): its effective `accessType`; `everyone`, true when anyone gets in (public and not disabled: a user without a grant opens it as `editor`); and `users`, every user whose access comes from a grant (on the resource, a folder above it, or the organization), each with exactly the `accessRole` and `expiresAt` permissions/get answers for them and `via`, the grant it comes from (`type` `group` with `groupId` when a user group's grant decides). Users with at least `minAccessRole`: first those holding a grant of their own on the resource, a folder above it or the organization, in userId order; then those let in only through a group, by the level of that group's grant (the resource first), groupId and userId; each user once. A user whose grants all expired, or whom the access type keeps out (an organization member on a restricted resource), is not listed. `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow. A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT. A page reads at most 10,000 store documents (plus the few reads that size one batch) and runs at most the server's query deadline (`QUERY_DEADLINE_MS`); when either runs out first, the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back. An organization, folder or document that does not exist is NOT_FOUND.
          */
         post: operations["authUsersGet"];
         delete?: never;
@@ -973,7 +1043,7 @@ export interface paths {
         put?: never;
         /**
          * Explain why a user can or cannot open a resource
-         * @description For `userId` and `documentId` or `folderId` (exactly one): `entry`, exactly the permissions/get entry; where the effective access type comes from; `blocked` when a disabled document or organization denies everyone; the user's candidate grants, most specific first, expired ones marked; and the rule (and grant) that decides. It reads what permissions/get reads for one user and one resource twice over, plus the folders above it: bounded by the folder depth. An organization, folder or document that does not exist is NOT_FOUND. With a user token, `userId` must be the token's user (PERMISSION_DENIED otherwise).
+         * @description For `userId` and `documentId` or `folderId` (exactly one): `entry`, exactly the permissions/get entry; where the effective access type comes from; `blocked` when a disabled document or organization denies everyone; the user's candidate grants, most specific first, expired ones marked; and the rule (and grant) that decides. It reads what permissions/get reads for one user and one resource twice over, plus the folders above it: bounded by the folder depth. An organization, folder or document that does not exist is NOT_FOUND. With a user token, `userId` must be the token's user, and the resource one the user may open (PERMISSION_DENIED otherwise, missing ones alike): the deciding details only for what the user may open.
          *
          *     Also accepts a user token (`Authorization: Bearer`, security scheme `userToken`) in place of the API-key headers: the call then acts for the token's user only.
          */
@@ -997,6 +1067,7 @@ export interface paths {
          * Fetch one agent, or list the API key's agents
          * @description - With `agentId`: `{ agent }`, in full (a custom agent's whole configuration, secrets `"__redacted__"`; a built-in agent's identity and inputs).
          *     - Without: `{ agents }`, identity rows, built-in agents first (catalogue order), then custom agents in creation order. `filter` keeps only built-in (`defaultOnly`) or custom (`customOnly`) agents; `groupId` lists a group's members in the group's order.
+         *     - The list without `groupId` is paged (this service's extension; the default page holds 1000 agents): `pageSize` 1 to 1000 (default 1000) and `pageToken`, `result.pageToken` while more follow. A group's members (at most 100) come in one answer.
          *
          *     Agents whose `metadata.internal` is `true` are left out of lists (they stay fetchable by id).
          */
@@ -2155,6 +2226,399 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure422"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    workspaceDomainsAdd: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "domains": [
+                 *           "https://www.example.com",
+                 *           "https://*.example.org",
+                 *           "localhost:3000"
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        domains: string[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                /** @description The entries added, in stored form. */
+                                domainsAdded: string[];
+                                /** @description Present when some entries were held already: those, in stored form. */
+                                skippedDomains?: string[];
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description ABORTED or ALREADY_EXISTS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure409"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    workspaceDomainsDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "domains": [
+                 *           "https://www.example.com"
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        domains: string[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                /** @description The entries removed, in stored form. */
+                                domainsRemoved: string[];
+                                /** @description Present when some entries were not held: those, normalized. */
+                                skippedDomains?: string[];
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description ABORTED or ALREADY_EXISTS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure409"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    workspaceDomainsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {}
+                 *     }
+                 */
+                "application/json": {
+                    data: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                /** @description The key's entries. */
+                                allowedDomains: string[];
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
@@ -7161,6 +7625,8 @@ export interface operations {
                         /** @enum {string} */
                         filter?: "defaultOnly" | "customOnly";
                         groupId?: string;
+                        pageSize?: number;
+                        pageToken?: string;
                     };
                 };
             };
@@ -7272,6 +7738,8 @@ export interface operations {
                                     lastExecutedAt: number | null;
                                 }[];
                             };
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
                         };
                     };
                 };

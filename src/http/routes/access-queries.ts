@@ -7,8 +7,11 @@ import { z } from 'zod';
 import { ACCESS_ROLES } from '../../../commands/grant.js';
 import { ACCESS_DEFAULT_PAGE_SIZE, ACCESS_READ_BUDGET, explainAccess, resourcesPage, usersPage, type ResourceRef } from '../../../queries/access.js';
 import { MAX_PAGE_SIZE } from '../../../queries/paging.js';
+import { ApiError } from '../../errors.js';
+import { Deadline } from '../../../queries/cost.js';
+import type { RequestContext } from '../context.js';
 import type { Services } from '../../services.js';
-import { onlySelf } from '../acting-user.js';
+import { mayOpenResource, onlySelf } from '../acting-user.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id } from '../validation.js';
 import { accessRole, accessType, pageSize, pageToken } from './domain.js';
@@ -77,12 +80,15 @@ const explanation = z.object({
   }),
 });
 
-const BUDGET = `A page reads at most ${ACCESS_READ_BUDGET.toLocaleString('en-US')} store documents (plus one batch); when that runs out first, ` +
+const BUDGET = `A page reads at most ${ACCESS_READ_BUDGET.toLocaleString('en-US')} store documents (plus the few reads that size one batch) and runs at most ` +
+  'the server\'s query deadline (`QUERY_DEADLINE_MS`); when either runs out first, ' +
   'the page ends early, possibly empty, with a `result.pageToken` that goes on from there. So keep reading while a token comes back.';
 const PAGING = `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${ACCESS_DEFAULT_PAGE_SIZE}); \`result.pageToken\` while more may follow. ` +
   'A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT.';
 
 export function accessQueryRoutes(services: Services): AnyRoute[] {
+  // Past it a page ends early with a pageToken (queries/cost.ts), as when its budget runs out.
+  const deadlineOf = (ctx: RequestContext) => new Deadline(services.config.queryDeadlineMs, services.clock, ctx.now);
   const resources = defineRoute({
     path: '/v2/auth/resources/get',
     tag: 'Permissions',
@@ -93,7 +99,8 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
         'with its `id`. A resource is listed if and only if permissions/get lets the user in. In creation order; with `folderId`, only that folder\'s ' +
         'subtree (the folder itself included for `folder`): its folders in creation order and, for `document`, each one\'s documents in creation order. ' +
         `${PAGING} ${BUDGET} An organization or folder that does not exist is NOT_FOUND. ` +
-        'With a user token, `userId` must be the token\'s user (PERMISSION_DENIED otherwise).',
+        'With a user token, `userId` must be the token\'s user (PERMISSION_DENIED otherwise); a `folderId` the user may not open, or that does not ' +
+        'exist, is PERMISSION_DENIED alike, and an organization that does not exist lists nothing.',
       example: { organizationId: 'org1', userId: 'samarth', type: 'document', minAccessRole: 'editor', pageSize: 50 },
     },
     mutates: false,
@@ -114,7 +121,13 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     userToken: true,
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userId', [data.userId]);
-      const page = await resourcesPage(services.read, ctx.apiKey, ctx.now, data);
+      // A user token: a folder it may not open is refused as a missing one; an organization
+      // that does not exist lists nothing, as one where the user opens nothing (acting-user.ts).
+      if (data.folderId !== undefined) await mayOpenResource(ctx, data.organizationId, { folderId: data.folderId });
+      const page = await resourcesPage(services.read, ctx.apiKey, ctx.now, data, ACCESS_READ_BUDGET, deadlineOf(ctx)).catch((error: unknown) => {
+        if (ctx.actingUser() !== undefined && error instanceof ApiError && error.status === 'NOT_FOUND') return { rows: [], pageToken: undefined };
+        throw error;
+      });
       return { message: 'Resources retrieved successfully.', data: page.rows, pageToken: page.pageToken };
     },
   });
@@ -152,7 +165,7 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId, minAccessRole, pageSize: size, pageToken: token } = data;
-      const page = await usersPage(services.read, ctx.apiKey, ctx.now, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) });
+      const page = await usersPage(services.read, ctx.apiKey, ctx.now, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) }, ACCESS_READ_BUDGET, deadlineOf(ctx));
       return { message: 'Users retrieved successfully.', data: page.data, pageToken: page.pageToken };
     },
   });
@@ -166,7 +179,8 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
         'access type comes from; `blocked` when a disabled document or organization denies everyone; the user\'s candidate grants, most specific ' +
         'first, expired ones marked; and the rule (and grant) that decides. It reads what permissions/get reads for one user and one resource ' +
         'twice over, plus the folders above it: bounded by the folder depth. An organization, folder or document that does not exist is NOT_FOUND. ' +
-        'With a user token, `userId` must be the token\'s user (PERMISSION_DENIED otherwise).',
+        'With a user token, `userId` must be the token\'s user, and the resource one the user may open (PERMISSION_DENIED otherwise, missing ' +
+        'ones alike): the deciding details only for what the user may open.',
       example: { organizationId: 'org1', userId: 'samarth', documentId: 'freestyle-comments1' },
     },
     mutates: false,
@@ -178,6 +192,8 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     userToken: true,
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userId', [data.userId]);
+      // A user token: explained only where its user may open it, else refused as a missing one.
+      await mayOpenResource(ctx, data.organizationId, refOf(data));
       const result = await explainAccess(services.read, ctx.apiKey, ctx.now, { organizationId: data.organizationId, userId: data.userId, ...refOf(data) });
       return { message: 'Access explained successfully.', data: result };
     },

@@ -26,6 +26,8 @@ import type { Services } from '../../services.js';
 import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute, type RouteDoc } from '../route.js';
 import { id } from '../validation.js';
+import { PAGE_SIZE_DOC, pageSize, pageToken } from './domain.js';
+import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import { legacyAgentSecrets, sealAgentSecrets } from '../../secrets/configs.js';
 
 /** The hosted API's bound on a key's agent groups (it counts its own system groups too). */
@@ -140,6 +142,7 @@ export function agentRoutes(services: Services): AnyRoute[] {
       description: [
         '- With `agentId`: `{ agent }`, in full (a custom agent\'s whole configuration, secrets `"__redacted__"`; a built-in agent\'s identity and inputs).',
         '- Without: `{ agents }`, identity rows, built-in agents first (catalogue order), then custom agents in creation order. `filter` keeps only built-in (`defaultOnly`) or custom (`customOnly`) agents; `groupId` lists a group\'s members in the group\'s order.',
+        `- The list without \`groupId\` is paged (this service\'s extension; the default page holds ${DEFAULT_PAGE_SIZE} agents): ${PAGE_SIZE_DOC} and \`pageToken\`, \`result.pageToken\` while more follow. A group\'s members (at most ${MAX_GROUP_AGENTS}) come in one answer.`,
         '',
         'Agents whose `metadata.internal` is `true` are left out of lists (they stay fetchable by id).',
       ].join('\n'),
@@ -151,11 +154,14 @@ export function agentRoutes(services: Services): AnyRoute[] {
       agentId: id().optional(),
       filter: z.enum(['defaultOnly', 'customOnly']).optional(),
       groupId: id().optional(),
+      pageSize: pageSize(),
+      pageToken: pageToken(),
     }),
     response: z.union([
       z.object({ agent: z.union([builtInAgentAnswer, customAgentAnswer]) }),
       z.object({ agents: z.array(agentRowAnswer) }),
     ]),
+    paged: 'pageToken',
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       if (data.agentId !== undefined) {
@@ -163,9 +169,9 @@ export function agentRoutes(services: Services): AnyRoute[] {
         if (!agent) throw notFound('Agent not found.');
         return { message: 'Agent fetched successfully', data: { agent } };
       }
-      const agents = await listAgents(services.read, ctx.apiKey, { filter: data.filter, groupId: data.groupId });
-      if (!agents) throw notFound('Agent group not found.');
-      return { message: 'Agents fetched successfully', data: { agents } };
+      const page = await listAgents(services.read, ctx.apiKey, data);
+      if (!page) throw notFound('Agent group not found.');
+      return { message: 'Agents fetched successfully', data: { agents: page.rows }, pageToken: page.pageToken };
     },
   });
 

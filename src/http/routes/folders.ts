@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { organizationDecider, plan, organizationNotFound } from '../../../commands/organization.js';
 import { capturing } from '../../../commands/outcomes.js';
-import { folderSubtree, foldersPage } from '../../../queries/folders.js';
+import { MAX_SUBTREE_FOLDERS, folderSubtree, foldersPage } from '../../../queries/folders.js';
 import { requireOrganization } from '../../../queries/organizations.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import type { Services } from '../../services.js';
@@ -169,7 +169,8 @@ export function folderRoutes(services: Services): AnyRoute[] {
     doc: {
       summary: 'Get a folder with its subfolders, or list all folders',
       description: 'With `folderId`: one row, that folder, its subfolders nested in `subFolders` down to `maxDepth` levels ' +
-        '(default 1: its immediate subfolders); not paged. Without: every folder of the organization in creation order, flat, ' +
+        `(default 1: its immediate subfolders); not paged, at most ${MAX_SUBTREE_FOLDERS} folders (the folder included): a larger subtree is INVALID_ARGUMENT naming \`maxDepth\`. ` +
+        'Without: every folder of the organization in creation order, flat, ' +
         `paged with ${PAGE_SIZE_DOC} and \`pageToken\` (\`result.pageToken\` while more follow). ` +
         'An organization or folder that does not exist is NOT_FOUND.',
       example: { organizationId: 'yourOrganizationId', folderId: 'yourFolderId', maxDepth: 3 },

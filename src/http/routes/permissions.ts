@@ -39,10 +39,11 @@ import { groupDecider, groupStream, MAX_GRANTS_PER_GROUP, plan as groupPlan, typ
 import { organizationDecider } from '../../../commands/organization.js';
 import { capturing } from '../../../commands/outcomes.js';
 import { MAX_PERMISSION_CELLS, MAX_PERMISSION_USERS, MAX_REPORTED_ACCESS_FIELDS, resolvePermissions } from '../../../queries/permissions.js';
+import { Deadline, Pacer } from '../../../queries/cost.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
-import { onlySelf } from '../acting-user.js';
+import { onlySelf, permissionsForActingUser } from '../acting-user.js';
 import { id, ids, items } from '../validation.js';
 import { accessRole, accessType, keyed, outcomesById, type Outcome } from './domain.js';
 import { documentStream } from '../../../commands/document.js';
@@ -339,7 +340,9 @@ export function permissionRoutes(services: Services): AnyRoute[] {
         `is denied. At most ${MAX_PERMISSION_CELLS} cells (users x folders and documents): INVALID_ARGUMENT beyond. ` +
         'A folder or document that does not exist fails the whole query with NOT_FOUND, the entries in `error.details` ' +
         '(missing ones with `errorCode: does_not_exist`); so does an organization that does not exist. ' +
-        'With a user token, `userIds` must be exactly the token\'s user (PERMISSION_DENIED otherwise).',
+        'With a user token, `userIds` must be exactly the token\'s user (PERMISSION_DENIED otherwise), and the answer is never NOT_FOUND: ' +
+        'a folder, document or organization the user may not open, missing ones included, is `{ error: "User does not have access to <kind>", ' +
+        'errorCode: "permission_denied" }` without its access type.',
       example: { organizationId: 'org1', userIds: ['samarth'], documentIds: ['freestyle-comments1'] },
     },
     mutates: false,
@@ -353,7 +356,10 @@ export function permissionRoutes(services: Services): AnyRoute[] {
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userIds', data.userIds);
-      const result = await resolvePermissions(services.read, ctx.apiKey, ctx.now, data);
+      // Past the deadline, measured from the request's start, the query ends RESOURCE_EXHAUSTED.
+      const pacer = new Pacer(new Deadline(services.config.queryDeadlineMs, services.clock, ctx.now), 'permissions/get');
+      // A user token: what the user may not open answers as what does not exist (acting-user.ts).
+      const result = await permissionsForActingUser(ctx, data, () => resolvePermissions(services.read, ctx.apiKey, ctx.now, data, { pacer }));
       return { message: 'User permissions retrieved successfully.', data: result };
     },
   });

@@ -15,6 +15,8 @@ import type { RequestContext } from '../context.js';
 import { email, id, text, webhookUrl } from '../validation.js';
 import { egressPolicyOf } from '../../webhooks/egress.js';
 import { sealServiceConfig } from '../../secrets/configs.js';
+import { allowedDomainRoutes, normalizeAllowedDomains } from './allowed-domains.js';
+import { MAX_DOMAIN_INPUT, MAX_DOMAINS_PER_KEY } from '../../../commands/allowed-domains.js';
 
 /** A fresh auth token: the secret (returned once) and what is stored (its hash). */
 export const newToken = () => {
@@ -212,7 +214,7 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
       realtimeDBRegion: region(),
       createAuthToken: z.boolean().optional(),
       apiKeyName: text(256).optional(),
-      allowedDomains: z.array(z.string().min(1).max(253)).max(1000).optional(),
+      allowedDomains: z.array(text(MAX_DOMAIN_INPUT)).max(MAX_DOMAINS_PER_KEY).optional(),
       addLocalHostToAllowedDomains: z.boolean().optional(),
       useEmailService: z.boolean().optional(),
       useWebhookService: z.boolean().optional(),
@@ -245,7 +247,12 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
       if (ownerEmail === undefined) throw invalidArgument('ownerEmail is required.', { fields: [{ field: 'data.ownerEmail', code: 'invalid_type' }] });
       const workspaceId = ctx.workspaceId!;
       const token = data.createAuthToken ? newToken() : undefined;
-      const allowedDomains = [...new Set([...(data.allowedDomains ?? []), ...(data.addLocalHostToAllowedDomains ? ['localhost'] : [])])];
+      // Entries as domains/add stores them (commands/allowed-domains.ts), checked before
+      // anything else is done; `localhost` counts within the key's bound like any entry.
+      const allowedDomains = [...new Set([...normalizeAllowedDomains(data.allowedDomains ?? [], 'allowedDomains'), ...(data.addLocalHostToAllowedDomains ? ['localhost'] : [])])];
+      if (allowedDomains.length > MAX_DOMAINS_PER_KEY) {
+        throw invalidArgument(`data.allowedDomains with localhost has ${allowedDomains.length} entries; an API key has at most ${MAX_DOMAINS_PER_KEY} allowed domains.`);
+      }
       const settings: ApiKeySettings = {
         ...defaultSettings(),
         allowedDomains,
@@ -346,7 +353,7 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
     },
   });
 
-  return [createWorkspaceRoute, createApiKey, getAuthTokens, resetAuthToken];
+  return [createWorkspaceRoute, createApiKey, getAuthTokens, resetAuthToken, ...allowedDomainRoutes()];
 }
 
 function dropUndefined(o: Record<string, string | undefined>): Record<string, string> {

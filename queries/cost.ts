@@ -1,0 +1,65 @@
+/**
+ * What a query may cost while it runs (docs/limits.md, Costs): a deadline measured from the
+ * request's start, and a pacer that yields to the event loop between chunks of reads.
+ *
+ * The embedded store reads synchronously, so a query that awaits only store reads never
+ * lets another request run until it returns: one tenant's long resolution would hold every
+ * other tenant's request for as long. The pacer counts the reads a loop spends and, every
+ * YIELD_EVERY_READS of them, gives the event loop a turn (setImmediate: pending I/O and
+ * other requests' callbacks run first), then checks the deadline.
+ */
+import { ApiError } from '../src/errors.js';
+
+/**
+ * Reads between two turns given to other requests. Example: a resolution that reads 40,000
+ * grant keys gives the event loop 20 turns, so another tenant's request waits at most one
+ * chunk's worth of reads, not the whole resolution.
+ */
+export const YIELD_EVERY_READS = 2_000;
+
+/** The request ran past its deadline (RESOURCE_EXHAUSTED: its time budget is used up). */
+export class DeadlineExceededError extends ApiError {
+  constructor(readonly deadlineMs: number, what: string) {
+    super('RESOURCE_EXHAUSTED', `${what} ran past its deadline of ${deadlineMs} ms and was stopped; ask for fewer users, resources or groups per call.`);
+    this.name = 'DeadlineExceededError';
+  }
+}
+
+/**
+ * A request's deadline: `ms` after `start` on `clock` (the service's clock, so a test
+ * clock drives it).
+ */
+export class Deadline {
+  constructor(readonly ms: number, private readonly clock: () => number, private readonly start = clock()) {}
+  get passed(): boolean {
+    return this.clock() - this.start >= this.ms;
+  }
+}
+
+/** No deadline: library callers and the background work that resolve without a request. */
+export const NO_DEADLINE: Deadline = new Deadline(Infinity, () => 0, 0);
+
+const letOthersRun = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Yields to other requests every YIELD_EVERY_READS reads `spend` is told of. With
+ * `what`, a passed deadline ends the query there (DeadlineExceededError naming it); without,
+ * the caller checks the deadline itself (the paged queries end their page instead).
+ */
+export class Pacer {
+  private sinceYield = 0;
+  constructor(readonly deadline: Deadline = NO_DEADLINE, private readonly what?: string) {}
+
+  async spend(reads: number): Promise<void> {
+    this.sinceYield += reads;
+    if (this.sinceYield < YIELD_EVERY_READS) return;
+    this.sinceYield = 0;
+    await letOthersRun();
+    this.check();
+  }
+
+  /** Throws DeadlineExceededError when the deadline passed and this pacer names its query. */
+  check(): void {
+    if (this.what !== undefined && this.deadline.passed) throw new DeadlineExceededError(this.deadline.ms, this.what);
+  }
+}

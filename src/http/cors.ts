@@ -1,0 +1,121 @@
+/**
+ * CORS for browser front ends: the user-token routes (declared `userToken: true`) answer
+ * pages of their API key's allowed domains (commands/allowed-domains.ts), and nothing else
+ * gets a CORS header: no other route, no other origin, no API-key-header caller.
+ *
+ * Why two checks (docs/security.md, "Browser front ends"):
+ * - A preflight (OPTIONS) carries no credentials and no custom header values, so it cannot
+ *   say which API key the page will use. It is answered with CORS headers when some API key
+ *   allows the origin (`allowed_domains`, one lookup by key for the origin's few candidate
+ *   entries), and refused otherwise. Anyone can list any origin on a key of their own, so
+ *   this check stops no attacker: it keeps origins no tenant named from getting anywhere,
+ *   and the preflight grants nothing that carries authority (the request still needs a user
+ *   token; no cookies are involved, so `Access-Control-Allow-Credentials` is never sent).
+ * - The real request names its key (the user token's) and is answered with
+ *   `Access-Control-Allow-Origin` only when that key allows the origin. A page of another
+ *   origin holding a token therefore sends the request but never reads the answer. A
+ *   request that failed before a caller was established (a missing or expired token, a
+ *   rate limit, a malformed body) knows no key: its answer, which names nothing of any
+ *   tenant, gets the preflight's check, so the front end can read the 401 and get a new
+ *   token. An API-key-header caller never gets CORS headers: those credentials belong on a
+ *   server, and the preflight does not allow their headers.
+ * Every answer of these routes carries `Vary: Origin`, so no cache serves one origin's
+ * answer to another.
+ *
+ * Example: key K allows `app.example.com`. A page of https://app.example.com preflights
+ * resources/get (204 with the CORS headers), then POSTs with `Authorization: Bearer <K's user
+ * token>` and reads the answer. A page of https://evil.example.net, listed on the attacker's
+ * own key L, passes the preflight too, but its POST with K's token is answered without
+ * `Access-Control-Allow-Origin`: the browser keeps the answer from it.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { invalidArgument, permissionDenied } from '../errors.js';
+import { originCandidates } from '../../commands/allowed-domains.js';
+import { keyAdmits, someKeyAdmits } from '../../queries/allowed-domains.js';
+import type { Services } from '../services.js';
+import type { AnyRoute } from './route.js';
+
+/** The request headers a browser page may send: a user token, JSON, and this API's own. */
+export const CORS_ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id';
+/** The answer headers a page may read besides the CORS-safelisted ones. */
+export const CORS_EXPOSE_HEADERS = 'x-request-id, retry-after, www-authenticate, idempotent-replayed';
+/**
+ * How long a browser may reuse a preflight answer. Bounds how long a removed domain's pages
+ * can still send requests (never read their answers: the real request is checked each time).
+ */
+export const CORS_MAX_AGE_SECONDS = 600;
+
+/** One header's value as one string; a repeated header counts as absent. */
+function single(req: FastifyRequest, name: string): string | undefined {
+  const v = req.headers[name];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+/** For a message: an origin as sent, quoted and cut short (it is the client's text). */
+const quoted = (s: string) => JSON.stringify(s.length > 300 ? `${s.slice(0, 300)}...` : s);
+
+function addVary(reply: FastifyReply, value: string): void {
+  const current = reply.getHeader('vary');
+  void reply.header('vary', typeof current === 'string' && current !== '' ? `${current}, ${value}` : value);
+}
+
+/**
+ * Registers the preflight route of every user-token route and the hook that answers their
+ * real requests. Call before the routes are added.
+ */
+export function installCors(app: FastifyInstance, services: Services, routes: readonly AnyRoute[]): void {
+  const paths = new Set(routes.filter((r) => r.userToken).map((r) => r.path));
+
+  for (const path of paths) {
+    app.options(path, { schema: { hide: true } }, async (req, reply) => {
+      void reply.header('x-request-id', req.id);
+      addVary(reply, 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers');
+      // Read caches re-validate against other processes' commits (as admit does).
+      services.read.beginRequest();
+      const origin = single(req, 'origin');
+      const method = single(req, 'access-control-request-method');
+      if (origin === undefined || method === undefined) {
+        throw invalidArgument('OPTIONS here answers CORS preflights only: send Origin and Access-Control-Request-Method.');
+      }
+      if (method !== 'POST') throw invalidArgument(`Access-Control-Request-Method ${quoted(method)}: every route of this API is POST.`);
+      const candidates = originCandidates(origin);
+      if (!candidates || !(await someKeyAdmits(services.read, candidates))) {
+        throw permissionDenied(`Origin ${quoted(origin)} is not an allowed domain of any API key (add it with /v2/workspace/domains/add; only https pages, or http on localhost and 127.0.0.1).`);
+      }
+      void reply
+        .header('access-control-allow-origin', origin)
+        .header('access-control-allow-methods', 'POST')
+        .header('access-control-allow-headers', CORS_ALLOW_HEADERS)
+        .header('access-control-max-age', String(CORS_MAX_AGE_SECONDS));
+      return reply.status(204).send();
+    });
+  }
+
+  // Every route's answers pass here; only the user-token routes' POSTs are looked at, and
+  // only one with an Origin header waits for a read (a server calling without one does not).
+  app.addHook('onSend', (req, reply, payload, done) => {
+    if (req.method !== 'POST' || !paths.has(req.routeOptions.url ?? '')) return done(null, payload);
+    addVary(reply, 'Origin');
+    const origin = single(req, 'origin');
+    const candidates = origin === undefined ? null : originCandidates(origin);
+    if (!candidates) return done(null, payload);
+    const caller = req.caller;
+    const admitted = caller
+      ? caller.userId !== undefined && caller.tenant !== undefined
+        ? keyAdmits(services.read, caller.tenant.apiKey, candidates)
+        : Promise.resolve(false)
+      : someKeyAdmits(services.read, candidates);
+    admitted.then(
+      (ok) => {
+        if (ok) void reply.header('access-control-allow-origin', origin!).header('access-control-expose-headers', CORS_EXPOSE_HEADERS);
+        done(null, payload);
+      },
+      (err: unknown) => {
+        // The answer is made already; without the check it goes out as it would to a
+        // server, without CORS headers.
+        req.log.warn({ err }, 'CORS origin check failed');
+        done(null, payload);
+      },
+    );
+  });
+}
