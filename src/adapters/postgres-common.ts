@@ -47,8 +47,7 @@ const MIGRATION_LOCK = 0x636f6c6c6162;
  * transactional here): a half-migrated schema is never left behind.
  */
 export async function migrate(pool: pg.Pool): Promise<void> {
-  const client = await pool.connect();
-  try {
+  await withConnection(pool, async (client) => {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await client.query('CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
@@ -64,12 +63,7 @@ export async function migrate(pool: pg.Pool): Promise<void> {
       await client.query('INSERT INTO schema_version (version) VALUES ($1)', [v]);
     }
     await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**
@@ -87,8 +81,34 @@ export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string
     // A process's connections are named in pg_stat_activity.
     application_name: 'collab',
   });
-  pool.on('error', (error) => logger?.warn({ err: error }, 'PostgreSQL: an idle connection failed; the pool opens another'));
+  // The error alone: the client it came with holds the whole connection state.
+  pool.on('error', (error) => logger?.warn({ err: { message: error.message, code: (error as { code?: string }).code } }, 'PostgreSQL: an idle connection failed; the pool opens another'));
   return pool;
+}
+
+/**
+ * A connection taken from the pool for several statements. While it is out, the pool no
+ * longer listens for its errors, and one that arrives between two statements (the server
+ * shutting down: 57P01 while a transaction's JavaScript runs) would be an unhandled 'error'
+ * event, which ends the process. `f` runs with a listener that marks the connection broken;
+ * a broken connection is destroyed on release instead of going back to the pool.
+ */
+export async function withConnection<T>(pool: pg.Pool, f: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken = false;
+  const onError = () => {
+    broken = true;
+  };
+  client.on('error', onError);
+  try {
+    return await f(client);
+  } catch (error) {
+    if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
+    throw error;
+  } finally {
+    client.off('error', onError);
+    client.release(broken);
+  }
 }
 
 /**

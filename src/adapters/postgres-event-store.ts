@@ -43,7 +43,7 @@ import {
   type RecordedEvent,
 } from '../ports/event-store.js';
 import { BugError } from '../errors.js';
-import { decodeString, encodeString, migrate, openPool, translatePgError } from './postgres-common.js';
+import { decodeString, encodeString, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
 
 const TX_WIDTH = 20; // xid8 is an unsigned 64-bit integer: at most 20 digits
 const POS_WIDTH = 19; // bigint: at most 19 digits
@@ -179,10 +179,8 @@ export class PostgresEventStore implements EventStore {
   }
 
   /** Writes `batch` in one transaction; settles each append (a failed revision check rejects that one only). */
-  private async writeBatch(batch: PendingAppend[]): Promise<void> {
-    const client = await this.pool.connect();
-    let broken = false;
-    try {
+  private writeBatch(batch: PendingAppend[]): Promise<void> {
+    return withConnection(this.pool, async (client) => {
       const keys = batch.map((p) => encodeString(p.stream));
       await client.query('BEGIN');
       // Every stream of the batch locked up front, in one order (by hash) in every process: no
@@ -252,12 +250,7 @@ export class PostgresEventStore implements EventStore {
         p.resolve({ nextRevision: rows.revision[o.from + o.count - 1]!, position });
       });
       if (head !== LOG_START) this.announce(head);
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => (broken = true));
-      throw error;
-    } finally {
-      client.release(broken);
-    }
+    });
   }
 
   /**

@@ -40,7 +40,7 @@ import {
   type WriteOp,
 } from '../ports/read-store.js';
 import { BugError } from '../errors.js';
-import { decodeJson, encodeJson, encodeString, isRetryable, migrate, openPool, translatePgError } from './postgres-common.js';
+import { decodeJson, encodeJson, encodeString, isRetryable, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
 
 /** `rm_` + the name must fit PostgreSQL's 63-byte identifiers. */
 const NAME = /^[a-z][a-z0-9_]{0,59}$/;
@@ -346,16 +346,7 @@ export class PostgresReadStore implements ReadStore {
   private async withClient<T>(f: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     try {
       await this.schema();
-      const c = await this.pool.connect();
-      let broken = false;
-      try {
-        return await f(c);
-      } catch (error) {
-        await c.query('ROLLBACK').catch(() => (broken = true));
-        throw error;
-      } finally {
-        c.release(broken);
-      }
+      return await withConnection(this.pool, f);
     } catch (error) {
       throw translatePgError(error, 'read store');
     }

@@ -181,6 +181,8 @@ export async function startPostgres(): Promise<PostgresServer> {
     async stop(mode) {
       const r = run('pg_ctl', ['stop', '-D', dataDir, '-m', mode, '-w', '-t', '60']);
       if (r.status !== 0) throw new Error(`pg_ctl stop -m ${mode} failed: ${r.stderr || r.stdout}`);
+      // Waited for with a reference: an unreferenced child's exit would let the process end first.
+      child?.ref();
       await exited;
       child = null;
     },
@@ -189,12 +191,13 @@ export async function startPostgres(): Promise<PostgresServer> {
       await launch();
     },
     async close() {
-      live.delete(server);
       if (child) {
+        child.ref();
         child.kill('SIGINT'); // fast shutdown: disconnects clients, then exits
         await exited;
         child = null;
       }
+      live.delete(server);
       fs.rmSync(root, { recursive: true, force: true });
     },
     stopSync() {
