@@ -256,7 +256,7 @@ export async function cutMidTransaction(url: string, address: string, cut: () =>
       // Still open after the cut (and a moment for packets already on the wire): stranded.
       await new Promise((r) => setTimeout(r, 100));
       const stranded = await open();
-      if (stranded.length > 0) return stranded.map((s) => `pid ${s.pid}: ${s.query.slice(0, 80)}`).join('; ');
+      if (stranded.length > 0) return stranded.map((s) => `pid ${s.pid}: ${s.query.replace(/\s+/g, ' ').slice(0, 60)}`).join('; ');
       restore();
     }
     throw new Error(`no transaction of ${address} caught open within ${timeoutMs} ms`);
