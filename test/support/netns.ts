@@ -37,7 +37,7 @@ const LOUD = (why: string) =>
       '################################################################################',
       '# NO NETWORK NAMESPACES: the several-hosts suites FAIL (they are never skipped). #',
       '# They need root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2 (`ip netns`, #',
-      '# veth and bridge links) and util-linux (`unshare`). CI runs them as root.       #',
+      '# veth and bridge links) and util-linux (`unshare`). .ci/run warns if not root. #',
       '################################################################################',
       `Why: ${why}`,
       '',
