@@ -240,7 +240,7 @@ export async function sessions(url: string): Promise<string> {
  * host. Tries again (a brief cut and restore) when the transaction ended just before the cut.
  * Returns the stranded session's description.
  */
-export async function cutMidTransaction(url: string, address: string, cut: () => void, restore: () => void, timeoutMs = 20_000): Promise<string> {
+export async function cutMidTransaction(url: string, address: string, cut: () => void, restore: () => void, timeoutMs = 30_000): Promise<string> {
   return withClient(url, async (c) => {
     const open = async () =>
       (
@@ -250,15 +250,19 @@ export async function cutMidTransaction(url: string, address: string, cut: () =>
         )
       ).rows;
     const deadline = Date.now() + timeoutMs;
+    let polls = 0;
+    let tries = 0;
     while (Date.now() < deadline) {
+      polls++;
       if ((await open()).length === 0) continue;
+      tries++;
       cut();
       // Still open after the cut (and a moment for packets already on the wire): stranded.
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 50));
       const stranded = await open();
       if (stranded.length > 0) return stranded.map((s) => `pid ${s.pid}: ${s.query.replace(/\s+/g, ' ').slice(0, 60)}`).join('; ');
       restore();
     }
-    throw new Error(`no transaction of ${address} caught open within ${timeoutMs} ms`);
+    throw new Error(`no transaction of ${address} caught open within ${timeoutMs} ms (${polls} looks, ${tries} cuts that found it ended)`);
   });
 }
