@@ -71,6 +71,9 @@ export async function migrate(pool: pg.Pool): Promise<void> {
  * (then 503), and a statement at most 30 s. Errors of idle connections (the server restarting)
  * are logged, not thrown: unhandled, they would end the process.
  */
+/** See openPool; our transactions never wait on their client this long. */
+export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000;
+
 export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string): void }): pg.Pool {
   const hasTimeout = /[?&]connect_timeout=/i.test(url);
   const pool = new pg.Pool({
@@ -78,6 +81,14 @@ export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string
     ...(hasTimeout ? {} : { connectionTimeoutMillis: 5000 }),
     max: 10,
     idleTimeoutMillis: 30_000,
+    // The server ends a session that leaves its transaction idle this long. A process cut off
+    // from the database mid-transaction (its host's link down) cannot end it, and nothing tells
+    // the server: the transaction would hold its row locks and the snapshot xmin for as long as
+    // TCP waits (hours), and every other worker's checkpoint and every follower's read behind
+    // it (postgres-event-store.ts). Example: the lease holder cut after its batch's checkpoint
+    // UPDATE; the worker that takes the lease over blocks on that row until this ends it.
+    // Shorter than the default lease time, so a takeover finds it gone (test/postgres.hosts).
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
     // A process's connections are named in pg_stat_activity.
     application_name: 'collab',
   });

@@ -99,7 +99,18 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   });
 }
 
-export async function startPostgres(): Promise<PostgresServer> {
+/**
+ * Where the server runs. By default on this host's loopback; `netns`: inside that network
+ * namespace (`ip netns exec`), listening on `host` only, and trusting connections from `trust`
+ * (a CIDR, the namespaces' subnet), for the several-hosts suite (test/support/netns.ts).
+ */
+export interface StartOptions {
+  netns?: { name: string; host: string; trust: string };
+}
+
+export async function startPostgres(options: StartOptions = {}): Promise<PostgresServer> {
+  const ns = options.netns;
+  const host = ns?.host ?? '127.0.0.1';
   const bin = postgresBinDir();
   if (!bin) throw LOUD('no initdb/postgres binaries under /usr/lib/postgresql/<version>/bin (and PG_BIN unset)');
   const user = asPostgres();
@@ -115,24 +126,26 @@ export async function startPostgres(): Promise<PostgresServer> {
     const [c, a] = command(path.join(bin, name), args, user);
     return spawnSync(c, a, { encoding: 'utf8', cwd: root });
   };
+  const inNamespace = ([c, a]: [string, string[]]): [string, string[]] => (ns ? ['ip', ['netns', 'exec', ns.name, c, ...a]] : [c, a]);
   // C collation: ids and strings order by code point, as in the embedded store.
   const init = run('initdb', ['-D', dataDir, '-U', SUPERUSER, '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-instructions']);
   if (init.status !== 0) {
     fs.rmSync(root, { recursive: true, force: true });
     throw LOUD(`initdb failed (${init.status}): ${init.stderr || init.stdout}`);
   }
+  if (ns) fs.appendFileSync(path.join(dataDir, 'pg_hba.conf'), `host all all ${ns.trust} trust\n`);
   const port = await freePort();
   let child: ChildProcess | null = null;
   let logText = '';
   let exited: Promise<void> = Promise.resolve();
 
   const launch = async () => {
-    const [c, a] = command(
+    const [c, a] = inNamespace(command(
       path.join(bin, 'postgres'),
       // Small shared memory and few connections: several servers may run at once on a CI box.
-      ['-D', dataDir, '-p', String(port), '-k', sockets, '-h', '127.0.0.1', '-c', 'max_connections=200', '-c', 'shared_buffers=32MB', '-c', 'fsync=on'],
+      ['-D', dataDir, '-p', String(port), '-k', sockets, '-h', host, '-c', 'max_connections=200', '-c', 'shared_buffers=32MB', '-c', 'fsync=on'],
       user,
-    );
+    ));
     const p = spawn(c, a, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     child = p;
     p.stdout!.on('data', (d) => (logText += d));
@@ -160,7 +173,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     }
   };
 
-  const url = (database = 'postgres') => `postgres://${SUPERUSER}@127.0.0.1:${port}/${database}`;
+  const url = (database = 'postgres') => `postgres://${SUPERUSER}@${host}:${port}/${database}`;
   let n = 0;
   const server: PostgresServer & { stopSync(): void } = {
     port,
