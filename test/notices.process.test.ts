@@ -12,7 +12,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { tempDir } from './support/app.js';
+import { freshDatabase } from './support/postgres.js';
 import { post, startService, waitHealthy, type Service } from './support/process.js';
 
 const POLLS_OFF = {
@@ -87,6 +89,28 @@ test('--role worker and --role api started separately on one DATA_DIR, polls off
     await waitHealthy(api);
     await writesReadBack(api, 'separate');
     for (const [i, exit] of (await stopAll(procs)).entries()) assert.is(exit.code, 0, procs[i]!.output().slice(-3000));
+  } finally {
+    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+    await Promise.all(procs.map((p) => p.exited));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('--role worker and --role api on one PostgreSQL database, polls off: pg_notify at commit wakes the other side (LISTEN)', async () => {
+  const dir = tempDir('collab-notices-pg-');
+  const procs: Service[] = [];
+  try {
+    const env = { DATA_DIR: dir, POSTGRES_URL: await freshDatabase('notices'), SECRETS_KEY: randomBytes(32).toString('base64'), ...POLLS_OFF };
+    const worker = await startService(env, 'src/server.ts', ['--role', 'worker']);
+    procs.push(worker);
+    await waitHealthy(worker);
+    const api = await startService(env, 'src/server.ts', ['--role', 'api']);
+    procs.push(api);
+    await waitHealthy(api);
+    await writesReadBack(api, 'postgres');
+    for (const [i, exit] of (await stopAll(procs)).entries()) assert.is(exit.code, 0, procs[i]!.output().slice(-3000));
+    // Nothing of the service in DATA_DIR: both ports and the notices went through PostgreSQL.
+    assert.not.ok(fs.readdirSync(dir).some((f) => f.endsWith('.db')), fs.readdirSync(dir).join(', '));
   } finally {
     for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
     await Promise.all(procs.map((p) => p.exited));

@@ -205,3 +205,107 @@ export function decodeJson<T>(text: string): T {
   const value = JSON.parse(text) as T;
   return text.includes('\\u0001') ? (mapStrings(value, decodeString) as T) : value;
 }
+
+/** The channels of notices between processes on one database (pg_notify, delivered at commit). */
+export const APPENDED_CHANNEL = 'collab_appended';
+export const CHECKPOINT_CHANNEL = 'collab_checkpoint';
+
+/**
+ * One LISTEN connection for a store's notices from other processes. `pg_notify` inside a
+ * transaction is delivered only when that transaction commits, so a notice never announces
+ * what a reader cannot have yet (bar the xmin rule of the event store, which the receiver
+ * handles). The connection is opened on the first `on` and reopened with back-off after the
+ * server goes away; when it comes back every handler is called once with an empty payload,
+ * since notices sent meanwhile are lost. Notices are only hints: every follower still polls,
+ * so a missed one costs a poll's delay and a spurious one a re-read.
+ */
+export class PgListener {
+  private client: pg.Client | null = null;
+  private readonly handlers = new Map<string, Set<(payload: string) => void>>();
+  private closed = false;
+  private retryMs = 100;
+  private timer: NodeJS.Timeout | null = null;
+  private connecting = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly logger?: { warn(obj: unknown, msg?: string): void },
+  ) {}
+
+  /** Calls `handler` with each notice's payload on `channel`; returns an unsubscribe function. */
+  on(channel: string, handler: (payload: string) => void): () => void {
+    let set = this.handlers.get(channel);
+    const first = !set;
+    if (!set) this.handlers.set(channel, (set = new Set()));
+    set.add(handler);
+    if (this.client && first) this.client.query(`LISTEN ${channel}`).catch(() => this.reconnect());
+    if (!this.client && !this.connecting && !this.closed) void this.connect();
+    return () => {
+      set!.delete(handler);
+    };
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    this.connecting = true;
+    const client = new pg.Client({
+      connectionString: this.url,
+      ...(/[?&]connect_timeout=/i.test(this.url) ? {} : { connectionTimeoutMillis: 5000 }),
+      application_name: 'collab-listen',
+    });
+    // Unhandled, a connection error would end the process (the server stopping, a cut link).
+    client.on('error', () => this.drop(client));
+    client.on('end', () => this.drop(client));
+    client.on('notification', (n) => {
+      for (const h of this.handlers.get(n.channel) ?? []) h(n.payload ?? '');
+    });
+    try {
+      await client.connect();
+      for (const channel of this.handlers.keys()) await client.query(`LISTEN ${channel}`);
+      if (this.closed) {
+        await client.end().catch(() => {});
+        return;
+      }
+      const again = this.retryMs > 100;
+      this.client = client;
+      this.retryMs = 100;
+      // Back after an outage: whatever was announced meanwhile is lost, so everyone looks once.
+      if (again) for (const set of this.handlers.values()) for (const h of set) h('');
+    } catch (error) {
+      this.logger?.warn({ err: { message: (error as Error).message } }, 'PostgreSQL: the notice connection failed; followers poll until it is back');
+      this.connecting = false;
+      this.drop(client);
+    } finally {
+      this.connecting = false;
+    }
+  }
+
+  private drop(client: pg.Client) {
+    if (this.client === client) this.client = null;
+    client.removeAllListeners('notification');
+    client.end().catch(() => {});
+    this.reconnect();
+  }
+
+  private reconnect() {
+    if (this.closed || this.timer || this.client || this.connecting) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.connect();
+    }, this.retryMs);
+    this.timer.unref();
+    this.retryMs = Math.min(5000, this.retryMs * 2);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const c = this.client;
+    this.client = null;
+    if (c) {
+      c.removeAllListeners('end');
+      await c.end().catch(() => {});
+    }
+  }
+}

@@ -25,10 +25,14 @@
  * the last guard.
  *
  * Notifications: this process's own appends are announced when they commit and again once
- * readers can see them (an older transaction may still hold xmin back); other processes'
- * appends reach followers by polling.
+ * readers can see them (an older transaction may still hold xmin back). Other processes'
+ * appends arrive as notices: each appending transaction sends `pg_notify` with its last
+ * position (delivered at its commit), and a store with listeners LISTENs on one connection
+ * of its own (postgres-common.ts `PgListener`) and announces the position as if it were its
+ * own, visibility watch included. Followers keep polling as the safety net.
  */
 import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import {
   LOG_START,
@@ -43,7 +47,7 @@ import {
   type RecordedEvent,
 } from '../ports/event-store.js';
 import { BugError } from '../errors.js';
-import { decodeString, encodeString, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
+import { APPENDED_CHANNEL, PgListener, decodeString, encodeString, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
 
 const TX_WIDTH = 20; // xid8 is an unsigned 64-bit integer: at most 20 digits
 const POS_WIDTH = 19; // bigint: at most 19 digits
@@ -116,9 +120,15 @@ export class PostgresEventStore implements EventStore {
   private readonly pollMs: number;
   private queue: PendingAppend[] = [];
   private flushing = false;
+  /** Other processes' append notices; opened with the first listener. */
+  private readonly notices: PgListener;
+  private hearing: (() => void) | null = null;
+  /** Names this store's own notices, which it has announced already. */
+  private readonly instance = randomUUID();
 
   constructor(url: string, private readonly options: PostgresEventStoreOptions = {}) {
     this.pool = openPool(url, options.logger);
+    this.notices = new PgListener(url, options.logger);
     this.emitter.setMaxListeners(0);
     this.pollMs = options.visibilityPollMs ?? 5;
   }
@@ -236,6 +246,9 @@ export class PostgresEventStore implements EventStore {
           [rows.id, rows.stream, rows.revision, rows.type, rows.data, rows.metadata],
         );
         inserted = ins.rows.sort((a, b) => (BigInt(a.position) < BigInt(b.position) ? -1 : 1));
+        // Delivered to every listening process when this transaction commits, not before.
+        const last = inserted[inserted.length - 1]!;
+        await client.query('SELECT pg_notify($1, $2)', [APPENDED_CHANNEL, `${this.instance} ${encodePgPosition(last.transaction_id, last.position)}`]);
       }
       await client.query('COMMIT');
       let head = LOG_START;
@@ -336,6 +349,13 @@ export class PostgresEventStore implements EventStore {
   }
 
   onAppended(listener: (position: LogPosition) => void): () => void {
+    this.hearing ??= this.notices.on(APPENDED_CHANNEL, (payload) => {
+      const [from, position] = payload.split(' ');
+      if (from === this.instance) return;
+      // An empty payload: the notice connection is back after an outage; everyone looks once.
+      if (position && /^\d{39}$/.test(position)) this.announce(position);
+      else this.emitter.emit('appended', LOG_START);
+    });
     this.emitter.on('appended', listener);
     return () => this.emitter.off('appended', listener);
   }
@@ -343,6 +363,7 @@ export class PostgresEventStore implements EventStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.notices.close();
     await this.pool.end();
   }
 }

@@ -40,7 +40,7 @@ import {
   type WriteOp,
 } from '../ports/read-store.js';
 import { BugError } from '../errors.js';
-import { decodeJson, encodeJson, encodeString, isRetryable, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
+import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, isRetryable, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
 
 /** `rm_` + the name must fit PostgreSQL's 63-byte identifiers. */
 const NAME = /^[a-z][a-z0-9_]{0,59}$/;
@@ -240,7 +240,12 @@ class PgTx extends PgView implements ReadTx {
             position,
             expected,
           ]);
-    if ((r.rowCount ?? 0) === 1) return;
+    if ((r.rowCount ?? 0) === 1) {
+      // Other processes waiting on this checkpoint (a write's read-your-writes) hear of it at
+      // this transaction's commit (PostgresReadStore.onCheckpointMoved).
+      await this.q.query('SELECT pg_notify($1, $2)', [CHECKPOINT_CHANNEL, '']);
+      return;
+    }
     const actual = await this.q.query<{ position: string }>('SELECT position FROM checkpoints WHERE name = $1', [name]);
     throw new CheckpointConflictError(name, expected, actual.rows[0]?.position ?? null);
   }
@@ -278,8 +283,12 @@ export class PostgresReadStore implements ReadStore {
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
 
+  /** Other processes' checkpoint notices; opened with the first listener. */
+  private readonly notices: PgListener;
+
   constructor(url: string, options: PostgresReadStoreOptions = {}) {
     this.pool = openPool(url, options.logger);
+    this.notices = new PgListener(url, options.logger);
   }
 
   private schema(): Promise<void> {
@@ -408,10 +417,16 @@ export class PostgresReadStore implements ReadStore {
   /** No cache: every read goes to the server. */
   beginRequest(): void {}
 
+  /** Calls `listener` when any process commits a checkpoint move (its own included: a re-read). */
+  onCheckpointMoved(listener: () => void): () => void {
+    return this.notices.on(CHECKPOINT_CHANNEL, () => listener());
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     await this.chain;
     this.closed = true;
+    await this.notices.close();
     await this.pool.end();
   }
 }
