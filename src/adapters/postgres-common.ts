@@ -252,6 +252,10 @@ export class PgListener {
       connectionString: this.url,
       ...(/[?&]connect_timeout=/i.test(this.url) ? {} : { connectionTimeoutMillis: 5000 }),
       application_name: 'collab-listen',
+      // An idle LISTEN connection whose link was cut hears nothing and would not know: TCP
+      // keepalive ends it, and it is opened again (polling covers the notices missed meanwhile).
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
     });
     // Unhandled, a connection error would end the process (the server stopping, a cut link).
     client.on('error', () => this.drop(client));
