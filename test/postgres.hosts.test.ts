@@ -28,8 +28,19 @@ import { IDLE_IN_TRANSACTION_TIMEOUT_MS } from '../src/adapters/postgres-common.
 import { allVisible, applications, cutMidTransaction, leaseHolder, sessions, tenant, until, watchApplications, writeThenRead, writers } from './support/pg-applied.js';
 
 const LEASE_TTL_MS = 2000;
-/** Beyond the TTL: the survivor tries every third of a TTL, then its projections catch up. */
-const TAKEOVER_SLACK_MS = 3000;
+/**
+ * Beyond the TTL: the survivor tries every third of a TTL. Generous, because a loaded 2-core CI
+ * machine runs the database, four hosts and the writers at once; the takeover time measured is
+ * reported in the test's output either way.
+ */
+const TAKEOVER_SLACK_MS = 6000;
+/**
+ * After the takeover, until a write is read back through each API host: the stranded batch's
+ * transaction holds its checkpoint row until the server ends it (IDLE_IN_TRANSACTION_TIMEOUT_MS),
+ * then the survivor's projections catch up on what was written meanwhile. Only that it happens
+ * is asserted, not how fast (a loaded run took more than 7 s).
+ */
+const READ_BACK_AFTER_TAKEOVER_MS = 30_000;
 
 let net: Network | null = null;
 let server: PostgresServer | null = null;
@@ -111,7 +122,7 @@ test('several hosts on one PostgreSQL: an API host cut off, then the lease-holdi
     );
     const tookMs = Date.now() - cutAt;
     probe = 0;
-    await until('a write through each API host read back after the takeover', async () => (await writeThenRead(api1, headers, `cut-wk-a${probe}`)) && (await writeThenRead(api2, headers, `cut-wk-b${probe++}`)), Math.max(LEASE_TTL_MS, IDLE_IN_TRANSACTION_TIMEOUT_MS) + TAKEOVER_SLACK_MS - (Date.now() - cutAt));
+    await until('a write through each API host read back after the takeover', async () => (await writeThenRead(api1, headers, `cut-wk-a${probe}`)) && (await writeThenRead(api2, headers, `cut-wk-b${probe++}`)), Math.max(LEASE_TTL_MS, IDLE_IN_TRANSACTION_TIMEOUT_MS) + READ_BACK_AFTER_TAKEOVER_MS);
     const appliedMs = Date.now() - cutAt;
     const afterTakeover = w.acked.size;
     await until('30 more writes acknowledged with the first worker cut off', () => writes.acked.size >= afterTakeover + 30, 20_000);
