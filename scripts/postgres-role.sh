@@ -37,4 +37,7 @@ REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 -- The service's schema, owned by its role: its tables go there (search_path) and nowhere else.
 CREATE SCHEMA :"role" AUTHORIZATION :"role";
 ALTER ROLE :"role" IN DATABASE :"db" SET search_path = :"role";
+-- A transaction left open holds every follower of the log back (docs/operations.md, PostgreSQL,
+-- Global order): the service never idles inside one, so a session that does is ended.
+ALTER ROLE :"role" SET idle_in_transaction_session_timeout = '60s';
 SQL

@@ -113,13 +113,22 @@ test('scripts/postgres-role.sh: a role owning only its schema; the service migra
   const c = new pg.Client({ connectionString: roleUrl });
   await c.connect();
   try {
-    for (const sql of ['CREATE TABLE public.intruder (i int)', 'CREATE DATABASE intruder', 'CREATE ROLE intruder']) {
+    // A transaction left open would hold every follower back: the role's sessions end one.
+    assert.is((await c.query('SHOW idle_in_transaction_session_timeout')).rows[0].idle_in_transaction_session_timeout, '1min');
+    for (const sql of ['CREATE TABLE public.intruder (i int)', 'CREATE SCHEMA intruder', 'CREATE DATABASE intruder', 'CREATE ROLE intruder']) {
       const err = await c.query(sql).then(() => null, (e: { code?: string }) => e);
       assert.is(err?.code, '42501', `${sql} must be refused for lack of privilege`);
     }
   } finally {
     await c.end();
   }
+  // Nor may any other (non-superuser) role of the cluster connect to the service's database.
+  const other = `${ROLE}_other`;
+  await asSuperuser(`CREATE ROLE ${other} LOGIN`);
+  const o = new pg.Client({ connectionString: `postgres://${other}@127.0.0.1:${server.port}/${db}` });
+  const refused = await o.connect().then(() => null, (e: { code?: string }) => e);
+  await o.end().catch(() => undefined);
+  assert.is(refused?.code, '42501', 'another role connected to the service database');
   assert.equal(fs.readdirSync(dataDir), [], 'nothing written to DATA_DIR');
 });
 
