@@ -19,15 +19,18 @@
 # POSTGRES_USER       who runs this (default: libpq's PGUSER, or the login name)
 #
 # Then: POSTGRES_URL=postgres://collab:<password>@<host>:5432/collab (README, Production).
-set -eu
+
+# The image sources an init script that is not executable (a checkout that lost the mode): then
+# this runs inside its entrypoint's shell, so it leaves the entrypoint's arguments and options
+# as they were (no `set --`, no `set -u`) and its own variables are prefixed.
+set -e
 : "${COLLAB_DB_PASSWORD:?set COLLAB_DB_PASSWORD to the service role's password (openssl rand -hex 24)}"
-role="${COLLAB_DB_ROLE:-collab}"
-db="${POSTGRES_DB:-collab}"
-if [ -n "${POSTGRES_USER:-}" ]; then set -- --username "$POSTGRES_USER"; else set --; fi
+collab_role="${COLLAB_DB_ROLE:-collab}"
+collab_db="${POSTGRES_DB:-collab}"
 
 # Variables are interpolated by psql (:"x" an identifier, :'x' a literal), never by the shell.
-psql -v ON_ERROR_STOP=1 --no-psqlrc --quiet "$@" --dbname "$db" \
-  -v role="$role" -v password="$COLLAB_DB_PASSWORD" -v db="$db" <<'SQL'
+psql -v ON_ERROR_STOP=1 --no-psqlrc --quiet ${POSTGRES_USER:+"--username=$POSTGRES_USER"} --dbname "$collab_db" \
+  -v role="$collab_role" -v password="$COLLAB_DB_PASSWORD" -v db="$collab_db" <<'SQL'
 CREATE ROLE :"role" LOGIN PASSWORD :'password' NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
 -- Only this role (and superusers) may connect to the database; nobody creates in `public`
 -- (PostgreSQL 14 and older let every role do so).
