@@ -11,7 +11,10 @@
  * met.
  *
  * Scenarios (--scenario=): perm1, perm1rate, perm10, docs, size, add, move, memory, access,
- * rebuild, workers. workers measures a one-document write's latency with one process and with
+ * rebuild, workers. --store=postgres also measures permissions/get (perm1), documents/add (add)
+ * and the rebuild on PostgreSQL, beside the same scenarios on SQLite in the same run: a
+ * throwaway server (test/support/postgres.ts, Debian's binaries) and a service on it, seeded the
+ * same way; each row gives PostgreSQL's figure against SQLite's and their ratio. workers measures a one-document write's latency with one process and with
  * `serve --workers 2`, each on a fresh store of its own, in alternating rounds. perm1rate is perm1's request at a fixed 1,000 requests/s: its latency at a steady
  * load rather than at saturation, from bench/steady-load.ts (evenly spaced requests), beside
  * the raw ceiling at the same rate. rebuild replays the log in this process, importing the
@@ -33,6 +36,11 @@ import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
 import { ProjectionRunner } from '../src/runtime/projection-runner.js';
 import { allProjections } from '../projections/index.js';
+import { PostgresEventStore } from '../src/adapters/postgres-event-store.js';
+import { PostgresReadStore } from '../src/adapters/postgres-read-store.js';
+// The bench's PostgreSQL is the suites' throwaway server: one starter to keep working (both
+// are dev-only; neither the bench nor the tests are part of the build).
+import { startPostgres } from '../test/support/postgres.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -44,6 +52,13 @@ const scale = args.has('--full') ? 'full' : args.has('--quick') ? 'quick' : 'sta
 // memory, rebuild, access, workers); the seeding is the same. Without it, every scenario runs.
 const only = process.argv.find((a) => a.startsWith('--scenario='))?.slice('--scenario='.length).split(',');
 const want = (name: string) => !only || only.includes(name);
+// --store=postgres: perm1, add and rebuild measured on PostgreSQL too, beside SQLite.
+const storeArg = process.argv.find((a) => a.startsWith('--store='))?.slice('--store='.length) ?? 'sqlite';
+if (storeArg !== 'sqlite' && storeArg !== 'postgres') {
+  console.error(`--store=${storeArg}: unknown store; --store=postgres measures PostgreSQL beside SQLite (the default, --store=sqlite, SQLite alone)`);
+  process.exit(2);
+}
+const withPostgres = storeArg === 'postgres';
 const S = {
   quick: { bigDocs: 20_000, smallDocs: 1_000, subtree: 1_000, seconds: 3 },
   standard: { bigDocs: 100_000, smallDocs: 1_000, subtree: 10_000, seconds: 8 },
@@ -96,13 +111,13 @@ function buildService() {
   console.log(`built dist/ in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
 
-async function startService(dataDir: string, serveArgs: string[] = []): Promise<{ url: string; child: ChildProcess }> {
+async function startService(dataDir: string, serveArgs: string[] = [], env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   // BENCH_PROFILE_DIR=dir: the service writes a V8 CPU profile there when it exits.
   const prof = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
   const child = spawn(process.execPath, [...prof, SERVER_ENTRY, ...serveArgs], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', RATE_LIMIT_PER_SECOND: '0' },
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', RATE_LIMIT_PER_SECOND: '0', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -119,7 +134,7 @@ async function startService(dataDir: string, serveArgs: string[] = []): Promise<
 
 const stop = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
-    if (child.exitCode !== null) return resolve();
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
   });
@@ -346,9 +361,9 @@ function deepDocs(docs: number, n: number): string[] {
 const ONE_DOC_CONNECTIONS = 10;
 
 /** A service started with `serveArgs` on a fresh store, with a workspace and an organization to add to. */
-async function oneDocService(serveArgs: string[]) {
+async function oneDocService(serveArgs: string[], env: Record<string, string> = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-workers-'));
-  const svc = await startService(dir, serveArgs);
+  const svc = await startService(dir, serveArgs, env);
   const saved = headers;
   headers = {};
   const ws = await call(svc.url, '/v2/workspace/create', { ownerEmail: 'workers@example.com' });
@@ -381,9 +396,9 @@ async function oneDocService(serveArgs: string[]) {
  * shared with other work, a load that comes and goes then weighs on both sides alike. The
  * median round of each side is reported.
  */
-async function oneDocAdds(rounds: number): Promise<{ single: Load; cluster: Load }> {
-  const single = await oneDocService([]);
-  const cluster = await oneDocService(['--workers', '2']);
+async function oneDocAdds(rounds: number, env: () => Promise<Record<string, string>> = async () => ({})): Promise<{ single: Load; cluster: Load }> {
+  const single = await oneDocService([], await env());
+  const cluster = await oneDocService(['--workers', '2'], await env());
   try {
     const a: Load[] = [];
     const b: Load[] = [];
@@ -399,6 +414,141 @@ async function oneDocAdds(rounds: number): Promise<{ single: Load; cluster: Load
   }
 }
 
+// ---- PostgreSQL beside SQLite (--store=postgres) ----
+
+interface SqliteFigures {
+  seedSeconds?: number;
+  perm1?: Load;
+  adds?: Load;
+  rebuild?: { replayed: number; seconds: number };
+}
+
+/**
+ * The same seeding and the same perm1, add and rebuild scenarios as on SQLite above, on a
+ * service whose both ports are in a throwaway PostgreSQL server on this machine (POSTGRES_URL),
+ * each row PostgreSQL's figure against SQLite's of this run, the ratio PostgreSQL / SQLite
+ * (above 1: PostgreSQL does more per second). Rows are reports: no target names PostgreSQL.
+ */
+async function postgresBeside(sqlite: SqliteFigures) {
+  const t0 = Date.now();
+  const server = await startPostgres();
+  console.log(`started a throwaway PostgreSQL server on port ${server.port} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-pg-'));
+  const saved = headers;
+  try {
+    const url = await server.freshDatabase('bench');
+    // Both ports external: every process must share one master key (SECRETS_KEY).
+    const svc = await startService(dir, [], { POSTGRES_URL: url, SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') });
+    try {
+      headers = {};
+      const ws = await call(svc.url, '/v2/workspace/create', { ownerEmail: 'bench-pg@example.com' });
+      const [apiKey, key] = Object.entries(ws.result.data.apiKeyList)[0] as [string, { authToken: string }];
+      headers = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
+      const t1 = Date.now();
+      await seedOrg(svc.url, 'big', S.bigDocs);
+      await seedOrg(svc.url, 'small', S.smallDocs);
+      const seedSeconds = (Date.now() - t1) / 1000;
+      console.log(`seeded ${S.bigDocs + S.smallDocs} documents on PostgreSQL in ${seedSeconds.toFixed(1)} s`);
+      const seeded = S.bigDocs + S.smallDocs;
+      if (sqlite.seedSeconds !== undefined) {
+        const pgRate = seeded / seedSeconds;
+        const sqRate = seeded / sqlite.seedSeconds;
+        rows.push({
+          scenario: `seeding ${fmt(seeded)} docs (documents/add of 1,000, 4 at once): PostgreSQL vs SQLite`,
+          measured: `${fmt(pgRate)} vs ${fmt(sqRate)} docs/s`,
+          ...NO_CEILING,
+          ratio: (pgRate / sqRate).toFixed(2),
+          target: 'report',
+          met: null,
+          raw: { seeded, postgresSeconds: seedSeconds, sqliteSeconds: sqlite.seedSeconds },
+        });
+      }
+
+      if (want('perm1') && sqlite.perm1) {
+        console.log('measuring permissions/get on PostgreSQL');
+        const perm1 = { organizationId: 'big', userIds: ['u3'], documentIds: deepDocs(S.bigDocs, 10) };
+        await call(svc.url, '/v2/auth/permissions/get', perm1);
+        const pg1 = await load(svc.url, '/v2/auth/permissions/get', { body: JSON.stringify({ data: perm1 }) });
+        const sq = sqlite.perm1;
+        rows.push({
+          scenario: `permissions/get 1 user x 10 docs (org ${S.bigDocs} docs): PostgreSQL vs SQLite`,
+          measured: `${fmt(pg1.reqPerSec)} vs ${fmt(sq.reqPerSec)} req/s, p99 ${pg1.p99} vs ${sq.p99} ms`,
+          ...NO_CEILING,
+          ratio: (pg1.reqPerSec / sq.reqPerSec).toFixed(2),
+          target: 'report',
+          met: pg1.non2xx === 0 && pg1.errors === 0 ? null : false,
+          raw: { postgres: pg1, sqlite: sq },
+        });
+      }
+
+      if (want('add') && sqlite.adds) {
+        console.log('measuring documents/add on PostgreSQL');
+        let n = 0;
+        const addBody = () =>
+          JSON.stringify({
+            data: { organizationId: 'adds', createOrganization: true, documents: Array.from({ length: 100 }, () => ({ documentId: `a${n++}`, documentName: 'Added' })) },
+          });
+        await call(svc.url, '/v2/organizations/add', { organizations: [{ organizationId: 'adds' }] });
+        const adds = await load(svc.url, '/v2/organizations/documents/add', { setupBody: addBody, connections: 10 });
+        const sq = sqlite.adds;
+        rows.push({
+          scenario: 'documents/add batches of 100 (read-your-writes): PostgreSQL vs SQLite',
+          measured: `${fmt(adds.reqPerSec * 100)} vs ${fmt(sq.reqPerSec * 100)} docs/s, p99 ${adds.p99} vs ${sq.p99} ms`,
+          ...NO_CEILING,
+          ratio: (adds.reqPerSec / sq.reqPerSec).toFixed(2),
+          target: 'report',
+          met: adds.non2xx === 0 && adds.errors === 0 ? null : false,
+          raw: { postgres: adds, sqlite: sq },
+        });
+      }
+    } finally {
+      headers = saved;
+      await stop(svc.child);
+    }
+    // Nothing of it in DATA_DIR: both ports were PostgreSQL's.
+    const written = fs.readdirSync(dir);
+    if (written.length) throw new Error(`the PostgreSQL service wrote to DATA_DIR: ${written.join(', ')}`);
+
+    // The rebuild as on SQLite: the whole log replayed by a runner in this process into a
+    // fresh read store, here a database of its own on the same server.
+    if (want('rebuild') && sqlite.rebuild) {
+      console.log('rebuilding the read models from the PostgreSQL log');
+      const events = new PostgresEventStore(url);
+      const read = new PostgresReadStore(await server.freshDatabase('bench_rebuild'));
+      const runner = new ProjectionRunner(events, read, allProjections, { batchSize: 2000 });
+      await runner.init();
+      const t2 = Date.now();
+      const replayed = await runner.catchUp();
+      const seconds = (Date.now() - t2) / 1000;
+      await events.close();
+      await read.close();
+      const eps = replayed / seconds;
+      const sqEps = sqlite.rebuild.replayed / sqlite.rebuild.seconds;
+      rows.push({
+        scenario: `projection rebuild (PostgreSQL ${replayed.toLocaleString('en-US')} vs SQLite ${sqlite.rebuild.replayed.toLocaleString('en-US')} events)`,
+        measured: `${fmt(eps)} vs ${fmt(sqEps)} events/s`,
+        ...NO_CEILING,
+        ratio: (eps / sqEps).toFixed(2),
+        target: 'report',
+        met: null,
+        raw: { postgres: { replayed, seconds }, sqlite: sqlite.rebuild },
+      });
+    }
+  } finally {
+    headers = saved;
+    fs.rmSync(dir, { recursive: true, force: true });
+    // The server's process is unref'd (it never keeps a test run alive), so while close() waits
+    // for it to exit nothing else may hold the event loop: this timer does, else the bench would
+    // end there, silently, with exit code 0 and no table.
+    const hold = setInterval(() => undefined, 1000);
+    try {
+      await server.close();
+    } finally {
+      clearInterval(hold);
+    }
+  }
+}
+
 // ---- main ----
 
 async function main() {
@@ -408,6 +558,8 @@ async function main() {
   const raw = await startCeiling('raw-server.mjs');
   const fw = await startCeiling('fastify-server.mjs');
   let svc = await startService(dataDir);
+  // SQLite's figures for the rows that set PostgreSQL's beside them (--store=postgres).
+  const sqlite: SqliteFigures = {};
   try {
     const ws = await call(svc.url, '/v2/workspace/create', { ownerEmail: 'bench@example.com' });
     const [apiKey, key] = Object.entries(ws.result.data.apiKeyList)[0] as [string, { authToken: string }];
@@ -417,6 +569,7 @@ async function main() {
     await seedOrg(svc.url, 'big', S.bigDocs);
     await seedOrg(svc.url, 'small', S.smallDocs);
     const seedSeconds = (Date.now() - t0) / 1000;
+    sqlite.seedSeconds = seedSeconds;
     console.log(`seeded ${S.bigDocs + S.smallDocs} documents in ${seedSeconds.toFixed(1)} s`);
     const rssAfterSeed = rssMiB(svc.child.pid!);
 
@@ -427,6 +580,7 @@ async function main() {
     let dg: Awaited<ReturnType<typeof versus>> | undefined;
     if (want('perm1')) {
       p1 = await versus(svc.url, fw.url, raw.url, '/v2/auth/permissions/get', perm1);
+      sqlite.perm1 = p1.measured;
       const ratio1 = p1.measured.reqPerSec / p1.ceiling.reqPerSec;
       rows.push({
         scenario: `permissions/get 1 user x 10 docs (org ${S.bigDocs} docs, 10 deep)`,
@@ -516,6 +670,7 @@ async function main() {
         });
       await call(svc.url, '/v2/organizations/add', { organizations: [{ organizationId: 'adds' }] });
       const adds = await load(svc.url, '/v2/organizations/documents/add', { setupBody: addBody, connections: 10 });
+      sqlite.adds = adds;
       const addSample = await call(svc.url, '/v2/organizations/documents/add', JSON.parse(addBody()).data);
       await fetch(`${raw.url}/__canned`, { method: 'POST', body: JSON.stringify({ path: '/v2/organizations/documents/add', body: addSample }) });
       const addCeiling = await load(raw.url, '/v2/organizations/documents/add', { setupBody: addBody, connections: 10 });
@@ -645,6 +800,7 @@ async function main() {
     await events.close();
     await read.close();
     const eps = replayed / seconds;
+    sqlite.rebuild = { replayed, seconds };
     rows.push({
       scenario: `projection rebuild of ${replayed.toLocaleString('en-US')} events (embedded)`,
       measured: `${fmt(eps)} events/s`,
@@ -656,29 +812,43 @@ async function main() {
   }
   fs.rmSync(dataDir, { recursive: true, force: true });
 
+  if (withPostgres) await postgresBeside(sqlite);
+
   // documents/add of one document at a time (read-your-writes), one process against `serve
   // --workers 2`: there the API process appends and the background process applies, so every
   // write waits for a notice to cross two processes and back (src/runtime/notices.ts).
   if (want('workers')) {
-    const { single, cluster } = await oneDocAdds(3);
-    const ratio50 = cluster.p50 / Math.max(1, single.p50);
-    const ratio99 = cluster.p99 / Math.max(1, single.p99);
-    rows.push({
-      scenario: `documents/add of 1 document, ${ONE_DOC_CONNECTIONS} connections: serve --workers 2 vs one process`,
-      measured: `p50 ${cluster.p50} vs ${single.p50} ms, p99 ${cluster.p99} vs ${single.p99} ms (mean ${cluster.mean.toFixed(2)} vs ${single.mean.toFixed(2)})`,
-      ...NO_CEILING,
-      ratio: `${ratio50.toFixed(2)} / ${ratio99.toFixed(2)}`,
-      target: '<= 2x at p50 and p99',
-      met: ratio50 <= 2 && ratio99 <= 2 && single.non2xx === 0 && cluster.non2xx === 0,
-      raw: { single, cluster },
-    });
+    const workersRow = (store: string, { single, cluster }: { single: Load; cluster: Load }) => {
+      const ratio50 = cluster.p50 / Math.max(1, single.p50);
+      const ratio99 = cluster.p99 / Math.max(1, single.p99);
+      rows.push({
+        scenario: `documents/add of 1 document, ${ONE_DOC_CONNECTIONS} connections: serve --workers 2 vs one process (${store})`,
+        measured: `p50 ${cluster.p50} vs ${single.p50} ms, p99 ${cluster.p99} vs ${single.p99} ms (mean ${cluster.mean.toFixed(2)} vs ${single.mean.toFixed(2)})`,
+        ...NO_CEILING,
+        ratio: `${ratio50.toFixed(2)} / ${ratio99.toFixed(2)}`,
+        target: '<= 2x at p50 and p99',
+        met: ratio50 <= 2 && ratio99 <= 2 && single.non2xx === 0 && cluster.non2xx === 0,
+        raw: { single, cluster },
+      });
+    };
+    workersRow('SQLite', await oneDocAdds(3));
+    // On PostgreSQL the notices cross processes by LISTEN/NOTIFY (src/adapters/postgres-common.ts).
+    if (withPostgres) {
+      const server = await startPostgres();
+      try {
+        const secretsKey = Buffer.alloc(32, 7).toString('base64');
+        workersRow('PostgreSQL', await oneDocAdds(3, async () => ({ POSTGRES_URL: await server.freshDatabase('workers'), SECRETS_KEY: secretsKey })));
+      } finally {
+        await server.close();
+      }
+    }
   }
 
   printTable();
   const outDir = path.join(ROOT, 'bench', 'results');
   fs.mkdirSync(outDir, { recursive: true });
   const file = path.join(outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${scale}.json`);
-  fs.writeFileSync(file, JSON.stringify({ scale, machine: { cores: os.cpus().length, node: process.version, loadavg: os.loadavg() }, summary: targetsSummary(), rows }, null, 2));
+  fs.writeFileSync(file, JSON.stringify({ scale, store: storeArg, machine: { cores: os.cpus().length, node: process.version, loadavg: os.loadavg() }, summary: targetsSummary(), rows }, null, 2));
   console.log(`\nwritten: ${path.relative(ROOT, file)}`);
   console.log(targetsSummary());
 }

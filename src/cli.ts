@@ -24,7 +24,7 @@
  *   projections retry <id> | skip <id>        apply a parked event again, or acknowledge it (src/ops/parked.ts)
  *
  * Commands other than `serve` work directly on the stores named by the environment
- * (DATA_DIR, or EVENTSTORE_URL/MONGODB_URL) and bring the read models up to date before
+ * (DATA_DIR, or POSTGRES_URL, EVENTSTORE_URL/MONGODB_URL) and bring the read models up to date before
  * exiting, so a running server sees the change at its next poll.
  */
 import { parseArgs } from 'node:util';

@@ -194,9 +194,7 @@ export async function startPostgres(options: StartOptions = {}): Promise<Postgre
     async stop(mode) {
       const r = run('pg_ctl', ['stop', '-D', dataDir, '-m', mode, '-w', '-t', '60']);
       if (r.status !== 0) throw new Error(`pg_ctl stop -m ${mode} failed: ${r.stderr || r.stdout}`);
-      // Waited for with a reference: an unreferenced child's exit would let the process end first.
-      child?.ref();
-      await exited;
+      await awaitReferenced(exited);
       child = null;
     },
     async start() {
@@ -205,9 +203,8 @@ export async function startPostgres(options: StartOptions = {}): Promise<Postgre
     },
     async close() {
       if (child) {
-        child.ref();
         child.kill('SIGINT'); // fast shutdown: disconnects clients, then exits
-        await exited;
+        await awaitReferenced(exited);
         child = null;
       }
       live.delete(server);
@@ -236,6 +233,20 @@ export async function startPostgres(options: StartOptions = {}): Promise<Postgre
     throw error;
   }
   return server;
+}
+
+/**
+ * Waits for `p` with the event loop held open: the server's process and its pipes are
+ * unreferenced (a test run must not wait for a server at exit), so with nothing else pending
+ * Node would end in the middle of the wait and skip whatever follows it.
+ */
+async function awaitReferenced<T>(p: Promise<T>): Promise<T> {
+  const keep = setInterval(() => {}, 1000);
+  try {
+    return await p;
+  } finally {
+    clearInterval(keep);
+  }
 }
 
 let shared: Promise<PostgresServer> | null = null;
