@@ -110,10 +110,11 @@ test('several hosts on one PostgreSQL: an API host cut off, then the lease-holdi
     assert.ok(first, 'a worker holds the projections lease');
     const [holderHost, survivorHost] = first.holder.startsWith(`${hosts.wk1.name}:`) ? [hosts.wk1, hosts.wk2] : [hosts.wk2, hosts.wk1];
     assert.ok(first.holder.startsWith(`${holderHost.name}:`), `the holder ${first.holder} is on a worker host`);
-    // At a moment it has a batch's transaction open: its row locks (the checkpoint's) stay until
-    // the server ends the session (IDLE_IN_TRANSACTION_TIMEOUT_MS).
+    // At a moment it has a batch's transaction open when one can be caught: its row locks (the
+    // checkpoint's) stay until the server ends the session (IDLE_IN_TRANSACTION_TIMEOUT_MS). A
+    // worker's batches are short and few; past 20 s of trying it is cut between two (printed).
     cut.add(holderHost);
-    const strandedWorker = await cutMidTransaction(url, holderHost.address, () => net!.cut(holderHost), () => net!.restore(holderHost));
+    const strandedWorker = await cutMidTransaction(url, holderHost.address, () => net!.cut(holderHost), () => net!.restore(holderHost), 20_000, true);
     const cutAt = Date.now();
     await until(
       'the other worker to take the lease',

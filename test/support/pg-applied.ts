@@ -240,7 +240,20 @@ export async function sessions(url: string): Promise<string> {
  * host. Tries again (a brief cut and restore) when the transaction ended just before the cut.
  * Returns the stranded session's description.
  */
-export async function cutMidTransaction(url: string, address: string, cut: () => void, restore: () => void, timeoutMs = 30_000): Promise<string> {
+export async function cutMidTransaction(
+  url: string,
+  address: string,
+  cut: () => void,
+  restore: () => void,
+  timeoutMs = 30_000,
+  /**
+   * Past the timeout, cut anyway (between transactions) instead of failing. For a host whose
+   * transactions are short and few (a worker's batches): on a quiet machine they may end before
+   * `ip link` takes effect every time. The caller still tests the takeover; the stranded case
+   * is then covered by the API host's cut alone.
+   */
+  orBetween = false,
+): Promise<string> {
   return withClient(url, async (c) => {
     const open = async () =>
       (
@@ -263,6 +276,9 @@ export async function cutMidTransaction(url: string, address: string, cut: () =>
       if (stranded.length > 0) return stranded.map((s) => `pid ${s.pid}: ${s.query.replace(/\s+/g, ' ').slice(0, 60)}`).join('; ');
       restore();
     }
-    throw new Error(`no transaction of ${address} caught open within ${timeoutMs} ms (${polls} looks, ${tries} cuts that found it ended)`);
+    const none = `no transaction of ${address} caught open within ${timeoutMs} ms (${polls} looks, ${tries} cuts that found it ended)`;
+    if (!orBetween) throw new Error(none);
+    cut();
+    return `none (${none}; cut between transactions)`;
   });
 }
