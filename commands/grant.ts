@@ -16,10 +16,9 @@
  * (queries/permissions.ts).
  */
 import { assertNever } from '../src/errors.js';
-import { key } from '../src/ids.js';
+import { key, streamName } from '../src/ids.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import type { Planned } from './outcomes.js';
-import { streamName } from '../src/ids.js';
 
 /** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
 export const grantsStream = (apiKey: string, organizationId: string, userId: string) =>

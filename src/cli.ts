@@ -31,12 +31,11 @@ import { parseArgs } from 'node:util';
 import { nanoid } from 'nanoid';
 import { z } from 'zod';
 import { ConfigError, loadConfig } from './config.js';
-import { ApiError } from './errors.js';
+import { ApiError, notFound } from './errors.js';
 import { openServices, type Services } from './services.js';
 import { RequestContext, type Logger } from './http/context.js';
 import { createWorkspace } from './http/routes/workspace.js';
-import { workspaceStream } from '../commands/workspace.js';
-import { workspaceDecider } from '../commands/workspace.js';
+import { workspaceStream, workspaceDecider } from '../commands/workspace.js';
 import { main as serveMain } from './server.js';
 import { AuditUsageError, parseAuditArgs, printAudit } from './ops/audit.js';
 import { formatProgress, formatStatus, projectionsStatus, rebuildReadModels, RebuildError } from './ops/rebuild.js';
@@ -46,7 +45,6 @@ import { ParkedError, formatParked, listParked, retryParked, skipParked } from '
 import { deleteApiKey, rotateWorkspaceAuthToken } from './http/routes/key-lifecycle.js';
 import { rotateSigningKey } from './tokens/user-tokens.js';
 import { API_KEYS, type ApiKeyDoc } from '../projections/workspaces.js';
-import { notFound } from './errors.js';
 
 const USAGE = `usage:
   collab serve [--role api|worker|all] [--workers <n>|auto]

@@ -6,9 +6,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spec } from './support/decider.js';
-import { MAX_GROUP_AGENTS } from '../commands/agent-group.js';
+import { MAX_GROUP_AGENTS, agentGroupDecider, type AgentGroupEvent } from '../commands/agent-group.js';
 import { agentDecider, type AgentEvent } from '../commands/agent.js';
-import { agentGroupDecider, type AgentGroupEvent } from '../commands/agent-group.js';
 import { agentConfigSchema, REDACTED, redactAgentConfig, toAgentConfig, type AgentConfig } from '../src/agents/config.js';
 
 const now = 1_700_000_000_000;

@@ -11,8 +11,7 @@ import { buildApp } from '../src/app.js';
 import { CASCADE_WORK } from '../projections/cascade-work.js';
 import type { CascadeWorker } from '../src/cascade.js';
 import { harness, tempDir } from './support/app.js';
-import { documentDecider } from '../commands/document.js';
-import { documentStream } from '../commands/document.js';
+import { documentDecider, documentStream } from '../commands/document.js';
 
 async function withApp<T>(dir: string, follow: boolean, fn: (s: Services, post: (r: string, d: unknown, h: Record<string, string>) => Promise<any>) => Promise<T>) {
   // Without followers nothing would ever catch up: do not wait for read models on writes.

@@ -12,11 +12,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
-import { harness } from './support/app.js';
+import { harness, tempDir } from './support/app.js';
 import { configureEverySecret, secretsAtRestContract } from './contract/secrets-at-rest.contract.js';
 import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
-import { tempDir } from './support/app.js';
 
 const FILES = ['events.db', 'events.db-wal', 'readmodels.db', 'readmodels.db-wal'];
 

@@ -16,8 +16,7 @@ import { openServices, type OpenOptions, type Services } from '../src/services.j
 import { buildApp } from '../src/app.js';
 import { tempDir } from './support/app.js';
 import { verifySignature } from '../src/webhooks/signature.js';
-import { agentDecider } from '../commands/agent.js';
-import { agentStream } from '../commands/agent.js';
+import { agentDecider, agentStream } from '../commands/agent.js';
 import { DELIVERIES, ENDPOINT_STATE, endpointStateId, type EndpointStateDoc } from '../src/webhooks/outbox.js';
 import { workspaceStream } from '../commands/workspace.js';
 import { API_KEYS, type ApiKeyDoc } from '../projections/workspaces.js';

@@ -18,8 +18,7 @@ import { openServices, type Services } from '../src/services.js';
 import { buildApp } from '../src/app.js';
 import { harness, tempDir, type Harness, type Tenant } from './support/app.js';
 import { BLOCKED, DestinationBlockedError, EgressPolicy, embeddedIPv4, parseCidr, type ResolvedAddress, type Resolver } from '../src/webhooks/egress.js';
-import { workspaceDecider } from '../commands/workspace.js';
-import { workspaceStream } from '../commands/workspace.js';
+import { workspaceDecider, workspaceStream } from '../commands/workspace.js';
 
 /** The address forms of issue 12, each refused by default (host part of an http URL). */
 const REFUSED_HOSTS = [

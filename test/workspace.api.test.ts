@@ -7,8 +7,7 @@ import * as assert from 'uvu/assert';
 import { harness, type Harness, type Tenant } from './support/app.js';
 import { authenticate } from '../src/http/auth.js';
 import { ApiError } from '../src/errors.js';
-import { workspaceDecider } from '../commands/workspace.js';
-import { workspaceStream } from '../commands/workspace.js';
+import { workspaceDecider, workspaceStream } from '../commands/workspace.js';
 import type { FastifyRequest } from 'fastify';
 
 const S = suite<{ h: Harness; t: Tenant }>('workspace API');

@@ -13,7 +13,6 @@
 export type LogPosition = string;
 export const LOG_START: LogPosition = '';
 
-export const positionAtLeast = (a: LogPosition, b: LogPosition) => a >= b;
 export const maxPosition = (a: LogPosition, b: LogPosition) => (a >= b ? a : b);
 
 /**

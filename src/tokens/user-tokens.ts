@@ -17,12 +17,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair } from 'jose';
-import { LEGACY_KID, workspaceDecider, type SigningKey, type SigningPublicKey, type WorkspaceState } from '../../commands/workspace.js';
+import { LEGACY_KID, workspaceDecider, workspaceStream, type SigningKey, type SigningPublicKey, type WorkspaceState } from '../../commands/workspace.js';
 import { API_KEYS, type ApiKeyDoc } from '../../projections/workspaces.js';
 import { BugError, notFound, SecretUnavailableError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { RequestContext } from '../http/context.js';
-import { workspaceStream } from '../../commands/workspace.js';
 import type { Services } from '../services.js';
 import { signToken, TOKEN_ISSUER, TOKEN_LIFETIME_SECONDS, TokenError, unverifiedToken, verifyToken, type TokenResource, type UserTokenClaims, type VerificationKey } from './jwt.js';
 import { SIGNING_KEY_RETENTION_MS, TOKEN_CLOCK_SKEW_SECONDS } from './lifetime.js';

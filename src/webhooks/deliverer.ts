@@ -40,11 +40,10 @@ import { CheckpointConflictError, type ReadStore, type ReadTx } from '../ports/r
 import type { CommandHandler } from '../runtime/command-handler.js';
 import type { RunnerLogger } from '../runtime/projection-runner.js';
 import type { Lease } from '../runtime/lease.js';
-import { workspaceDecider } from '../../commands/workspace.js';
+import { workspaceDecider, workspaceStream } from '../../commands/workspace.js';
 import { ENDPOINT_URL_FIELD, type ServiceState, type WebhookEndpoint } from '../../commands/service-config.js';
 import { API_KEYS, type ApiKeyDoc } from '../../projections/workspaces.js';
 import { key } from '../ids.js';
-import { workspaceStream } from '../../commands/workspace.js';
 import {
   DELIVERIES,
   ENDPOINT_STATE,

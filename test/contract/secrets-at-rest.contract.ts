@@ -9,10 +9,9 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { workspaceDecider } from '../../commands/workspace.js';
+import { workspaceDecider, workspaceStream } from '../../commands/workspace.js';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { workspaceStream } from '../../commands/workspace.js';
 import type { EventStore } from '../../src/ports/event-store.js';
 import type { ReadStore } from '../../src/ports/read-store.js';
 import { assemble, type Services } from '../../src/services.js';

@@ -15,9 +15,9 @@
  * keeps out on purpose (docs/compatibility.md).
  */
 import { z } from 'zod';
-import { documentDecider, documentNotFound, type DocumentState } from '../../../commands/document.js';
+import { documentDecider, documentNotFound, documentStream, type DocumentState } from '../../../commands/document.js';
 import { getFolder, normalizeParent, type Tree } from '../../../commands/folder-tree.js';
-import { organizationDecider, organizationNotFound } from '../../../commands/organization.js';
+import { organizationDecider, organizationNotFound, organizationStream } from '../../../commands/organization.js';
 import { documentsPage, documentRowsJson } from '../../../queries/documents.js';
 import { requireOrganization } from '../../../queries/organizations.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
@@ -44,8 +44,6 @@ import {
   unique,
   type Failure,
 } from './domain.js';
-import { documentStream } from '../../../commands/document.js';
-import { organizationStream } from '../../../commands/organization.js';
 
 const docSchema = z.object({
   documentId: id(),

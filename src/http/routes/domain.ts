@@ -1,7 +1,8 @@
 /**
  * Helpers shared by the domain routes (organizations, folders, documents, users, groups,
- * permissions): stream names, per-item outcomes, and the few schema pieces they repeat,
- * request and answer alike.
+ * permissions): per-item outcomes and how a batch collects them (`item`, `eachItem`,
+ * `keyed`), paged answers, and the few schema pieces they repeat, request and answer alike.
+ * Stream names live beside their deciders (commands/).
  */
 import { z } from 'zod';
 import { ACCESS_TYPES } from '../../../commands/folder-tree.js';

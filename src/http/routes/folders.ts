@@ -8,7 +8,7 @@
  * rest-apis/v2/folders/*), including where they differ between two examples of one page.
  */
 import { z } from 'zod';
-import { organizationDecider, plan, organizationNotFound } from '../../../commands/organization.js';
+import { organizationDecider, plan, organizationNotFound, organizationStream, type OrganizationCommand } from '../../../commands/organization.js';
 import { capturing } from '../../../commands/outcomes.js';
 import { MAX_SUBTREE_FOLDERS, folderSubtree, foldersPage } from '../../../queries/folders.js';
 import { requireOrganization } from '../../../queries/organizations.js';
@@ -19,8 +19,6 @@ import type { RequestContext } from '../context.js';
 import { id, ids, items, text } from '../validation.js';
 import { accessEcho, accessType, bareOutcome, folderRowSchema, idOutcome, keyed, outcomesById, PAGE_SIZE_DOC, pageSize, pageToken, type Outcome } from './domain.js';
 import { DEFAULT_FOLDER_MAX_DEPTH } from '../../../commands/folder-tree.js';
-import { organizationStream } from '../../../commands/organization.js';
-import type { OrganizationCommand } from '../../../commands/organization.js';
 
 /** Runs one folders batch command and returns its per-item outcomes, keyed by folder id. */
 async function batch(ctx: RequestContext, command: OrganizationCommand, folderIds: readonly string[]) {

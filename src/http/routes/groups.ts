@@ -7,22 +7,18 @@
  * rest-apis/v2/user-groups/*).
  */
 import { z } from 'zod';
-import { grantsDecider, isLive, resourceKey } from '../../../commands/grant.js';
-import { groupDecider, MAX_GROUPS_PER_USER, plan } from '../../../commands/group.js';
+import { grantsDecider, isLive, resourceKey, grantsStream } from '../../../commands/grant.js';
+import { groupDecider, MAX_GROUPS_PER_USER, plan, groupStream, type GroupCommand } from '../../../commands/group.js';
 import { GROUP_MEMBERS } from '../../../projections/groups.js';
-import { organizationDecider } from '../../../commands/organization.js';
+import { organizationDecider, organizationStream } from '../../../commands/organization.js';
 import { capturing } from '../../../commands/outcomes.js';
 import type { Services } from '../../services.js';
 import { invalidArgument } from '../../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
-import type { GroupCommand } from '../../../commands/group.js';
 import { id, ids, items, text } from '../validation.js';
 import { organizationTree } from './documents.js';
 import { eachItem, idOutcome, keyed, outcomesById, unique } from './domain.js';
-import { grantsStream } from '../../../commands/grant.js';
-import { groupStream } from '../../../commands/group.js';
-import { organizationStream } from '../../../commands/organization.js';
 
 async function members(ctx: RequestContext, command: GroupCommand, userIds: readonly string[] | null) {
   const run = capturing(groupDecider, plan);

@@ -14,13 +14,12 @@
  *   them cannot be read by anyone again (crypto-shredding). Repeating it is harmless.
  */
 import { z } from 'zod';
-import { workspaceDecider } from '../../../commands/workspace.js';
+import { workspaceDecider, workspaceStream } from '../../../commands/workspace.js';
 import { rotateSigningKey } from '../../tokens/user-tokens.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id } from '../validation.js';
 import { newToken, shownOnce } from './workspace.js';
-import { workspaceStream } from '../../../commands/workspace.js';
 
 export async function rotateWorkspaceAuthToken(ctx: RequestContext, workspaceId: string) {
   const token = newToken();

@@ -8,14 +8,13 @@
  * there, which no client can make use of (docs/compatibility.md).
  */
 import { z } from 'zod';
-import { organizationDecider, organizationNotFound } from '../../../commands/organization.js';
+import { organizationDecider, organizationNotFound, organizationStream } from '../../../commands/organization.js';
 import { organizationsPage } from '../../../queries/organizations.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id, ids, items, text } from '../validation.js';
 import { eachItem, idOutcome, PAGE_SIZE_DOC, item, keyed, outcomesById, pageAnswer, pageSize, pageToken, unique, type Failure } from './domain.js';
-import { organizationStream } from '../../../commands/organization.js';
 
 /** The hosted API's per-item string for a missing organization (no final period there). */
 const ORGANIZATION_DOES_NOT_EXIST = 'Organization does not exist';

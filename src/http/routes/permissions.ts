@@ -19,24 +19,11 @@
  * fields: `context` with `group` is INVALID_ARGUMENT.
  */
 import { z } from 'zod';
-import { documentDecider } from '../../../commands/document.js';
+import { documentDecider, documentStream } from '../../../commands/document.js';
 import { getFolder } from '../../../commands/folder-tree.js';
-import {
-  ACCESS_ROLES,
-  grantsDecider,
-  MAX_ACCESS_FIELDS_PER_GRANT,
-  MAX_ACCESS_FIELDS_PER_USER,
-  plan,
-  resourceKey,
-  sortedUnique,
-  type GrantOutcome,
-  type GrantRequest,
-  type GrantsCommand,
-  type Resource,
-  type ResourceType,
-} from '../../../commands/grant.js';
+import { ACCESS_ROLES, grantsDecider, MAX_ACCESS_FIELDS_PER_GRANT, MAX_ACCESS_FIELDS_PER_USER, plan, resourceKey, sortedUnique, grantsStream, type GrantOutcome, type GrantRequest, type GrantsCommand, type Resource, type ResourceType } from '../../../commands/grant.js';
 import { groupDecider, groupStream, MAX_GRANTS_PER_GROUP, plan as groupPlan, type MemberOutcome } from '../../../commands/group.js';
-import { organizationDecider } from '../../../commands/organization.js';
+import { organizationDecider, organizationStream } from '../../../commands/organization.js';
 import { capturing } from '../../../commands/outcomes.js';
 import { MAX_PERMISSION_CELLS, MAX_PERMISSION_USERS, MAX_REPORTED_ACCESS_FIELDS, resolvePermissions } from '../../../queries/permissions.js';
 import { Deadline, Pacer } from '../../../queries/cost.js';
@@ -46,9 +33,6 @@ import type { RequestContext } from '../context.js';
 import { onlySelf, permissionsForActingUser } from '../acting-user.js';
 import { id, ids, items } from '../validation.js';
 import { accessRole, accessType, keyed, outcomesById, type Outcome } from './domain.js';
-import { documentStream } from '../../../commands/document.js';
-import { grantsStream } from '../../../commands/grant.js';
-import { organizationStream } from '../../../commands/organization.js';
 
 /** semantics §1 Limits, access context (docs/limits.md). */
 export const MAX_ACCESS_FIELD_NAME = 128;

@@ -12,7 +12,7 @@
  * `{ reason: "data.emailServiceConfig.fromEmail must be a valid email", fields: [...] }`.
  */
 import { z } from 'zod';
-import { workspaceDecider, type WorkspaceState } from '../../../commands/workspace.js';
+import { workspaceDecider, workspaceStream, type WorkspaceState } from '../../../commands/workspace.js';
 import type { ServiceName } from '../../../commands/service-config.js';
 import { redactConfig } from '../../../projections/workspaces.js';
 import { DEFAULT_EMAIL_TRIGGERS, DEFAULT_WEBHOOK_TRIGGERS, WEBHOOK_TRIGGERS } from '../../webhooks/triggers.js';
@@ -23,7 +23,6 @@ import { defineRoute, type AnyRoute } from '../route.js';
 import { parseBody, text, webhookUrl } from '../validation.js';
 import { ApiError, invalidArgument } from '../../errors.js';
 import { legacyServiceSecrets, sealServiceConfig } from '../../secrets/configs.js';
-import { workspaceStream } from '../../../commands/workspace.js';
 
 /** A config value; `''` removes the stored one. */
 const value = () => z.string().max(2048).optional();

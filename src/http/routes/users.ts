@@ -5,12 +5,12 @@
  * pair of streams, so items run in parallel.
  */
 import { z } from 'zod';
-import { documentDecider } from '../../../commands/document.js';
+import { documentDecider, documentStream } from '../../../commands/document.js';
 import { getFolder } from '../../../commands/folder-tree.js';
-import { ACCESS_ROLES, grantsDecider, isLive, resourceKey, type Resource } from '../../../commands/grant.js';
-import { groupDecider } from '../../../commands/group.js';
-import { organizationDecider } from '../../../commands/organization.js';
-import { userDecider } from '../../../commands/user.js';
+import { ACCESS_ROLES, grantsDecider, isLive, resourceKey, grantsStream, type Resource } from '../../../commands/grant.js';
+import { groupDecider, groupStream } from '../../../commands/group.js';
+import { organizationDecider, organizationStream } from '../../../commands/organization.js';
+import { userDecider, userStream } from '../../../commands/user.js';
 import { GROUP_MEMBERS, type MemberDoc } from '../../../projections/groups.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import { requireOrganization } from '../../../queries/organizations.js';
@@ -36,11 +36,6 @@ import {
   unique,
   userRowSchema,
 } from './domain.js';
-import { documentStream } from '../../../commands/document.js';
-import { grantsStream } from '../../../commands/grant.js';
-import { groupStream } from '../../../commands/group.js';
-import { organizationStream } from '../../../commands/organization.js';
-import { userStream } from '../../../commands/user.js';
 
 const role = () => z.enum(ACCESS_ROLES);
 const userSchema = z.object({
