@@ -7,18 +7,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Harness, type Tenant } from './support/app.js';
-
-const NOW = 1_750_000_000_000;
-const FUTURE = NOW / 1000 + 3600;
-const PAST = NOW / 1000 - 10;
+import { FUTURE, NOW, PAST } from './support/time.js';
 
 let h: Harness;
 let t: Tenant;
-const post = async (url: string, data: unknown) => {
-  const r = await h.post(url, data, t.headers);
-  if (r.status !== 200) throw new Error(`${url}: ${JSON.stringify(r.body)}`);
-  return r.body.result;
-};
+const post = (url: string, data: unknown) => h.ok(url, data, t.headers);
 type Access = Record<string, string | number | Array<string | number>>;
 const res = (type: string, id: string, access?: Access, extra: object = {}) => ({
   type,

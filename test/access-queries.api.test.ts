@@ -6,19 +6,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Harness, type Tenant } from './support/app.js';
+import { FUTURE, NOW, PAST } from './support/time.js';
 import { resourcesPage, usersPage } from '../queries/access.js';
-
-const NOW = 1_750_000_000_000;
-const FUTURE = NOW / 1000 + 3600;
-const PAST = NOW / 1000 - 10;
 
 let h: Harness;
 let t: Tenant;
-const post = async (url: string, data: unknown) => {
-  const r = await h.post(url, data, t.headers);
-  if (r.status !== 200) throw new Error(`${url}: ${JSON.stringify(r.body)}`);
-  return r.body.result;
-};
+const post = (url: string, data: unknown) => h.ok(url, data, t.headers);
 const grant = (userId: string, type: string, id: string, accessRole: string, expiresAt?: number) =>
   post('/v2/auth/permissions/add', {
     userId,

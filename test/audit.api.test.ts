@@ -7,11 +7,7 @@ let h: Harness;
 let t: Tenant;
 let other: Tenant;
 const AUDIT = '/v2/audit/events/get';
-const ok = async (url: string, data: unknown, headers = t.headers) => {
-  const r = await h.post(url, data, headers);
-  assert.is(r.status, 200, `${url}: ${JSON.stringify(r.body)}`);
-  return r.body.result;
-};
+const ok = (url: string, data: unknown, headers = t.headers) => h.ok(url, data, headers);
 const types = (rows: Array<{ type: string }>) => rows.map((r) => r.type);
 
 test.before(async () => {

@@ -12,17 +12,12 @@ import fs from 'node:fs';
 import { tempDir } from './support/app.js';
 import { post, SERVE_ARGS, startService, waitHealthy, type Service } from './support/process.js';
 import { compareWithRebuild } from './support/rebuild.js';
+import { waiter } from './support/wait.js';
 
 const ROUNDS = Number(process.env.CONCURRENCY_ROUNDS ?? 20);
 
 /** Polls until `check` passes (the other process picks up new events within ~0.5 s). */
-async function until(what: string, check: () => Promise<boolean>, ms = 15_000) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = waiter(15_000, 50);
 
 test(`two processes, ${ROUNDS} rounds of 8 parallel adds of one document id: exactly one succeeds`, async () => {
   const dir = tempDir('collab-two-');

@@ -13,10 +13,9 @@ let h: Harness;
 let t: Tenant;
 const post = (url: string, data: unknown) => h.post(url, data, t.headers);
 const ok = async (url: string, data: unknown) => {
-  const r = await post(url, data);
-  assert.is(r.status, 200, `${url}: ${JSON.stringify(r.body)}`);
-  assert.is(r.body.result.status, 'success');
-  return r.body.result;
+  const result = await h.ok(url, data, t.headers);
+  assert.is(result.status, 'success');
+  return result;
 };
 const perm = async (org: string, userId: string, kind: 'documents' | 'folders', id: string) =>
   (await ok('/v2/auth/permissions/get', { organizationId: org, userIds: [userId], [kind === 'documents' ? 'documentIds' : 'folderIds']: [id] })).data[userId][kind][id];

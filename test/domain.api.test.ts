@@ -8,10 +8,9 @@ let h: Harness;
 let t: Tenant;
 const post = (url: string, data: unknown) => h.post(url, data, t.headers);
 const ok = async (url: string, data: unknown) => {
-  const r = await post(url, data);
-  assert.is(r.status, 200, `${url}: ${JSON.stringify(r.body)}`);
-  assert.is(r.body.result.status, 'success');
-  return r.body.result;
+  const result = await h.ok(url, data, t.headers);
+  assert.is(result.status, 'success');
+  return result;
 };
 
 test.before(async () => {

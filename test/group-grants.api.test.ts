@@ -13,11 +13,7 @@ import { MAX_GRANTS_PER_GROUP, MAX_GROUPS_PER_USER } from '../commands/group.js'
 let h: Harness;
 let t: Tenant;
 const post = (url: string, data: unknown) => h.post(url, data, t.headers);
-const ok = async (url: string, data: unknown) => {
-  const r = await post(url, data);
-  assert.is(r.status, 200, `${url}: ${JSON.stringify(r.body).slice(0, 400)}`);
-  return r.body.result;
-};
+const ok = (url: string, data: unknown) => h.ok(url, data, t.headers);
 const FUTURE = Math.floor(Date.now() / 1000) + 3600;
 const doc = (id: string, extra: object = {}, organizationId = 'o') => ({ type: 'document', id, organizationId, ...extra });
 const add = (groupId: string, resources: object[]) => post('/v2/auth/permissions/add', { group: { groupId }, permissions: { resources } });

@@ -18,8 +18,7 @@ import { Lease, LEASES, type LeaseDoc } from '../src/runtime/lease.js';
 import type { Doc } from '../src/ports/read-store.js';
 import { tempDir } from './support/app.js';
 import { ROOT, post, startService, waitHealthy, type Service } from './support/process.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { waiter } from './support/wait.js';
 
 interface Applied extends Doc {
   count: number;
@@ -50,13 +49,7 @@ function node(dir: string, read: SqliteReadStore, name: string, ttlMs: number, w
   return { name, events, read, lease, runner };
 }
 
-async function until(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+const until = waiter(10_000, 10);
 
 test('two runners, one lease: the holder applies; after it stops renewing the other takes over within the lease time; every event applied once', async () => {
   const dir = tempDir('collab-lease-');

@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { tempDir } from './support/app.js';
 import { freshDatabase } from './support/postgres.js';
 import { post, startService, waitHealthy, type Service } from './support/process.js';
+import { waiter } from './support/wait.js';
 
 const POLLS_OFF = {
   PROJECTION_POLL_MS: '600000',
@@ -24,13 +25,7 @@ const POLLS_OFF = {
   READ_YOUR_WRITES_TIMEOUT_MS: '15000',
 };
 
-async function until(what: string, check: () => boolean, ms = 30_000) {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = waiter(30_000, 50);
 
 /** Writes and reads back: each write's document is there on the very next read. */
 async function writesReadBack(s: Service, label: string) {

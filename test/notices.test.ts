@@ -12,6 +12,7 @@ import path from 'node:path';
 import { tempDir } from './support/app.js';
 import { BaseChannel, NOTICE_MESSAGE, dataDirChannel, relayNotice, withNotices, type NoticeMessage } from '../src/runtime/notices.js';
 import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
+import { waiter } from './support/wait.js';
 
 class Recording extends BaseChannel {
   readonly sent: NoticeMessage[] = [];
@@ -27,13 +28,7 @@ class Recording extends BaseChannel {
 const turn = () => new Promise((r) => setImmediate(r));
 const silent = { error() {}, warn() {}, info() {} };
 
-async function until(what: string, check: () => boolean, ms = 10_000) {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const until = waiter(10_000, 10);
 
 test('a burst is one message: 100 appends one appended, three batches one applied with the furthest position', async () => {
   const c = new Recording();

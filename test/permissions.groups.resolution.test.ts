@@ -10,22 +10,16 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Harness, type Tenant } from './support/app.js';
+import { FUTURE, NOW, PAST } from './support/time.js';
 import { groupDecider, groupStream } from '../commands/group.js';
 
-const NOW = 1_750_000_000_000;
-const FUTURE = NOW / 1000 + 3600;
 const LATER = NOW / 1000 + 7200;
-const PAST = NOW / 1000 - 10;
 
 let h: Harness;
 let t: Tenant;
 /** The request clock; one test moves it past FUTURE. */
 let clock = NOW;
-const post = async (url: string, data: unknown) => {
-  const r = await h.post(url, data, t.headers);
-  if (r.status !== 200) throw new Error(`${url}: ${JSON.stringify(r.body)}`);
-  return r.body.result;
-};
+const post = (url: string, data: unknown) => h.ok(url, data, t.headers);
 
 type Res = { type: 'organization' | 'folder' | 'document'; id: string; accessRole?: 'editor' | 'viewer'; expiresAt?: number };
 const res = (org: string, r: Res) => ({ ...r, ...(r.type === 'organization' ? {} : { organizationId: org }) });

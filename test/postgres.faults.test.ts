@@ -22,6 +22,7 @@ import pg from 'pg';
 import { tempDir } from './support/app.js';
 import { post, startService, waitHealthy, type Service } from './support/process.js';
 import { startPostgres, type PostgresServer } from './support/postgres.js';
+import { waiter } from './support/wait.js';
 
 let server: PostgresServer;
 const services: Service[] = [];
@@ -39,13 +40,7 @@ test.after(async () => {
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
 });
 
-async function until(what: string | (() => string), cond: () => Promise<boolean> | boolean, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = waiter(30_000, 20);
 
 async function serve(env: Record<string, string>, args: string[] = ['serve']): Promise<Service> {
   const s = await startService({ LEASE_TTL_MS: '1500', ...env }, 'src/cli.ts', args);

@@ -27,6 +27,7 @@ import type { Doc } from '../src/ports/read-store.js';
 import { freshDatabase } from './support/postgres.js';
 import { tempDir } from './support/app.js';
 import { ROOT } from './support/process.js';
+import { waiter } from './support/wait.js';
 
 interface Applied extends Doc {
   count: number;
@@ -46,13 +47,7 @@ const counting = (by: string, poison?: (n: number) => boolean) =>
     },
   });
 
-async function until(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const until = waiter(10_000, 10);
 
 function node(url: string, name: string, ttlMs: number, withLease = true) {
   const events = new PostgresEventStore(url);

@@ -18,11 +18,7 @@ import type { Doc } from '../src/ports/read-store.js';
 
 let h: Harness;
 let t: Tenant;
-const ok = async (url: string, data: unknown, headers = t.headers) => {
-  const r = await h.post(url, data, headers);
-  assert.is(r.status, 200, `${url}: ${JSON.stringify(r.body)}`);
-  return r.body.result;
-};
+const ok = (url: string, data: unknown, headers = t.headers) => h.ok(url, data, headers);
 
 async function dump(view: GenerationalReadStore): Promise<Map<string, Doc[]>> {
   const out = new Map<string, Doc[]>();

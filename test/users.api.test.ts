@@ -6,11 +6,7 @@ import { harness, type Harness, type Tenant } from './support/app.js';
 let h: Harness;
 let t: Tenant;
 const post = (url: string, data: unknown) => h.post(url, data, t.headers);
-const ok = async (url: string, data: unknown) => {
-  const r = await post(url, data);
-  assert.is(r.status, 200, `${url}: ${JSON.stringify(r.body)}`);
-  return r.body.result;
-};
+const ok = (url: string, data: unknown) => h.ok(url, data, t.headers);
 const perm = async (userId: string, kind: 'documents' | 'folders', id: string) =>
   (await ok('/v2/auth/permissions/get', { organizationId: 'o', userIds: [userId], [kind === 'documents' ? 'documentIds' : 'folderIds']: [id] })).data[userId][kind][id];
 

@@ -20,6 +20,7 @@ import { agentDecider, agentStream } from '../commands/agent.js';
 import { DELIVERIES, ENDPOINT_STATE, endpointStateId, type EndpointStateDoc } from '../src/webhooks/outbox.js';
 import { workspaceStream } from '../commands/workspace.js';
 import { API_KEYS, type ApiKeyDoc } from '../projections/workspaces.js';
+import { waiter } from './support/wait.js';
 
 
 interface Received {
@@ -97,21 +98,9 @@ async function node(dataDir: string, options: OpenOptions = { webhooks: fast }):
   };
 }
 
-async function until(what: string, check: () => boolean, ms = 8000) {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const until = waiter(8000, 20);
 
-async function eventually(what: string, check: () => Promise<boolean>, ms = 15000) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const eventually = waiter(15_000, 25);
 
 const AUTH_TOKEN = 'whsec_' + Buffer.from('a shared webhook secret of 32 b').toString('base64');
 

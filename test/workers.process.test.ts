@@ -18,6 +18,7 @@ import { tempDir } from './support/app.js';
 import { freePort, post, startService, waitHealthy, type Service } from './support/process.js';
 import { parseServeArgs } from '../src/server.js';
 import { ConfigError } from '../src/config.js';
+import { waiter } from './support/wait.js';
 
 /** One request on a connection of its own (no keep-alive pool), so cluster hands each one out anew. */
 function fresh(s: Service, route: string, data: unknown, headers: Record<string, string>, requestId: string) {
@@ -87,13 +88,7 @@ async function killCluster(s: Service | null): Promise<void> {
   for (const pid of [...childPids(s, 'api'), ...childPids(s, 'worker')]) if (alive(pid)) process.kill(pid, 'SIGKILL');
 }
 
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = waiter(20_000, 50);
 
 test('--workers: integers 1..64 or auto; anything else, or with --role worker, is a ConfigError naming --workers', () => {
   assert.equal(parseServeArgs(['--workers', '2']), { role: 'all', workers: 2 });

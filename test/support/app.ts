@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import * as assert from 'uvu/assert';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openServices, type Services } from '../../src/services.js';
 import { buildApp } from '../../src/app.js';
@@ -23,6 +24,8 @@ export interface Harness {
   services: Services;
   dataDir: string;
   post(url: string, data: unknown, headers?: Record<string, string>): Promise<Response>;
+  /** Posts, fails the test unless the answer is 200 (naming the route and the answer), and returns `body.result`. */
+  ok(url: string, data: unknown, headers?: Record<string, string>): Promise<any>;
   /** Posts a raw body (a string) as given. */
   raw(url: string, payload: string, headers?: Record<string, string>): Promise<Response>;
   /** A fresh workspace; returns workspace-mode headers, the testing key's headers and ids. */
@@ -77,6 +80,11 @@ export async function harness(env: Record<string, string> = {}, options: { clock
     async post(url, data, headers = {}) {
       const res = await app.inject({ method: 'POST', url, payload: { data }, headers });
       return parse(res);
+    },
+    async ok(url, data, headers = {}) {
+      const r = await h.post(url, data, headers);
+      assert.is(r.status, 200, `${url} ${JSON.stringify(data)}: ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body.result;
     },
     async raw(url, payload, headers = {}) {
       const res = await app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json', ...headers } });

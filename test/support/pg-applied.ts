@@ -15,6 +15,7 @@
 import pg from 'pg';
 import * as assert from 'uvu/assert';
 import { post, type Service } from './process.js';
+import { waiter } from './wait.js';
 
 export async function withClient<T>(url: string, f: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
@@ -100,13 +101,7 @@ export async function leaseHolder(url: string): Promise<{ holder: string; expire
   });
 }
 
-export async function until(what: string | (() => string), cond: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'string' ? what : what()}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export const until = waiter(30_000, 25);
 
 /** A workspace and its organization `acme` with one document; the key's headers. */
 export async function tenant(s: Service): Promise<Record<string, string>> {
