@@ -18,7 +18,7 @@ import { z } from 'zod';
 import { documentDecider, documentNotFound, documentStream, type DocumentState } from '../../../commands/document.js';
 import { getFolder, normalizeParent, type Tree } from '../../../commands/folder-tree.js';
 import { organizationTree } from '../../usecases/organization-tree.js';
-import { organizationDecider, organizationNotFound, organizationStream } from '../../../commands/organization.js';
+import { organizationDecider, organizationStream } from '../../../commands/organization.js';
 import { documentsPage, documentRowsJson } from '../../../queries/documents.js';
 import { requireOrganization } from '../../../queries/organizations.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
