@@ -34,7 +34,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { ApiError, notFound } from './errors.js';
 import { openServices, type Services } from './services.js';
 import { RequestContext, type Logger } from './http/context.js';
-import { createWorkspace } from './http/routes/workspace.js';
+import { createWorkspace } from './usecases/workspace.js';
 import { workspaceStream, workspaceDecider } from '../commands/workspace.js';
 import { main as serveMain } from './server.js';
 import { AuditUsageError, parseAuditArgs, printAudit } from './ops/audit.js';
@@ -42,7 +42,7 @@ import { formatProgress, formatStatus, projectionsStatus, rebuildReadModels, Reb
 import { allProjections } from '../projections/index.js';
 import { WEBHOOK_CHECKPOINT } from './webhooks/outbox.js';
 import { ParkedError, formatParked, listParked, retryParked, skipParked } from './ops/parked.js';
-import { deleteApiKey, rotateWorkspaceAuthToken } from './http/routes/key-lifecycle.js';
+import { deleteApiKey, rotateWorkspaceAuthToken } from './usecases/key-lifecycle.js';
 import { rotateSigningKey } from './tokens/user-tokens.js';
 import { API_KEYS, type ApiKeyDoc } from '../projections/workspaces.js';
 

@@ -9,6 +9,10 @@ import { z } from 'zod';
 import { httpStatusOf, type StatusCode } from '../errors.js';
 import type { AnyRoute, AuthMode } from './route.js';
 
+/** A secret the answer carries once: nothing shows it again (semantics §0). */
+export const shownOnce = (what: string) =>
+  z.string().describe(`${what}. A secret shown only in this answer: no call shows it again.`);
+
 /** `response` of a route whose answer has no `result.data` (documents/move). */
 export const NO_DATA = z.undefined();
 

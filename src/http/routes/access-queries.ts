@@ -14,8 +14,7 @@ import type { Services } from '../../services.js';
 import { mayOpenResource, onlySelf } from '../acting-user.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id } from '../validation.js';
-import { accessRole, accessType, pageSize, pageToken } from './domain.js';
-import { permissionEntry } from './permissions.js';
+import { accessRole, accessType, pageSize, pageToken, permissionEntry } from './domain.js';
 
 const minAccessRole = () =>
   z.enum(ACCESS_ROLES).optional().describe('`viewer` (the default) admits both roles; `editor` only users or resources with the editor role.');

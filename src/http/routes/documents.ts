@@ -17,7 +17,8 @@
 import { z } from 'zod';
 import { documentDecider, documentNotFound, documentStream, type DocumentState } from '../../../commands/document.js';
 import { getFolder, normalizeParent, type Tree } from '../../../commands/folder-tree.js';
-import { organizationDecider, organizationNotFound, organizationStream } from '../../../commands/organization.js';
+import { organizationTree } from '../../usecases/organization-tree.js';
+import { organizationDecider, organizationStream } from '../../../commands/organization.js';
 import { documentsPage, documentRowsJson } from '../../../queries/documents.js';
 import { requireOrganization } from '../../../queries/organizations.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
@@ -70,12 +71,6 @@ const documentRow = z.object({
 const BATCH = 'Each document is its own item: one that fails does not stop the others, and carries the hosted `code` ' +
   '(`not-found`, `already-exists`...). `data` is keyed by documentId, each id once (its first occurrence). ' +
   'An organization that does not exist is NOT_FOUND.';
-
-export async function organizationTree(services: Services, apiKey: string, organizationId: string): Promise<Tree> {
-  const { state } = await services.commands.load(organizationDecider, organizationStream(apiKey, organizationId));
-  if (state.status !== 'active') throw organizationNotFound();
-  return state.tree;
-}
 
 const orphaned = (state: DocumentState, tree: Tree) =>
   state.status === 'active' && state.folderId !== null && !getFolder(tree, state.folderId);

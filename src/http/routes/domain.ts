@@ -6,7 +6,8 @@
  */
 import { z } from 'zod';
 import { ACCESS_TYPES } from '../../../commands/folder-tree.js';
-import { ACCESS_ROLES } from '../../../commands/grant.js';
+import { ACCESS_ROLES, MAX_ACCESS_FIELDS_PER_GRANT } from '../../../commands/grant.js';
+import { id } from '../validation.js';
 import { ApiError } from '../../errors.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../../queries/paging.js';
 
@@ -167,3 +168,71 @@ export async function eachItem<T>(
 export function keyed(entries: ReadonlyArray<readonly [string, Outcome]>): Record<string, Outcome> {
   return Object.fromEntries(entries);
 }
+
+// ---- grants (permissions/add|remove and generate_token take resources; permissions/get and access/explain answer entries) ----
+
+/** semantics §1 Limits, access context (docs/limits.md). */
+export const MAX_ACCESS_FIELD_NAME = 128;
+export const MAX_ACCESS_VALUE = 256;
+
+const accessValue = z.union([z.string().min(1).max(MAX_ACCESS_VALUE), z.number()]);
+/**
+ * `context.access`: `{ field: value | value[] }`, values strings or numbers. A field name
+ * holds no colon (the reported form is `"field:value"`, and `"a:b:c"` must read one way:
+ * field `a`, value `b:c`). At most 200 fields and 200 field:value pairs per resource, the
+ * most one grant may hold.
+ */
+const accessSchema = z
+  .record(z.string(), z.union([accessValue, z.array(accessValue).max(MAX_ACCESS_FIELDS_PER_GRANT)]))
+  .superRefine((access, ctx) => {
+    const names = Object.keys(access);
+    if (names.length > MAX_ACCESS_FIELDS_PER_GRANT) {
+      ctx.addIssue({ code: 'custom', message: `must have at most ${MAX_ACCESS_FIELDS_PER_GRANT} fields` });
+      return;
+    }
+    let pairs = 0;
+    for (const name of names) {
+      if (name.length === 0 || name.length > MAX_ACCESS_FIELD_NAME) {
+        ctx.addIssue({ code: 'custom', path: [name], message: `is not a valid field name: field names are 1 to ${MAX_ACCESS_FIELD_NAME} characters` });
+      } else if (name.includes(':')) {
+        ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid field name: field names may not contain ":"' });
+      }
+      const v = access[name]!;
+      pairs += Array.isArray(v) ? v.length : 1;
+    }
+    if (pairs > MAX_ACCESS_FIELDS_PER_GRANT) {
+      ctx.addIssue({ code: 'custom', message: `must have at most ${MAX_ACCESS_FIELDS_PER_GRANT} field:value pairs (it has ${pairs})` });
+    }
+  });
+
+export const resourceSchema = z
+  .object({
+    type: z.enum(['organization', 'folder', 'document']),
+    id: id(),
+    organizationId: id().optional(),
+    accessRole: z.enum(ACCESS_ROLES).optional(),
+    expiresAt: z.number().int().positive().optional(),
+    context: z.object({ access: accessSchema.optional() }).optional(),
+  })
+  .refine((r) => r.type === 'organization' || r.organizationId !== undefined, {
+    message: 'organizationId is required for folder and document resources',
+    path: ['organizationId'],
+  });
+export type ResourceInput = z.output<typeof resourceSchema>;
+
+/**
+ * A permissions/get entry in a success (queries/permissions.ts `Entry`): allowed or denied.
+ * The third kind, `does_not_exist`, only appears in a NOT_FOUND's `details`.
+ */
+export const permissionEntry = z.union([
+  z.object({
+    accessRole: accessRole(),
+    accessType: accessType().optional().describe('The resource\'s effective access type (absent on the organization entry).'),
+    expiresAt: z.number().optional().describe('Unix seconds, when the grant that decides is temporary.'),
+  }),
+  z.object({
+    error: z.string().describe('"User does not have access to document" (folder, organization), or "Document is disabled".'),
+    errorCode: z.literal('permission_denied'),
+    accessType: accessType().optional().describe('The resource\'s effective access type (absent on the organization entry).'),
+  }),
+]);

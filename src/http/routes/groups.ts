@@ -17,7 +17,7 @@ import { invalidArgument } from '../../errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id, ids, items, text } from '../validation.js';
-import { organizationTree } from './documents.js';
+import { organizationTree } from '../../usecases/organization-tree.js';
 import { eachItem, idOutcome, keyed, outcomesById, unique } from './domain.js';
 
 async function members(ctx: RequestContext, command: GroupCommand, userIds: readonly string[] | null) {

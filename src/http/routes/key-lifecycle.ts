@@ -1,7 +1,7 @@
 /**
  * Workspace mode: rotating and deleting credentials (issue 12; not in the hosted API docs,
  * named after the `/v2/workspace/...` routes beside them; docs/security.md). Each is also a
- * CLI command (src/cli.ts) through the same functions.
+ * CLI command (src/cli.ts) through the same functions (src/usecases/key-lifecycle.ts).
  *
  * - `/v2/workspace/workspaceauthtoken/rotate` `{}`: a new workspace auth token, returned
  *   once; the old one stops at once.
@@ -14,38 +14,11 @@
  *   them cannot be read by anyone again (crypto-shredding). Repeating it is harmless.
  */
 import { z } from 'zod';
-import { workspaceDecider, workspaceStream } from '../../../commands/workspace.js';
 import { rotateSigningKey } from '../../tokens/user-tokens.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import type { RequestContext } from '../context.js';
 import { id } from '../validation.js';
-import { newToken, shownOnce } from './workspace.js';
-
-export async function rotateWorkspaceAuthToken(ctx: RequestContext, workspaceId: string) {
-  const token = newToken();
-  await ctx.execute(workspaceDecider, workspaceStream(workspaceId), {
-    type: 'RotateWorkspaceAuthToken',
-    data: { authTokenHash: token.tokenHash },
-    metadata: { now: ctx.now },
-  });
-  return { workspaceId, authToken: token.secret };
-}
-
-/**
- * Deletes the key (an event, for the record and the read models), then destroys its data
- * key. In that order: a key of another workspace is refused before anything is destroyed,
- * and a crash in between leaves a deleted key whose deletion, asked again, appends nothing
- * and destroys the data key then.
- */
-export async function deleteApiKey(ctx: RequestContext, workspaceId: string, apiKey: string) {
-  await ctx.execute(workspaceDecider, workspaceStream(workspaceId), {
-    type: 'DeleteApiKey',
-    data: { apiKey },
-    metadata: { now: ctx.now },
-  });
-  await ctx.services.secrets.shred(apiKey);
-  return { apiKey, deleted: true };
-}
+import { shownOnce } from '../schema.js';
+import { deleteApiKey, rotateWorkspaceAuthToken } from '../../usecases/key-lifecycle.js';
 
 export function keyLifecycleRoutes(): AnyRoute[] {
   const rotateWorkspaceToken = defineRoute({

@@ -17,71 +17,22 @@
  * grants are one command on its stream (commands/group.ts); a group that does not exist there
  * fails those resources one by one, as a missing resource does. Group grants carry no access
  * fields: `context` with `group` is INVALID_ARGUMENT.
+ *
+ * The grants themselves are use cases (src/usecases/grants.ts), shared with generate_token;
+ * the request and answer schemas shared with other routes live in ./domain.ts.
  */
 import { z } from 'zod';
-import { documentDecider, documentStream } from '../../../commands/document.js';
-import { getFolder } from '../../../commands/folder-tree.js';
-import { ACCESS_ROLES, grantsDecider, MAX_ACCESS_FIELDS_PER_GRANT, MAX_ACCESS_FIELDS_PER_USER, plan, resourceKey, sortedUnique, grantsStream, type GrantOutcome, type GrantRequest, type GrantsCommand, type Resource, type ResourceType } from '../../../commands/grant.js';
-import { groupDecider, groupStream, MAX_GRANTS_PER_GROUP, plan as groupPlan, type MemberOutcome } from '../../../commands/group.js';
-import { organizationDecider, organizationStream } from '../../../commands/organization.js';
-import { capturing } from '../../../commands/outcomes.js';
+import { MAX_ACCESS_FIELDS_PER_GRANT, MAX_ACCESS_FIELDS_PER_USER } from '../../../commands/grant.js';
+import { MAX_GRANTS_PER_GROUP } from '../../../commands/group.js';
 import { MAX_PERMISSION_CELLS, MAX_PERMISSION_USERS, MAX_REPORTED_ACCESS_FIELDS, resolvePermissions } from '../../../queries/permissions.js';
 import { Deadline, Pacer } from '../../../queries/cost.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import type { RequestContext } from '../context.js';
 import { onlySelf, permissionsForActingUser } from '../acting-user.js';
 import { id, ids, items } from '../validation.js';
-import { accessRole, accessType, keyed, outcomesById, type Outcome } from './domain.js';
+import { outcomesById, permissionEntry, resourceSchema, type Outcome, type ResourceInput } from './domain.js';
+import { accessFieldsOf, addGrants, addGroupGrants, onGroupGrants, onUserGrants, perOrganization, toResource } from '../../usecases/grants.js';
 
-/** semantics §1 Limits, access context (docs/limits.md). */
-export const MAX_ACCESS_FIELD_NAME = 128;
-export const MAX_ACCESS_VALUE = 256;
-
-const accessValue = z.union([z.string().min(1).max(MAX_ACCESS_VALUE), z.number()]);
-/**
- * `context.access`: `{ field: value | value[] }`, values strings or numbers. A field name
- * holds no colon (the reported form is `"field:value"`, and `"a:b:c"` must read one way:
- * field `a`, value `b:c`). At most 200 fields and 200 field:value pairs per resource, the
- * most one grant may hold.
- */
-const accessSchema = z
-  .record(z.string(), z.union([accessValue, z.array(accessValue).max(MAX_ACCESS_FIELDS_PER_GRANT)]))
-  .superRefine((access, ctx) => {
-    const names = Object.keys(access);
-    if (names.length > MAX_ACCESS_FIELDS_PER_GRANT) {
-      ctx.addIssue({ code: 'custom', message: `must have at most ${MAX_ACCESS_FIELDS_PER_GRANT} fields` });
-      return;
-    }
-    let pairs = 0;
-    for (const name of names) {
-      if (name.length === 0 || name.length > MAX_ACCESS_FIELD_NAME) {
-        ctx.addIssue({ code: 'custom', path: [name], message: `is not a valid field name: field names are 1 to ${MAX_ACCESS_FIELD_NAME} characters` });
-      } else if (name.includes(':')) {
-        ctx.addIssue({ code: 'custom', path: [name], message: 'is not a valid field name: field names may not contain ":"' });
-      }
-      const v = access[name]!;
-      pairs += Array.isArray(v) ? v.length : 1;
-    }
-    if (pairs > MAX_ACCESS_FIELDS_PER_GRANT) {
-      ctx.addIssue({ code: 'custom', message: `must have at most ${MAX_ACCESS_FIELDS_PER_GRANT} field:value pairs (it has ${pairs})` });
-    }
-  });
-
-export const resourceSchema = z
-  .object({
-    type: z.enum(['organization', 'folder', 'document']),
-    id: id(),
-    organizationId: id().optional(),
-    accessRole: z.enum(ACCESS_ROLES).optional(),
-    expiresAt: z.number().int().positive().optional(),
-    context: z.object({ access: accessSchema.optional() }).optional(),
-  })
-  .refine((r) => r.type === 'organization' || r.organizationId !== undefined, {
-    message: 'organizationId is required for folder and document resources',
-    path: ['organizationId'],
-  });
-export type ResourceInput = z.output<typeof resourceSchema>;
 
 const principalSchema = {
   userId: id().optional(),
@@ -111,166 +62,12 @@ const withPrincipal = <T extends Principal>(s: z.ZodType<T>) =>
     }
   });
 
-const orgOf = (r: ResourceInput) => (r.type === 'organization' ? r.id : r.organizationId!);
-
-/**
- * A resource's `context.access` as access fields: `{ widgetId: [1, "a"], team: "x" }` is
- * `["team:x", "widgetId:1", "widgetId:a"]` (numbers in JavaScript's own text form, sorted,
- * each once); undefined without `context`.
- */
-export function accessFieldsOf(r: ResourceInput): string[] | undefined {
-  if (r.context === undefined) return undefined;
-  const out: string[] = [];
-  for (const [name, v] of Object.entries(r.context.access ?? {})) {
-    for (const value of Array.isArray(v) ? v : [v]) out.push(`${name}:${String(value)}`);
-  }
-  return sortedUnique(out);
-}
-const toResource = (r: ResourceInput): Resource => ({ resourceType: r.type as ResourceType, resourceId: r.id });
-
-/** Why a resource cannot carry a grant, or null when it exists. */
-async function missing(ctx: RequestContext, r: ResourceInput): Promise<string | null> {
-  const organizationId = orgOf(r);
-  const { state } = await ctx.services.commands.load(organizationDecider, organizationStream(ctx.apiKey, organizationId));
-  if (state.status !== 'active') return 'Organization does not exist.';
-  if (r.type === 'folder' && !getFolder(state.tree, r.id)) return 'Folder does not exist.';
-  if (r.type === 'document') {
-    const doc = (await ctx.services.commands.load(documentDecider, documentStream(ctx.apiKey, organizationId, r.id))).state;
-    if (doc.status !== 'active' || (doc.folderId !== null && !getFolder(state.tree, doc.folderId))) return 'Document does not exist.';
-  }
-  return null;
-}
-
-/** One resource's outcome as a command decides it. */
-type Decided = { success: boolean; message: string; refused?: GrantOutcome['refused'] | MemberOutcome['refused'] };
-
-/**
- * Groups resources by organization, runs one command per organization (`run`, which answers
- * each resource's outcome by `resourceKey`), keys outcomes by resource id; a missing resource
- * fails alone.
- */
-async function perOrganization(
-  ctx: RequestContext,
-  resources: ResourceInput[],
-  run: (organizationId: string, rs: ResourceInput[]) => Promise<Map<string, Decided>>,
-) {
-  const out: Array<[string, Outcome]> = [];
-  const refusals: Decided['refused'][] = [];
-  const byOrg = new Map<string, ResourceInput[]>();
-  await Promise.all(resources.map(async (r) => {
-    const why = await missing(ctx, r);
-    if (why) out.push([r.id, { success: false, type: r.type, message: why }]);
-    else byOrg.set(orgOf(r), [...(byOrg.get(orgOf(r)) ?? []), r]);
-  }));
-  await Promise.all([...byOrg].map(async ([organizationId, rs]) => {
-    const outcomes = await run(organizationId, rs);
-    for (const r of rs) {
-      const o = outcomes.get(resourceKey(toResource(r)))!;
-      if (o.refused) refusals.push(o.refused);
-      out.push([r.id, { success: o.success, type: r.type, message: o.message }]);
-    }
-  }));
-  const order = new Map(resources.map((r, i) => [r.id, i]));
-  return { outcomes: keyed(out.sort((a, b) => order.get(a[0])! - order.get(b[0])!)), refusals };
-}
-
-/** Runs `command` on the user's grants stream in `organizationId`; the outcomes it decided. */
-async function onUserGrants(ctx: RequestContext, userId: string, organizationId: string, command: GrantsCommand) {
-  const run = capturing(grantsDecider, plan);
-  await ctx.execute(run.decider, grantsStream(ctx.apiKey, organizationId, userId), command);
-  return run.outcomes();
-}
-
-/** Runs a group-grant command on the stream of the group `groupId` of `organizationId`. */
-async function onGroupGrants(ctx: RequestContext, groupId: string, organizationId: string, command: Parameters<typeof groupPlan>[0]) {
-  const run = capturing(groupDecider, groupPlan);
-  await ctx.execute(run.decider, groupStream(ctx.apiKey, organizationId, groupId), command);
-  return run.outcomes();
-}
-
 /** The success answer of permissions/add and remove: `data` only when a resource failed (see the top of this file). */
 function answer(message: string, outcomes: Record<string, Outcome>) {
   const failed = Object.values(outcomes).some((o) => !o.success);
   return failed ? { message, data: outcomes } : { message };
 }
 
-/** The Grant command for `rs`, resources of one organization. */
-function grantCommand(ctx: RequestContext, userId: string, organizationId: string, rs: ResourceInput[]): GrantsCommand {
-  return {
-    type: 'Grant',
-    data: {
-      organizationId,
-      userId,
-      grants: rs.map((r): GrantRequest => ({
-        ...toResource(r),
-        accessRole: r.accessRole ?? 'editor',
-        expiresAt: r.expiresAt ?? null,
-        ...(r.context !== undefined ? { accessFields: accessFieldsOf(r) } : {}),
-      })),
-    },
-    metadata: { now: ctx.now },
-  };
-}
-
-/** Grants `resources` to `userId` as /v2/auth/permissions/add does; outcomes keyed by resource id. */
-export function addGrants(ctx: RequestContext, userId: string, resources: ResourceInput[]) {
-  return perOrganization(ctx, resources, (organizationId, rs) => onUserGrants(ctx, userId, organizationId, grantCommand(ctx, userId, organizationId, rs)));
-}
-
-/** Grants `resources` to the group `groupId` (of each resource's organization), as permissions/add with `group` does. */
-export function addGroupGrants(ctx: RequestContext, groupId: string, resources: ResourceInput[]) {
-  return perOrganization(ctx, resources, (organizationId, rs) => onGroupGrants(ctx, groupId, organizationId, {
-    type: 'GrantGroupAccess',
-    data: {
-      organizationId,
-      groupId,
-      grants: rs.map((r) => ({ ...toResource(r), accessRole: r.accessRole ?? 'editor', expiresAt: r.expiresAt ?? null })),
-    },
-    metadata: { now: ctx.now },
-  }));
-}
-
-/**
- * The resources `addGrants` would refuse for an access-field limit, with the reason, decided
- * on the current state without writing anything (generate_token refuses before any grant).
- */
-export async function accessFieldRefusals(ctx: RequestContext, userId: string, resources: ResourceInput[]): Promise<Record<string, string>> {
-  const byOrg = new Map<string, ResourceInput[]>();
-  for (const r of resources) byOrg.set(orgOf(r), [...(byOrg.get(orgOf(r)) ?? []), r]);
-  const out: Array<[string, string]> = [];
-  await Promise.all([...byOrg].map(async ([organizationId, rs]) => {
-    const { state } = await ctx.services.commands.load(grantsDecider, grantsStream(ctx.apiKey, organizationId, userId));
-    const { outcomes } = plan(grantCommand(ctx, userId, organizationId, rs), state);
-    for (const r of rs) {
-      const o = outcomes.get(resourceKey(toResource(r)));
-      if (o?.refused === 'accessFieldLimit') out.push([r.id, o.message]);
-    }
-  }));
-  return Object.fromEntries(out);
-}
-
-/** The resources among `resources` that cannot carry a grant, with the reason for each. */
-export async function missingResources(ctx: RequestContext, resources: ResourceInput[]): Promise<Record<string, string>> {
-  const reasons = await Promise.all(resources.map(async (r) => [r.id, await missing(ctx, r)] as const));
-  return Object.fromEntries(reasons.filter((x): x is readonly [string, string] => x[1] !== null));
-}
-
-/**
- * A permissions/get entry in a success (queries/permissions.ts `Entry`): allowed or denied.
- * The third kind, `does_not_exist`, only appears in a NOT_FOUND's `details`.
- */
-export const permissionEntry = z.union([
-  z.object({
-    accessRole: accessRole(),
-    accessType: accessType().optional().describe('The resource\'s effective access type (absent on the organization entry).'),
-    expiresAt: z.number().optional().describe('Unix seconds, when the grant that decides is temporary.'),
-  }),
-  z.object({
-    error: z.string().describe('"User does not have access to document" (folder, organization), or "Document is disabled".'),
-    errorCode: z.literal('permission_denied'),
-    accessType: accessType().optional().describe('The resource\'s effective access type (absent on the organization entry).'),
-  }),
-]);
 const entries = () => z.record(z.string(), permissionEntry);
 
 /** permissions/get: `{ [userId]: { organization, folders?, documents?, context? } }`. */

@@ -10,7 +10,8 @@ import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { email, id, items, text } from '../validation.js';
 import { invalidArgument, notFound } from '../../errors.js';
-import { accessFieldRefusals, addGrants, missingResources, resourceSchema as resource } from './permissions.js';
+import { resourceSchema as resource } from './domain.js';
+import { accessFieldRefusals, addGrants, missingResources } from '../../usecases/grants.js';
 
 export function tokenRoutes(_services: Services): AnyRoute[] {
   const generate = defineRoute({

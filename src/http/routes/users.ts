@@ -20,7 +20,7 @@ import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { email, id, ids, items, text } from '../validation.js';
-import { organizationTree } from './documents.js';
+import { organizationTree } from '../../usecases/organization-tree.js';
 import {
   bareOutcome,
   eachItem,

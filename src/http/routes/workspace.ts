@@ -4,47 +4,22 @@
  * only as hashes.
  */
 import { z } from 'zod';
-import { API_KEY_NOT_FOUND, workspaceDecider, workspaceStream, type ApiKeySettings, type NewApiKey } from '../../../commands/workspace.js';
+import { API_KEY_NOT_FOUND, workspaceDecider, workspaceStream, type ApiKeySettings } from '../../../commands/workspace.js';
 import { apiKeyOfWorkspace } from '../../../queries/credentials.js';
 import { REDACTED } from '../../../projections/workspaces.js';
 import { invalidArgument, notFound } from '../../errors.js';
-import { hashSecret, newId, newSecret } from '../../ids.js';
+import { newId } from '../../ids.js';
 import type { Services } from '../../services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import type { RequestContext } from '../context.js';
+import { shownOnce } from '../schema.js';
+import { createWorkspace, defaultSettings, newToken } from '../../usecases/workspace.js';
 import { email, id, text, webhookUrl } from '../validation.js';
 import { egressPolicyOf } from '../../webhooks/egress.js';
 import { sealServiceConfig } from '../../secrets/configs.js';
 import { allowedDomainRoutes, normalizeAllowedDomains } from './allowed-domains.js';
 import { MAX_DOMAIN_INPUT, MAX_DOMAINS_PER_KEY } from '../../../commands/allowed-domains.js';
 
-/** A fresh auth token: the secret (returned once) and what is stored (its hash). */
-export const newToken = () => {
-  const secret = newSecret();
-  return { secret, tokenId: newId(), tokenHash: hashSecret(secret) };
-};
-
-const defaultSettings = (): ApiKeySettings => ({
-  allowedDomains: [],
-  useEmailService: false,
-  useWebhookService: false,
-  useNotificationService: false,
-  setDefaultNotificationTriggers: false,
-  setDefaultEmailTriggers: false,
-  requireAutoOrgUser: false,
-  enablePrivateComments: false,
-});
-
 const configString = () => z.string().max(2048).optional();
-
-/**
- * The first key's default name, as the hosted API makes it: the part of `ownerEmail` before
- * the `@`, capitalized, then " Test API Key". Example: `owner@example.com` -> "Owner Test API Key".
- */
-export const defaultKeyName = (ownerEmail: string) => {
-  const local = ownerEmail.slice(0, ownerEmail.lastIndexOf('@'));
-  return `${local.charAt(0).toUpperCase()}${local.slice(1)} Test API Key`;
-};
 
 /** The auth tokens' display name (tokens have no name of their own here; docs/compatibility.md). */
 export const AUTH_TOKEN_NAME = 'Default Auth Token';
@@ -63,10 +38,6 @@ export const tokenView = (token: string, tokenId: string, createdAt?: number) =>
 });
 
 // ---- answers (what the routes below return as `result.data`) ----
-
-/** A secret the answer carries once: nothing shows it again (semantics §0). */
-export const shownOnce = (what: string) =>
-  z.string().describe(`${what}. A secret shown only in this answer: no call shows it again.`);
 
 /** `tokenView` without `createdAt`: the token an answer creates. */
 const newAuthTokenAnswer = z.object({
@@ -99,58 +70,6 @@ const workspaceAnswer = z.object({
     )
     .describe('The workspace\'s first API key, keyed by its id: always one testing key.'),
 });
-
-/**
- * Creates a workspace with one testing key; shared by the route and the CLI. Defaults as
- * the hosted API documents them: the owner's name is `ownerEmail`, the workspace's name is
- * "<name> workspace" (so "<ownerEmail> workspace" when neither is given).
- */
-export async function createWorkspace(
-  ctx: RequestContext,
-  input: { ownerEmail: string; name?: string; workspaceName?: string; avatar?: string },
-) {
-  const workspaceId = newId();
-  const ownerId = newId();
-  const wsToken = newToken();
-  const keyToken = newToken();
-  const ownerName = input.name ?? input.ownerEmail;
-  const firstKey: NewApiKey = {
-    apiKey: newId(),
-    apiKeyName: defaultKeyName(input.ownerEmail),
-    type: 'testing',
-    ownerEmail: input.ownerEmail,
-    persistenceDBRegion: null,
-    realtimeDBRegion: null,
-    settings: defaultSettings(),
-    token: { tokenId: keyToken.tokenId, tokenHash: keyToken.tokenHash },
-  };
-  const name = input.workspaceName ?? `${ownerName} workspace`;
-  await ctx.execute(workspaceDecider, workspaceStream(workspaceId), {
-    type: 'CreateWorkspace',
-    data: {
-      workspaceId,
-      name,
-      ownerEmail: input.ownerEmail,
-      ownerName,
-      ownerId,
-      ...(input.avatar !== undefined ? { ownerAvatar: input.avatar } : {}),
-      authTokenHash: wsToken.tokenHash,
-      firstKey,
-    },
-    metadata: { now: ctx.now },
-  });
-  return {
-    id: workspaceId,
-    name,
-    owner: { email: input.ownerEmail, id: ownerId, name: ownerName, ...(input.avatar !== undefined ? { avatar: input.avatar } : {}) },
-    authToken: wsToken.secret,
-    apiKeyList: {
-      // `authToken`: the hosted API leaves it out and has clients read it from
-      // authtokens/get; here secrets are shown once, so this is where the client gets it.
-      [firstKey.apiKey]: { apiKeyName: firstKey.apiKeyName, id: firstKey.apiKey, type: 'testing', authToken: keyToken.secret },
-    },
-  };
-}
 
 export function workspaceRoutes(services: Services): AnyRoute[] {
   const regions = services.config.regions;

@@ -1,0 +1,21 @@
+/**
+ * What a use case needs from its caller, and nothing more. The HTTP layer's RequestContext
+ * (src/http/context.ts) satisfies these types, and so does the context the CLI builds, so a
+ * use case runs the same from a route and from the command line without importing HTTP.
+ */
+import type { Decider, DomainEvent } from '../runtime/decider.js';
+import type { HandleResult } from '../runtime/command-handler.js';
+import type { Services } from '../services.js';
+
+export interface UseCaseContext {
+  /** The clock reading every event of the call is stamped with. */
+  readonly now: number;
+  readonly services: Pick<Services, 'commands' | 'secrets'>;
+  /** Runs a command with the caller's metadata (who, which request). */
+  execute<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string, command: C): Promise<HandleResult<S, E>>;
+}
+
+/** A use case that acts inside one API key's data (its streams are named by the key). */
+export interface TenantContext extends UseCaseContext {
+  readonly apiKey: string;
+}
