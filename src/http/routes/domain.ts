@@ -1,8 +1,10 @@
 /**
  * Helpers shared by the domain routes (organizations, folders, documents, users, groups,
  * permissions): per-item outcomes and how a batch collects them (`item`, `eachItem`,
- * `keyed`), paged answers, and the few schema pieces they repeat, request and answer alike.
- * Stream names live beside their deciders (commands/).
+ * `keyed`), paged answers, and the schema pieces they share, request and answer alike: the
+ * grant resources and access context of permissions/add, remove and generate_token, and a
+ * permission entry. Stream names live beside their deciders (commands/); the use cases these
+ * routes share live in src/usecases/.
  */
 import { z } from 'zod';
 import { ACCESS_TYPES } from '../../../commands/folder-tree.js';
