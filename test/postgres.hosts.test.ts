@@ -94,7 +94,10 @@ test('several hosts on one PostgreSQL: an API host cut off, then the lease-holdi
     // At a moment it has an append's transaction open: while it stays open, no follower can
     // read past it (postgres-event-store.ts), until the server ends it.
     cut.add(hosts.api1);
-    const strandedApi = await cutMidTransaction(url, hosts.api1.address, () => net!.cut(hosts.api1), () => net!.restore(hosts.api1));
+    // As for the worker below: when no append can be caught open (\`ip link\` is slower than a
+    // short transaction; CI's runs missed 28 times in 30 s), the host is cut between two, and
+    // the output says so. Most runs strand one; the continuity assertions hold either way.
+    const strandedApi = await cutMidTransaction(url, hosts.api1.address, () => net!.cut(hosts.api1), () => net!.restore(hosts.api1), 20_000, true);
     const viaApi2 = w.ackedBy.get(api2.url) ?? 0;
     let probe = 0;
     await until('api2 to acknowledge writes and show them while api1 is cut off', async () => writeThenRead(api2, headers, `cut-api-${probe++}`), 15_000);
