@@ -10,11 +10,11 @@
  * before duplicates are dropped, is INVALID_ARGUMENT; an add that would pass the bound is
  * RESOURCE_EXHAUSTED. `name` and `description` are the only fields an update changes.
  */
-import { alreadyExists, assertNever, invalidArgument, notFound, resourceExhausted } from '../src/errors.js';
+import { alreadyExists, assertNever, invalidArgument, notFound, resourceExhausted } from '../src/shared/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
-import { streamName } from '../src/ids.js';
+import { streamName } from '../src/shared/ids.js';
 
-/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
 export const agentGroupStream = (apiKey: string, groupId: string) => streamName('agentGroup', apiKey, groupId);
 
 // ---- events ----

@@ -11,18 +11,18 @@
  *   An update that changes nothing appends nothing (the hosted API's no-op).
  * - Deleting is idempotent, as the hosted API documents: a missing or deleted agent is
  *   deleted already, and nothing is appended.
- * - A built-in agent's id (src/agents/catalogue.ts) is reserved: its stream only records
+ * - A built-in agent's id (commands/agent-catalogue.ts) is reserved: its stream only records
  *   the key's `enabled` choice, the one change a built-in accepts (other fields sent with
  *   it are ignored, as the hosted API does; without `enabled` the update is refused).
  * - A deleted agent's id may be used again: the new agent starts over at version 1.
  */
-import { alreadyExists, assertNever, failedPrecondition, invalidArgument, notFound } from '../src/errors.js';
+import { alreadyExists, assertNever, failedPrecondition, invalidArgument, notFound } from '../src/shared/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
-import { isBuiltInAgent } from '../src/agents/catalogue.js';
-import { IDENTITY_FIELDS, MAX_AGENT_CONFIG_BYTES, agentConfigBytes, resealLegacy, restoreSecrets, type AgentChanges, type AgentConfig } from '../src/agents/config.js';
-import { streamName } from '../src/ids.js';
+import { isBuiltInAgent } from './agent-catalogue.js';
+import { IDENTITY_FIELDS, MAX_AGENT_CONFIG_BYTES, agentConfigBytes, resealLegacy, restoreSecrets, type AgentChanges, type AgentConfig } from './agent-config.js';
+import { streamName } from '../src/shared/ids.js';
 
-/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
 export const agentStream = (apiKey: string, agentId: string) => streamName('agent', apiKey, agentId);
 
 // ---- events ----
@@ -63,7 +63,7 @@ export function evolve(state: AgentState, event: AgentEvent): AgentState {
 
 export type AgentCommand =
   | Command<'CreateAgent', { agentId: string; config: AgentConfig }>
-  /** `legacySealed`: sealed forms of clear secrets the stored config holds from before encryption at rest (src/agents/config.ts resealLegacy). */
+  /** `legacySealed`: sealed forms of clear secrets the stored config holds from before encryption at rest (commands/agent-config.ts resealLegacy). */
   | Command<'UpdateAgent', { agentId: string; changes: AgentChanges; legacySealed?: Record<string, string> }>
   | Command<'DeleteAgent', { agentId: string }>;
 

@@ -8,12 +8,12 @@
  * the read side (projections/documents.ts, queries/permissions.ts), so moving a folder never
  * touches its documents' streams.
  */
-import { ApiError, assertNever, invalidArgument, notFound } from '../src/errors.js';
+import { ApiError, assertNever, invalidArgument, notFound } from '../src/shared/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import type { AccessType } from './folder-tree.js';
-import { streamName } from '../src/ids.js';
+import { streamName } from '../src/shared/ids.js';
 
-/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
 export const documentStream = (apiKey: string, organizationId: string, documentId: string) =>
   streamName('document', apiKey, organizationId, documentId);
 

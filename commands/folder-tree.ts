@@ -16,12 +16,12 @@
  * The tree is a small persistent map (256 buckets): `evolve` copies one bucket and the
  * bucket array per event, never the whole tree, so a 10,000-folder tree folds in linear time.
  */
-import { invalidArgument } from '../src/errors.js';
+import { invalidArgument } from '../src/shared/errors.js';
 import type { DomainEvent } from '../src/runtime/decider.js';
 
 /**
  * semantics §1 Limits: the folder tree is at most this many levels deep unless the operator
- * sets FOLDER_MAX_DEPTH (src/config.ts). A folder at the organization root is level 1.
+ * sets FOLDER_MAX_DEPTH (src/config/config.ts). A folder at the organization root is level 1.
  */
 export const DEFAULT_FOLDER_MAX_DEPTH = 100;
 

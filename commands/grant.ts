@@ -15,12 +15,12 @@
  * expired one starts with none. They grant nothing; permission resolution reports them
  * (queries/permissions.ts).
  */
-import { assertNever } from '../src/errors.js';
-import { key, streamName } from '../src/ids.js';
+import { assertNever } from '../src/shared/errors.js';
+import { key, streamName } from '../src/shared/ids.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import type { Planned } from './outcomes.js';
 
-/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
 export const grantsStream = (apiKey: string, organizationId: string, userId: string) =>
   streamName('grants', apiKey, organizationId, userId);
 

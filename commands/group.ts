@@ -22,13 +22,13 @@
  * joins at most MAX_GROUPS_PER_USER groups of one organization (usergroups/users/add, counted
  * on the read model): resolution looks at that many groups per user.
  */
-import { ApiError, assertNever, notFound } from '../src/errors.js';
+import { ApiError, assertNever, notFound } from '../src/shared/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import type { Planned } from './outcomes.js';
-import { streamName } from '../src/ids.js';
+import { streamName } from '../src/shared/ids.js';
 import { resourceKey, type AccessRole, type Resource } from './grant.js';
 
-/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
 export const groupStream = (apiKey: string, organizationId: string, groupId: string) =>
   streamName('usergroup', apiKey, organizationId, groupId);
 

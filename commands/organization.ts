@@ -10,7 +10,7 @@
  * organization exist" anyway. Organization-level writes (rename, disable) are rare, so
  * sharing the stream with folder writes costs nothing measurable.
  */
-import { ApiError, assertNever, notFound } from '../src/errors.js';
+import { ApiError, assertNever, notFound } from '../src/shared/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import {
   emptyTree,
@@ -28,9 +28,9 @@ import {
   type Tree,
 } from './folder-tree.js';
 import type { Planned } from './outcomes.js';
-import { streamName } from '../src/ids.js';
+import { streamName } from '../src/shared/ids.js';
 
-/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
 export const organizationStream = (apiKey: string, organizationId: string) => streamName('organization', apiKey, organizationId);
 
 // ---- events ----
@@ -90,7 +90,7 @@ export type OrganizationCommand =
   | Command<'RenameOrganization', OrgRef & { organizationName: string }>
   | Command<'SetOrganizationDisabled', OrgRef & { disabled: boolean }>
   | Command<'DeleteOrganization', OrgRef>
-  /** `maxDepth`: the operator's FOLDER_MAX_DEPTH (src/config.ts); default DEFAULT_FOLDER_MAX_DEPTH. */
+  /** `maxDepth`: the operator's FOLDER_MAX_DEPTH (src/config/config.ts); default DEFAULT_FOLDER_MAX_DEPTH. */
   | Command<'AddFolders', OrgRef & { createOrganization?: boolean; folders: NewFolder[]; maxDepth?: number }>
   | Command<'UpdateFolders', OrgRef & { folders: FolderChange[]; maxDepth?: number }>
   | Command<'SetFolderAccess', OrgRef & { folderIds: string[]; accessType: AccessType | null }>

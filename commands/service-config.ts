@@ -15,9 +15,8 @@
  *   before encryption at rest is sealed when the next update carries it into a new event
  *   (`legacySealed`, computed by the route), so new events never hold it in clear.
  */
-import { invalidArgument } from '../src/errors.js';
-import { isSealed } from '../src/secrets/envelope.js';
-import type { ApiKeySettings } from './workspace.js';
+import { invalidArgument } from '../src/shared/errors.js';
+import { isSealed } from '../src/shared/envelope.js';
 
 export type ServiceName = 'email' | 'webhook';
 export type WebhookEndpoint = 'raw' | 'processed';
@@ -41,7 +40,15 @@ export interface ServiceState {
 
 export type KeyServices = Record<ServiceName, ServiceState>;
 
-export function initialServices(settings: ApiKeySettings): KeyServices {
+/** The services an API key starts with, from its settings (`ApiKeySettings` in ./workspace.ts, which imports this module). */
+export interface ServiceSettings {
+  useEmailService: boolean;
+  useWebhookService: boolean;
+  emailServiceConfig?: Record<string, string>;
+  webhookServiceConfig?: Record<string, string>;
+}
+
+export function initialServices(settings: ServiceSettings): KeyServices {
   return {
     email: { enabled: settings.useEmailService, config: settings.emailServiceConfig ?? {}, triggers: null, disabledEndpoints: [] },
     webhook: { enabled: settings.useWebhookService, config: settings.webhookServiceConfig ?? {}, triggers: null, disabledEndpoints: [] },

@@ -3,11 +3,11 @@
  * key's organizations is one person): `streamName('user', apiKey, userId)`. Access lives in
  * the grants aggregate (commands/grant.ts), per organization.
  */
-import { assertNever } from '../src/errors.js';
+import { assertNever } from '../src/shared/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
-import { streamName } from '../src/ids.js';
+import { streamName } from '../src/shared/ids.js';
 
-/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
 export const userStream = (apiKey: string, userId: string) => streamName('user', apiKey, userId);
 
 export type Profile = {

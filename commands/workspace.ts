@@ -15,9 +15,9 @@
  * remembers its id, so a repeated deletion is a no-op the route can still finish (shredding
  * the key's data keys) instead of NOT_FOUND.
  */
-import { ApiError, assertNever, failedPrecondition, notFound, permissionDenied, resourceExhausted } from '../src/errors.js';
+import { ApiError, assertNever, failedPrecondition, notFound, permissionDenied, resourceExhausted } from '../src/shared/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
-import { SIGNING_KEY_RETENTION_MS } from '../src/tokens/lifetime.js';
+import { SIGNING_KEY_RETENTION_MS } from './token-lifetime.js';
 import {
   initialServices,
   mergeServiceConfig,
@@ -27,10 +27,10 @@ import {
   type ServiceName,
   type WebhookEndpoint,
 } from './service-config.js';
-import { streamName } from '../src/ids.js';
+import { streamName } from '../src/shared/ids.js';
 import { MAX_DOMAINS_PER_KEY } from './allowed-domains.js';
 
-/** The stream of one aggregate of this decider: a name no client id can reach into (src/ids.ts). */
+/** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
 export const workspaceStream = (workspaceId: string) => streamName('workspace', workspaceId);
 
 // ---- events ----

@@ -10,8 +10,8 @@
 import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc } from '../src/ports/read-store.js';
 import { defineProjection } from '../src/runtime/projection.js';
-import { key } from '../src/ids.js';
-import { redactAgentConfig, type AgentConfig } from '../src/agents/config.js';
+import { key } from '../src/shared/ids.js';
+import { redactAgentConfig, type AgentConfig } from '../commands/agent-config.js';
 import type { AgentEvent } from '../commands/agent.js';
 import type { AgentGroupEvent } from '../commands/agent-group.js';
 import type { WorkspaceEvent } from '../commands/workspace.js';

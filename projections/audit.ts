@@ -31,8 +31,8 @@
 import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc, ReadTx } from '../src/ports/read-store.js';
 import type { Projection } from '../src/runtime/projection.js';
-import { key } from '../src/ids.js';
-import { redactEventData } from '../src/redaction.js';
+import { key } from '../src/shared/ids.js';
+import { redactEventData } from '../commands/redaction.js';
 import { redactConfig } from './workspaces.js';
 
 export const AUDIT_EVENTS = 'audit_events';
@@ -68,7 +68,7 @@ export interface AuditSubjectDoc extends Doc {
   position: string;
 }
 
-/** `<category>-<json ids>` (src/ids.ts streamName) split; null for anything else. */
+/** `<category>-<json ids>` (src/shared/ids.ts streamName) split; null for anything else. */
 export function parseStream(stream: string): { category: string; ids: string[] } | null {
   const i = stream.indexOf('-');
   if (i < 0) return null;

@@ -2,7 +2,7 @@
  * The deletion cascade's outbox. A folder or organization deletion is one event; the
  * projections drop everything under it from reads at once, and in the same transaction
  * (so atomically with their checkpoint) they queue one work item per document, user's
- * grants and group that the deletion took with it. The cascade worker (src/cascade.ts)
+ * grants and group that the deletion took with it. The cascade worker (src/jobs/cascade.ts)
  * turns each item into its own command (DocumentDeleted, GrantRevoked, UserGroupDeleted
  * events, so the audit trail shows every removal) and then deletes the item.
  *
@@ -16,7 +16,7 @@
  */
 import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc, Filter, ReadTx } from '../src/ports/read-store.js';
-import { key } from '../src/ids.js';
+import { key } from '../src/shared/ids.js';
 import { apiKeyOf } from './organizations.js';
 
 export const CASCADE_WORK = 'cascade_work';

@@ -10,7 +10,7 @@
  */
 import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc, ReadTx } from '../src/ports/read-store.js';
-import { key } from '../src/ids.js';
+import { key } from '../src/shared/ids.js';
 import { defineProjection } from '../src/runtime/projection.js';
 import { ORGANIZATION_DEFAULT_ACCESS, type AccessType } from '../commands/folder-tree.js';
 import type { OrganizationEvent } from '../commands/organization.js';

@@ -1,7 +1,7 @@
 /** Read model `users`: one profile per user of an API key (semantics §5). */
 import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc } from '../src/ports/read-store.js';
-import { key } from '../src/ids.js';
+import { key } from '../src/shared/ids.js';
 import { defineProjection } from '../src/runtime/projection.js';
 import type { UserEvent } from '../commands/user.js';
 import { apiKeyOf } from './organizations.js';

@@ -22,7 +22,7 @@
  * (once resolving it, once listing the candidate grants) plus the folders above it: a few
  * lookups bounded by the folder depth, never a scan.
  */
-import { ApiError, BugError, invalidArgument, notFound } from '../src/errors.js';
+import { ApiError, BugError, invalidArgument, notFound } from '../src/shared/errors.js';
 import type { Doc, Filter, FindOptions, ReadView } from '../src/ports/read-store.js';
 import type { AccessType } from '../commands/folder-tree.js';
 import { isLive, type AccessRole, type ResourceType } from '../commands/grant.js';

@@ -3,11 +3,11 @@
  * agents (catalogue order) before custom ones (creation order), or in a group's order.
  */
 import type { ReadView } from '../src/ports/read-store.js';
-import { invalidArgument } from '../src/errors.js';
+import { invalidArgument } from '../src/shared/errors.js';
 import { DEFAULT_PAGE_SIZE, decodePageToken, encodePageToken, type Cursor } from './paging.js';
-import { key } from '../src/ids.js';
-import { redactAgentConfig, toAgentConfig, type AgentConfig } from '../src/agents/config.js';
-import { BUILT_IN_AGENTS, BUILT_IN_MANAGED_BY, builtInAgent, type BuiltInAgent } from '../src/agents/catalogue.js';
+import { key } from '../src/shared/ids.js';
+import { redactAgentConfig, toAgentConfig, type AgentConfig } from '../commands/agent-config.js';
+import { BUILT_IN_AGENTS, BUILT_IN_MANAGED_BY, builtInAgent, type BuiltInAgent } from '../commands/agent-catalogue.js';
 import {
   AGENTS,
   AGENT_BUILTIN_SETTINGS,

@@ -5,7 +5,7 @@
  * a narrow filter over a long history answers in bounded time with a `pageToken` to go on
  * (a page may then hold fewer rows than asked, even none, and still have a token).
  */
-import { invalidArgument } from '../src/errors.js';
+import { invalidArgument } from '../src/shared/errors.js';
 import type { Filter, ReadView } from '../src/ports/read-store.js';
 import { AUDIT_EVENTS, AUDIT_SUBJECTS, redactForAudit, subjectKey, type AuditEventDoc, type AuditSubjectDoc, type SubjectKind } from '../projections/audit.js';
 import { decodePageToken, encodePageToken, type Cursor } from './paging.js';

@@ -8,7 +8,7 @@
  * YIELD_EVERY_READS of them, gives the event loop a turn (setImmediate: pending I/O and
  * other requests' callbacks run first), then checks the deadline.
  */
-import { ApiError } from '../src/errors.js';
+import { ApiError } from '../src/shared/errors.js';
 
 /**
  * Reads between two turns given to other requests. Example: a resolution that reads 40,000

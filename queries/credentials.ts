@@ -3,7 +3,7 @@
  * constant time, and both do the same work whether or not the id exists, so timing tells a
  * caller nothing about which ids are real.
  */
-import { hashSecret, secretMatches } from '../src/ids.js';
+import { hashSecret, secretMatches } from '../src/shared/ids.js';
 import type { ReadView } from '../src/ports/read-store.js';
 import { API_KEYS, WORKSPACES, type ApiKeyDoc, type WorkspaceDoc } from '../projections/workspaces.js';
 

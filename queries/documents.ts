@@ -6,7 +6,7 @@
  * gone (its folder was deleted; the deletion cascade may still be appending its
  * DocumentDeleted), so every read here skips it.
  */
-import { notFound } from '../src/errors.js';
+import { notFound } from '../src/shared/errors.js';
 import type { Filter, ReadView } from '../src/ports/read-store.js';
 import { ORGANIZATION_DEFAULT_ACCESS, type AccessType } from '../commands/folder-tree.js';
 import { DOCUMENTS, documentKey, type DocumentDoc } from '../projections/documents.js';

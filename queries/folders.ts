@@ -8,7 +8,7 @@
  * `"root"` (`["root", "folder1"]` for a folder inside folder1). The read model keeps the root
  * implicit (null parent, ancestors without it); only this rendering names it.
  */
-import { invalidArgument, notFound } from '../src/errors.js';
+import { invalidArgument, notFound } from '../src/shared/errors.js';
 import type { ReadView } from '../src/ports/read-store.js';
 import { FOLDERS, folderKey, type FolderDoc } from '../projections/folders.js';
 import { decodePageToken, encodePageToken } from './paging.js';

@@ -1,5 +1,5 @@
 /** Organization reads: existence for read endpoints, and organizations/get pages. */
-import { notFound } from '../src/errors.js';
+import { notFound } from '../src/shared/errors.js';
 import type { ReadView } from '../src/ports/read-store.js';
 import { ORGANIZATIONS, organizationKey, type OrganizationDoc } from '../projections/organizations.js';
 import { decodePageToken, encodePageToken } from './paging.js';

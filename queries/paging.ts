@@ -16,11 +16,11 @@
  *   master key (SECRETS_KEY, or DATA_DIR's key file), which they all share.
  *
  * The IV is an HMAC of the associated data and the cursor (the synthetic-IV construction
- * src/secrets/envelope.ts uses): the same page of the same query gives the same token, and
+ * src/shared/envelope.ts uses): the same page of the same query gives the same token, and
  * distinct cursors never share an IV however many tokens are made, which a random 96-bit IV
  * would only promise up to about 2^32 tokens per key.
  *
- * The key is installed by each services instance as it opens (src/services.ts), and removed
+ * The key is installed by each services instance as it opens (src/composition/services.ts), and removed
  * as it closes: queries take no key parameter. A process serves one deployment, so one key
  * is installed in production. A test process may hold several services at once, each with
  * its own master key: a token is sealed with the most recently installed key and opened with
@@ -29,7 +29,7 @@
  * installed is a bug and throws.
  */
 import { createCipheriv, createDecipheriv, createHash, createHmac } from 'node:crypto';
-import { invalidArgument } from '../src/errors.js';
+import { invalidArgument } from '../src/shared/errors.js';
 import type { Scalar } from '../src/ports/read-store.js';
 
 export interface Cursor {
@@ -88,7 +88,7 @@ export function installPageTokenKey(secrets: KeyDeriver): () => void {
 
 function sealingKey(): PageKey {
   const k = installed[installed.length - 1];
-  if (!k) throw new Error('page tokens used before any services instance installed their key (src/services.ts assemble does, from the master key)');
+  if (!k) throw new Error('page tokens used before any services instance installed their key (src/composition/services.ts assemble does, from the master key)');
   return k;
 }
 

@@ -29,7 +29,7 @@
  * organization hold at most 2,000 (commands/grant.ts), so this adds at most 2,000 strings
  * per user to the cost above. Group grants carry no access fields (commands/group.ts).
  */
-import { invalidArgument, notFound } from '../src/errors.js';
+import { invalidArgument, notFound } from '../src/shared/errors.js';
 import type { ReadView } from '../src/ports/read-store.js';
 import { ORGANIZATION_DEFAULT_ACCESS, type AccessType } from '../commands/folder-tree.js';
 import { isLive, type AccessRole, type ResourceType } from '../commands/grant.js';
@@ -307,7 +307,7 @@ export function reportedAccessFields(slots: Iterable<number>, grants: ReadonlyAr
 
 const isAllowed = (e: Entry): boolean => 'accessRole' in e;
 
-/** `key(...parts)` without its closing bracket: grant keys of one user share it (src/ids.ts). */
+/** `key(...parts)` without its closing bracket: grant keys of one user share it (src/shared/ids.ts). */
 const openKey = (...parts: string[]) => JSON.stringify(parts).slice(0, -1);
 
 /** The grant for candidate `i` of one user: grants come back in key order, missing ones skipped. */

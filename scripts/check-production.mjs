@@ -90,7 +90,7 @@ async function stop(proc, name) {
   check(`${name}: SIGTERM ends it with code 0`, code === 0, `code ${code}, signal ${signal}\n${proc.output().slice(-2000)}`);
 }
 
-// NODE_ENV=production refuses to start without an admin token (src/config.ts), as an operator's would.
+// NODE_ENV=production refuses to start without an admin token (src/config/config.ts), as an operator's would.
 const ADMIN_TOKEN = 'check-production-admin-token';
 
 async function serves(base, proc, name) {
@@ -134,7 +134,7 @@ const devOnly = Object.entries(lockfile.packages)
   .map(([p]) => p);
 const left = devOnly.filter((p) => existsSync(path.join(clone, p)));
 check(`no dev-only package in node_modules after prune (${devOnly.length} in the lockfile: tsx, typescript, esbuild...)`, left.length === 0 && devOnly.includes('node_modules/tsx'), `left: ${left.join(', ')}`);
-check('dist/ holds the compiled service, CLI and background thread', ['server.js', 'cli.js', 'runtime/background-worker.js'].every((f) => existsSync(path.join(clone, 'dist', 'src', f))));
+check('dist/ holds the compiled service, CLI and background thread', ['server.js', 'cli.js', 'background-worker.js'].every((f) => existsSync(path.join(clone, 'dist', 'src', f))));
 
 // 3. NODE_ENV=production npm start, and the bin.
 {

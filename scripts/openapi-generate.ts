@@ -14,8 +14,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { COMMENT_HEADER, astToString } from 'openapi-typescript';
 import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import { openServices } from '../src/services.js';
+import { loadConfig } from '../src/config/config.js';
+import { openServices } from '../src/composition/services.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CLIENT_DIR = path.join(root, 'clients', 'typescript');

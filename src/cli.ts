@@ -30,9 +30,9 @@
 import { parseArgs } from 'node:util';
 import { nanoid } from 'nanoid';
 import { z } from 'zod';
-import { ConfigError, loadConfig } from './config.js';
-import { ApiError, notFound } from './errors.js';
-import { openServices, type Services } from './services.js';
+import { ConfigError, loadConfig } from './config/config.js';
+import { ApiError, notFound } from './shared/errors.js';
+import { openServices, type Services } from './composition/services.js';
 import { RequestContext, type Logger } from './http/context.js';
 import { createWorkspace } from './usecases/workspace.js';
 import { workspaceStream, workspaceDecider } from '../commands/workspace.js';
@@ -43,7 +43,7 @@ import { allProjections } from '../projections/index.js';
 import { WEBHOOK_CHECKPOINT } from './webhooks/outbox.js';
 import { ParkedError, formatParked, listParked, retryParked, skipParked } from './ops/parked.js';
 import { deleteApiKey, rotateWorkspaceAuthToken } from './usecases/key-lifecycle.js';
-import { rotateSigningKey } from './tokens/user-tokens.js';
+import { rotateSigningKey } from './usecases/user-tokens.js';
 import { API_KEYS, type ApiKeyDoc } from '../projections/workspaces.js';
 
 const USAGE = `usage:

@@ -25,7 +25,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import os from 'node:os';
-import { ConfigError } from './config.js';
+import { ConfigError } from './config/config.js';
 import { CLUSTER_RELAY_ENV, isNoticeMessage, relayNotice, type NoticeMessage } from './runtime/notices.js';
 
 export const MAX_WORKERS = 64;

@@ -2,7 +2,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Harness, type Tenant } from './support/app.js';
-import { BUILT_IN_AGENTS } from '../src/agents/catalogue.js';
+import { BUILT_IN_AGENTS } from '../commands/agent-catalogue.js';
 
 const S = suite<{ h: Harness; t: Tenant }>('agents API');
 S.before(async (ctx) => {

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { spec } from './support/decider.js';
 import { MAX_GROUP_AGENTS, agentGroupDecider, type AgentGroupEvent } from '../commands/agent-group.js';
 import { agentDecider, type AgentEvent } from '../commands/agent.js';
-import { agentConfigSchema, REDACTED, redactAgentConfig, toAgentConfig, type AgentConfig } from '../src/agents/config.js';
+import { agentConfigSchema, REDACTED, redactAgentConfig, toAgentConfig, type AgentConfig } from '../commands/agent-config.js';
 
 const now = 1_700_000_000_000;
 const meta = { now };

@@ -3,8 +3,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { project, projectionSpec, collection, type GivenEvent } from './support/projection.js';
 import { agentsProjection, AGENTS, AGENT_BUILTIN_SETTINGS, AGENT_GROUPS } from '../projections/agents.js';
-import { agentConfigSchema, toAgentConfig } from '../src/agents/config.js';
-import { key } from '../src/ids.js';
+import { agentConfigSchema, toAgentConfig } from '../commands/agent-config.js';
+import { key } from '../src/shared/ids.js';
 
 const P = suite('agents projection');
 const m = { metadata: { apiKey: 'k1' } };

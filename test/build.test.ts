@@ -35,7 +35,7 @@ build.before(() => {
 build.after(() => fs.rmSync(out, { recursive: true, force: true }));
 
 build('emits plain JavaScript for the service, the CLI and the background thread, none of it loading tsx or a .ts file', () => {
-  for (const f of ['src/server.js', 'src/cli.js', 'src/runtime/background.js', 'src/runtime/background-worker.js']) {
+  for (const f of ['src/server.js', 'src/cli.js', 'src/runtime/background.js', 'src/background-worker.js']) {
     assert.ok(fs.existsSync(path.join(out, f)), `${f} emitted`);
   }
   const files = jsFiles(out);

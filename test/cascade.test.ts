@@ -5,11 +5,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
-import { loadConfig } from '../src/config.js';
-import { openServices, type Services } from '../src/services.js';
+import { loadConfig } from '../src/config/config.js';
+import { openServices, type Services } from '../src/composition/services.js';
 import { buildApp } from '../src/app.js';
 import { CASCADE_WORK } from '../projections/cascade-work.js';
-import type { CascadeWorker } from '../src/cascade.js';
+import type { CascadeWorker } from '../src/jobs/cascade.js';
 import { harness, tempDir } from './support/app.js';
 import { documentDecider, documentStream } from '../commands/document.js';
 

@@ -1,7 +1,7 @@
 /** POSTGRES_URL in the configuration (issue 23): checked at start, messages naming the variable, the password never echoed. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 
 const KEY = Buffer.alloc(32, 7).toString('base64');
 const refused = (env: Record<string, string>): string => {

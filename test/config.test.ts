@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import path from 'node:path';
-import { checkServing, ConfigError, DEFAULT_REGIONS, loadConfig } from '../src/config.js';
+import { checkServing, ConfigError, DEFAULT_REGIONS, loadConfig } from '../src/config/config.js';
 
 const failsOn = (env: Record<string, string>, variable: string) => {
   try {

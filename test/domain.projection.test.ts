@@ -7,7 +7,7 @@ import { documentsProjection, DOCUMENTS } from '../projections/documents.js';
 import { grantsProjection, GRANTS } from '../projections/grants.js';
 import { usersProjection, USERS } from '../projections/users.js';
 import { groupsProjection, USER_GROUPS, GROUP_MEMBERS } from '../projections/groups.js';
-import { key } from '../src/ids.js';
+import { key } from '../src/shared/ids.js';
 import { encodePosition } from '../src/adapters/sqlite-event-store.js';
 
 const K = 'key-1';

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { EsdbEventStore } from '../src/adapters/esdb-event-store.js';
 import { StoreUnavailableError } from '../src/adapters/unavailable.js';
-import { ApiError } from '../src/errors.js';
+import { ApiError } from '../src/shared/errors.js';
 import { LOG_START, type NewEvent } from '../src/ports/event-store.js';
 import { eventStoreContract } from './contract/event-store.contract.js';
 import { FakeEventStoreDb, status, type Failure } from './support/fake-esdb.js';

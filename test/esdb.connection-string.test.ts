@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRequire } from 'node:module';
 import { checkEventStoreUrl, describeEventStoreUrl } from '../src/adapters/esdb-connection-string.js';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/config/config.js';
 
 // The client's own parser (internal to it: reached by path, here only).
 const clientRequire = createRequire(createRequire(import.meta.url).resolve('@eventstore/db-client'));

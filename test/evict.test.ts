@@ -1,10 +1,10 @@
 /**
- * src/runtime/evict.ts and the bounded caches that use it: the oldest entries go first (a
+ * src/shared/evict.ts and the bounded caches that use it: the oldest entries go first (a
  * re-inserted key counts as new), in batches, and every cache stays within its bound.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { evictOldest } from '../src/runtime/evict.js';
+import { evictOldest } from '../src/shared/evict.js';
 import { RateLimiter } from '../src/http/rate-limit.js';
 
 test('drops the oldest entries in insertion order; a re-inserted key counts as new', () => {

@@ -6,10 +6,10 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Harness, type Tenant } from './support/app.js';
-import { IdempotencyStore, PENDING_TAKEOVER_MS, IDEMPOTENCY_KEYS } from '../src/http/idempotency.js';
+import { IdempotencyStore, PENDING_TAKEOVER_MS, IDEMPOTENCY_KEYS } from '../src/runtime/idempotency.js';
 import { allRoutes } from '../src/app.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
-import { ApiError } from '../src/errors.js';
+import { ApiError } from '../src/shared/errors.js';
 import { rejects } from './support/assert.js';
 
 const S = suite<{ h: Harness; t: Tenant }>('Idempotency-Key over HTTP');

@@ -23,8 +23,8 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import Database from 'better-sqlite3';
 import path from 'node:path';
-import { loadConfig } from '../src/config.js';
-import { openServices, type Services } from '../src/services.js';
+import { loadConfig } from '../src/config/config.js';
+import { openServices, type Services } from '../src/composition/services.js';
 import { buildApp } from '../src/app.js';
 import { tempDir } from './support/app.js';
 

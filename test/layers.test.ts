@@ -65,4 +65,95 @@ test('a route module imports no other route module (but ./domain.js and what it 
   assert.equal(sideways, []);
 });
 
+/**
+ * The folders from the bottom up: a module imports only from its own folder or from folders
+ * above it in this list (lower layers), never from one below. "Where does a new thing go" is
+ * answered by the lowest folder whose imports it can live with (docs/architecture.md).
+ */
+const LAYERS = [
+  'src/shared', // errors, ids, envelope encryption, eviction: imports nothing of ours
+  'src/ports', // EventStore, ReadStore
+  'src/adapters', // the stores behind the ports, outbound HTTP (egress), URL parsers
+  'src/config', // environment variables, parsed and checked
+  'src/runtime', // command handler, projection runner, leases, notices, idempotency records
+  'commands', // aggregates: events, evolve, decide; domain helpers beside them
+  'src/tokens', // JWT signing and verification
+  'projections', // read models
+  'queries', // reads over the read models
+  'src/secrets', // tenants' secrets sealed at rest
+  'src/presence',
+  'src/webhooks', // the deliverer following the log
+  'src/jobs', // the cascade worker
+  'src/ops', // what the operator's CLI runs: audit, parked, rebuild
+  'src/composition', // openServices: the composition root
+  'src/usecases', // what a route and the CLI both do
+  'src/http', // Fastify pieces: auth, limits, validation, metrics
+  'src/http/routes', // one module per area of the API
+  'src', // the processes: app.ts, server.ts, cli.ts, cluster.ts, background-worker.ts
+];
+
+function productionFiles(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+      const rel = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) walk(rel);
+      else if (rel.endsWith('.ts')) out.push(rel);
+    }
+  };
+  for (const dir of ['src', 'commands', 'projections', 'queries']) walk(dir);
+  return out;
+}
+
+test('every production folder has its place in the layer list', () => {
+  const folders = new Set(productionFiles().map((f) => dirname(f)));
+  assert.equal([...folders].filter((d) => !LAYERS.includes(d)), []);
+});
+
+test('no import points down the layer list (type-only imports count)', () => {
+  const downward: string[] = [];
+  for (const f of productionFiles()) {
+    const from = LAYERS.indexOf(dirname(f));
+    for (const i of importsOf(join(root, f))) {
+      const to = LAYERS.indexOf(dirname(i));
+      if (to > from) downward.push(`${f} -> ${i}`);
+    }
+  }
+  assert.ok(importsOf(join(root, 'src/server.ts')).length > 3, 'the reader sees the processes\' imports');
+  assert.equal(downward, []);
+});
+
+test('no import cycle between files (type-only imports count)', () => {
+  const graph = new Map(productionFiles().map((f) => [f, importsOf(join(root, f))]));
+  const state = new Map<string, 'open' | 'done'>();
+  const cycles: string[] = [];
+  const visit = (f: string, path: string[]) => {
+    if (state.get(f) === 'done') return;
+    if (state.get(f) === 'open') {
+      cycles.push([...path.slice(path.indexOf(f)), f].join(' -> '));
+      return;
+    }
+    state.set(f, 'open');
+    for (const next of graph.get(f) ?? []) visit(next, [...path, f]);
+    state.set(f, 'done');
+  };
+  for (const f of graph.keys()) visit(f, []);
+  assert.equal(cycles, []);
+});
+
+test('the cycle and layer checks see a cycle when there is one', () => {
+  // A guard against a reader that finds nothing: the two modules below import each other.
+  const graph = new Map([['a.ts', ['b.ts']], ['b.ts', ['a.ts']]]);
+  const seen = new Set<string>();
+  let cyclic = false;
+  const visit = (f: string, open: Set<string>) => {
+    if (open.has(f)) { cyclic = true; return; }
+    if (seen.has(f)) return;
+    seen.add(f);
+    for (const n of graph.get(f) ?? []) visit(n, new Set([...open, f]));
+  };
+  visit('a.ts', new Set());
+  assert.ok(cyclic);
+});
+
 test.run();

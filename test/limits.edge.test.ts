@@ -13,7 +13,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Harness, type Response, type Tenant } from './support/app.js';
 import { MAX_JSON_DEPTH, jsonDepth } from '../src/http/json-depth.js';
-import { MAX_AGENT_CONFIG_BYTES } from '../src/agents/config.js';
+import { MAX_AGENT_CONFIG_BYTES } from '../commands/agent-config.js';
 import { PRESENCE_SCAN_BUDGET } from '../src/presence/store.js';
 
 const refused = (r: Response, message: RegExp, where = '') => {

@@ -8,7 +8,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Response } from './support/app.js';
-import { BUILT_IN_AGENTS } from '../src/agents/catalogue.js';
+import { BUILT_IN_AGENTS } from '../commands/agent-catalogue.js';
 import { MAX_SUBTREE_FOLDERS } from '../queries/folders.js';
 
 const ok = (r: Response, where = '') => {

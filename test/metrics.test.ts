@@ -18,8 +18,8 @@ import { PARKED } from '../src/runtime/parked.js';
 import { DELIVERIES } from '../src/webhooks/outbox.js';
 import { countParked } from '../src/ops/parked.js';
 import { LAG_SCAN_LIMIT, UNMATCHED_ROUTE } from '../src/http/metrics.js';
-import { newEventId } from '../src/ids.js';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { newEventId } from '../src/shared/ids.js';
+import { ConfigError, loadConfig } from '../src/config/config.js';
 
 const METRIC_NAMES = [
   'collab_http_requests_total',

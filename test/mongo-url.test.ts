@@ -4,7 +4,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/config/config.js';
 import { MongoUrlError, parseMongoUrl } from '../src/adapters/mongo-url.js';
 
 test('multi-host, SRV, credential, IPv6 and socket connection strings are accepted', () => {

@@ -12,7 +12,7 @@ import { MongoNetworkError, MongoNetworkTimeoutError, MongoOperationTimeoutError
 import { MongoReadStore, translateMongoError } from '../src/adapters/mongo-read-store.js';
 import { StoreUnavailableError } from '../src/adapters/unavailable.js';
 import { CheckpointConflictError } from '../src/ports/read-store.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { FakeMongod, closedPort, errorReply } from './support/fake-mongod.js';
 import { rejects } from './support/assert.js';
 

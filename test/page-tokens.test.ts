@@ -16,7 +16,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, tempDir, type Harness, type Response, type Tenant } from './support/app.js';
 import { DOCUMENTS, documentKey, type DocumentDoc } from '../projections/documents.js';
-import { MasterKey } from '../src/secrets/envelope.js';
+import { MasterKey } from '../src/shared/envelope.js';
 import { decodePageToken, encodePageToken, installPageTokenKey } from '../queries/paging.js';
 
 const refused = (r: Response, where: string) => {

@@ -12,8 +12,8 @@ import * as assert from 'uvu/assert';
 import http from 'node:http';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { loadConfig } from '../src/config.js';
-import { openServices } from '../src/services.js';
+import { loadConfig } from '../src/config/config.js';
+import { openServices } from '../src/composition/services.js';
 import { buildApp } from '../src/app.js';
 import { decorateEventStore } from '../src/ports/event-store.js';
 import { listParked, retryParked } from '../src/ops/parked.js';
@@ -23,7 +23,7 @@ import { harness, tempDir } from './support/app.js';
 import { PARKED } from '../src/runtime/parked.js';
 import { rebuildReadModels } from '../src/ops/rebuild.js';
 import { agentStream } from '../commands/agent.js';
-import { newEventId } from '../src/ids.js';
+import { newEventId } from '../src/shared/ids.js';
 
 const F = suite('parked events: webhook follower and cascade');
 

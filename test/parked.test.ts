@@ -28,7 +28,7 @@ import { listParked, retryParked, skipParked } from '../src/ops/parked.js';
 import { StoreUnavailableError } from '../src/adapters/unavailable.js';
 import type { EventMetadata } from '../src/ports/event-store.js';
 import type { ReadStore } from '../src/ports/read-store.js';
-import { newEventId } from '../src/ids.js';
+import { newEventId } from '../src/shared/ids.js';
 import { agentStream } from '../commands/agent.js';
 import { harness, tempDir } from './support/app.js';
 import { ROOT } from './support/process.js';

@@ -3,7 +3,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Harness, type Tenant } from './support/app.js';
 import { PRESENCE } from '../src/presence/store.js';
-import { loadConfig, ConfigError } from '../src/config.js';
+import { loadConfig, ConfigError } from '../src/config/config.js';
 
 let now = 1_700_000_000_000;
 const S = suite<{ h: Harness; t: Tenant }>('presence API');

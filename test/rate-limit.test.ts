@@ -2,7 +2,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness } from './support/app.js';
 import { RateLimiter, RateLimitedError, limitsPerProcess, perProcess } from '../src/http/rate-limit.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 
 const U = suite('RateLimiter');
 

@@ -52,7 +52,7 @@ test.before(async () => {
   await workload(t, 1);
   await workload(await h.tenant(), 2);
   await ok('/v2/workspace/webhookconfig/update', { useWebhookService: false, rawNotificationUrl: 'https://hooks.example.com/raw' }).catch(() => undefined);
-  // Folder and organization deletions finish in the background (src/cascade.ts): let them.
+  // Folder and organization deletions finish in the background (src/jobs/cascade.ts): let them.
   await h.services.cascade.settle();
   before = (await ok('/v2/organizations/documents/get', { organizationId: 'o1' })).data.map((d: { id: string }) => d.id);
 });

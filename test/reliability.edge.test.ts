@@ -16,8 +16,8 @@ import fs from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 import { harness, tempDir } from './support/app.js';
 import { startService, waitHealthy } from './support/process.js';
-import { loadConfig } from '../src/config.js';
-import { openServices } from '../src/services.js';
+import { loadConfig } from '../src/config/config.js';
+import { openServices } from '../src/composition/services.js';
 import { buildApp } from '../src/app.js';
 import { MAX_PARAM_LENGTH } from '../src/http/edge.js';
 

@@ -17,10 +17,10 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { harness, tempDir, type Harness, type Tenant } from './support/app.js';
-import { loadConfig } from '../src/config.js';
-import { openServices } from '../src/services.js';
+import { loadConfig } from '../src/config/config.js';
+import { openServices } from '../src/composition/services.js';
 import { buildApp } from '../src/app.js';
-import { IDEMPOTENCY_KEYS } from '../src/http/idempotency.js';
+import { IDEMPOTENCY_KEYS } from '../src/runtime/idempotency.js';
 
 const L = suite<{ h: Harness; t: Tenant }>('limits: ids and arrays');
 L.before(async (ctx) => {

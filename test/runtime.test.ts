@@ -13,7 +13,7 @@ import { ProjectionRunner } from '../src/runtime/projection-runner.js';
 import { defineProjection } from '../src/runtime/projection.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import type { EventMetadata, EventStore } from '../src/ports/event-store.js';
-import { ApiError, invalidArgument } from '../src/errors.js';
+import { ApiError, invalidArgument } from '../src/shared/errors.js';
 import { tempDir } from './support/app.js';
 import { rejects } from './support/assert.js';
 

@@ -9,9 +9,9 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { tempDir } from './support/app.js';
 import { ROOT, post, startService, waitHealthy } from './support/process.js';
-import { loadConfig } from '../src/config.js';
-import { openServices } from '../src/services.js';
-import { verifyUserToken } from '../src/tokens/user-tokens.js';
+import { loadConfig } from '../src/config/config.js';
+import { openServices } from '../src/composition/services.js';
+import { verifyUserToken } from '../src/usecases/user-tokens.js';
 import { MASTER_KEY_FILE } from '../src/secrets/store.js';
 
 const cli = (dir: string, ...args: string[]) => {

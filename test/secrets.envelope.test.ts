@@ -1,5 +1,5 @@
 /**
- * Envelope encryption (src/secrets/envelope.ts) and the key store (src/secrets/store.ts):
+ * Envelope encryption (src/shared/envelope.ts) and the key store (src/secrets/store.ts):
  * round trips, a wrong key and every kind of tampering fail, a shredded API key's values are
  * unreadable without crashing anything, clear values from before pass through, the master key
  * is checked against the store, and the key file is created once with mode 0600.
@@ -9,11 +9,11 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { DataKey, MasterKey, SecretDecryptError, isSealed, parseKeyMaterial, sealedKeyId } from '../src/secrets/envelope.js';
+import { DataKey, MasterKey, SecretDecryptError, isSealed, parseKeyMaterial, sealedKeyId } from '../src/shared/envelope.js';
 import { MASTER_KEY_FILE, SECRET_KEYS, keyRingId, openSecretStore, type KeyRingDoc } from '../src/secrets/store.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
-import { ConfigError } from '../src/config.js';
-import { ApiError, SecretUnavailableError } from '../src/errors.js';
+import { ConfigError } from '../src/config/config.js';
+import { ApiError, SecretUnavailableError } from '../src/shared/errors.js';
 import { tempDir } from './support/app.js';
 
 const E = suite('envelope');

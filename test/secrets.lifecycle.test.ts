@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { refused } from './support/tokens.js';
 import { harness, type Harness, type Tenant } from './support/app.js';
 import { SignJWT, importJWK } from 'jose';
-import { verifyUserToken } from '../src/tokens/user-tokens.js';
+import { verifyUserToken } from '../src/usecases/user-tokens.js';
 import { workspaceDecider, workspaceStream } from '../commands/workspace.js';
 import { API_KEYS } from '../projections/workspaces.js';
 import { AGENTS } from '../projections/agents.js';
@@ -17,7 +17,7 @@ import { AUDIT_EVENTS, type AuditEventDoc } from '../projections/audit.js';
 import { rebuildReadModels } from '../src/ops/rebuild.js';
 import { allProjections } from '../projections/index.js';
 import { countParked } from '../src/ops/parked.js';
-import { SecretUnavailableError } from '../src/errors.js';
+import { SecretUnavailableError } from '../src/shared/errors.js';
 import { DELIVERIES, type DeliveryDoc } from '../src/webhooks/outbox.js';
 import { SECRET_KEYS, keyRingId } from '../src/secrets/store.js';
 

@@ -22,8 +22,8 @@ import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import { tempDir } from './support/app.js';
 import { ROOT, startService, waitHealthy, type Service } from './support/process.js';
-import { loadConfig } from '../src/config.js';
-import { openServices } from '../src/services.js';
+import { loadConfig } from '../src/config/config.js';
+import { openServices } from '../src/composition/services.js';
 
 interface Answer {
   route: string;
@@ -199,7 +199,7 @@ test('no secret in logs, read models, later responses or webhook bodies; auth to
 test('presented secrets are compared in constant time (static guard)', () => {
   // Every module that compares a presented secret with a stored one, and how it must do it.
   const sites: Record<string, RegExp> = {
-    'src/ids.ts': /timingSafeEqual\(/,
+    'src/shared/ids.ts': /timingSafeEqual\(/,
     'queries/credentials.ts': /secretMatches\(/,
     'src/http/auth.ts': /timingSafeEqual\(/,
     // jose verifies the HMAC (constant time, WebCrypto); no signature is compared here.

@@ -16,12 +16,12 @@ import { createHmac } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { harness, tempDir } from './support/app.js';
 import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
-import { hashSecret, newEventId, newSecret, key } from '../src/ids.js';
+import { hashSecret, newEventId, newSecret, key } from '../src/shared/ids.js';
 import { workspaceStream, workspaceDecider } from '../commands/workspace.js';
 import { agentStream } from '../commands/agent.js';
-import { agentConfigSchema, toAgentConfig } from '../src/agents/config.js';
+import { agentConfigSchema, toAgentConfig } from '../commands/agent-config.js';
 import { verifySignature } from '../src/webhooks/signature.js';
-import { verifyUserToken } from '../src/tokens/user-tokens.js';
+import { verifyUserToken } from '../src/usecases/user-tokens.js';
 import { AGENTS, type AgentDoc } from '../projections/agents.js';
 import type { EventMetadata } from '../src/ports/event-store.js';
 

@@ -5,7 +5,7 @@ import { createHmac } from 'node:crypto';
 import { harness, type Harness, type Tenant } from './support/app.js';
 import { exportJWK, generateKeyPair } from 'jose';
 import { signToken, verifyToken, TokenError, TOKEN_LIFETIME_SECONDS, type UserTokenClaims, type VerificationKey } from '../src/tokens/jwt.js';
-import { verifyUserToken } from '../src/tokens/user-tokens.js';
+import { verifyUserToken } from '../src/usecases/user-tokens.js';
 import { API_KEYS } from '../projections/workspaces.js';
 
 const J = suite('jwt');

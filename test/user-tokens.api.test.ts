@@ -11,9 +11,9 @@ import { refused } from './support/tokens.js';
 import { harness, type Harness, type Response, type Tenant } from './support/app.js';
 import { allRoutes } from '../src/app.js';
 import { workspaceDecider, workspaceStream } from '../commands/workspace.js';
-import { newEventId } from '../src/ids.js';
+import { newEventId } from '../src/shared/ids.js';
 import { signToken } from '../src/tokens/jwt.js';
-import { verifyUserToken } from '../src/tokens/user-tokens.js';
+import { verifyUserToken } from '../src/usecases/user-tokens.js';
 import { operationSchemas } from '../src/http/openapi.js';
 
 const H = 3_600_000;

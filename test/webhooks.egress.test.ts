@@ -1,5 +1,5 @@
 /**
- * The webhook egress policy (src/webhooks/egress.ts, docs/webhooks.md "Egress policy"):
+ * The webhook egress policy (src/adapters/egress.ts, docs/webhooks.md "Egress policy"):
  * issue 12's SSRF reproductions. Every spelling of a refused address is INVALID_ARGUMENT at
  * configuration time by default; at send time a name is resolved once, every address of the
  * answer is checked, and the connection goes only to those checked addresses (Host and SNI
@@ -13,11 +13,11 @@ import tls from 'node:tls';
 import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { ConfigError, loadConfig } from '../src/config.js';
-import { openServices, type Services } from '../src/services.js';
+import { ConfigError, loadConfig } from '../src/config/config.js';
+import { openServices, type Services } from '../src/composition/services.js';
 import { buildApp } from '../src/app.js';
 import { harness, tempDir, type Harness, type Tenant } from './support/app.js';
-import { BLOCKED, DestinationBlockedError, EgressPolicy, embeddedIPv4, parseCidr, type ResolvedAddress, type Resolver } from '../src/webhooks/egress.js';
+import { BLOCKED, DestinationBlockedError, EgressPolicy, embeddedIPv4, parseCidr, type ResolvedAddress, type Resolver } from '../src/adapters/egress.js';
 import { workspaceDecider, workspaceStream } from '../commands/workspace.js';
 
 /** The address forms of issue 12, each refused by default (host part of an http URL). */

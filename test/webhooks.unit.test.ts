@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { signPayload, verifySignature } from '../src/webhooks/signature.js';
 import { triggerOf } from '../src/webhooks/triggers.js';
 import { processedPayload, rawPayload } from '../src/webhooks/payloads.js';
-import { streamName, key } from '../src/ids.js';
+import { streamName, key } from '../src/shared/ids.js';
 import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { ReadStore } from '../src/ports/read-store.js';
 import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
@@ -16,7 +16,7 @@ import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
 import { CommandHandler } from '../src/runtime/command-handler.js';
 import { WebhookDeliverer, type WebhookOptions } from '../src/webhooks/deliverer.js';
 import { DELIVERIES, ENDPOINT_STATE, endpointStateId, type DeliveryDoc, type EndpointStateDoc } from '../src/webhooks/outbox.js';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/config/config.js';
 import type { Lease } from '../src/runtime/lease.js';
 
 const U = suite('webhooks: signatures, triggers, payloads');

@@ -17,7 +17,7 @@ import net from 'node:net';
 import { tempDir } from './support/app.js';
 import { freePort, post, startService, waitHealthy, type Service } from './support/process.js';
 import { parseServeArgs } from '../src/server.js';
-import { ConfigError } from '../src/config.js';
+import { ConfigError } from '../src/config/config.js';
 import { waiter } from './support/wait.js';
 
 /** One request on a connection of its own (no keep-alive pool), so cluster hands each one out anew. */

@@ -6,7 +6,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Harness, type Tenant } from './support/app.js';
 import { authenticate } from '../src/http/auth.js';
-import { ApiError } from '../src/errors.js';
+import { ApiError } from '../src/shared/errors.js';
 import { workspaceDecider, workspaceStream } from '../commands/workspace.js';
 import type { FastifyRequest } from 'fastify';
 

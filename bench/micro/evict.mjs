@@ -1,6 +1,6 @@
 // `node bench/micro/evict.mjs`: a Map used as a bounded cache (50,000 entries), evicting the
 // oldest entry per insert with `keys().next()` versus an eighth of the entries in one walk
-// (src/runtime/evict.ts). Deleted entries stay as holes that every new walk skips again.
+// (src/shared/evict.ts). Deleted entries stay as holes that every new walk skips again.
 const MAX = 50_000;
 const N = 400_000;
 function run(name, evict) {

@@ -9,8 +9,8 @@ import path from 'node:path';
 import fjs from 'fast-json-stringify';
 import { z } from 'zod';
 import { allRoutes } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { openServices } from '../../src/services.js';
+import { loadConfig } from '../../src/config/config.js';
+import { openServices } from '../../src/composition/services.js';
 import { successEnvelope } from '../../src/http/schema.js';
 import { documentRowsJson } from '../../queries/documents.js';
 

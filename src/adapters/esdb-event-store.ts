@@ -21,7 +21,7 @@
  * Positions: `<commit>/<prepare>`, each padded to 20 digits, so string order is log order and
  * the leading digits estimate progress (rebuild ETA).
  *
- * Stream names: the service builds them as `<category>-<JSON of [apiKey, ...ids]>` (src/ids.ts),
+ * Stream names: the service builds them as `<category>-<JSON of [apiKey, ...ids]>` (src/shared/ids.ts),
  * so ids with any characters stay apart and keys never share a stream. On top of that this
  * adapter escapes `%` and control characters (`%XX`), which EventStoreDB's stream index and
  * tooling handle poorly; the escaping is reversible and the category prefix stays as is
@@ -63,7 +63,7 @@ import {
   type StreamingRead,
 } from '@eventstore/db-client';
 import { EventEmitter } from 'node:events';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../shared/errors.js';
 import {
   LOG_START,
   WrongExpectedRevisionError,

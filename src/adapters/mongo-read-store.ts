@@ -71,7 +71,7 @@ import {
   type TxOptions,
   type WriteOp,
 } from '../ports/read-store.js';
-import { BugError } from '../errors.js';
+import { BugError } from '../shared/errors.js';
 import { StoreUnavailableError } from './unavailable.js';
 import { parseMongoUrl } from './mongo-url.js';
 

@@ -46,7 +46,7 @@ import {
   type ReadStreamOptions,
   type RecordedEvent,
 } from '../ports/event-store.js';
-import { BugError } from '../errors.js';
+import { BugError } from '../shared/errors.js';
 import { APPENDED_CHANNEL, PgListener, decodeString, encodeString, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
 
 const TX_WIDTH = 20; // xid8 is an unsigned 64-bit integer: at most 20 digits

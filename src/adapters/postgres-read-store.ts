@@ -39,7 +39,7 @@ import {
   type TxOptions,
   type WriteOp,
 } from '../ports/read-store.js';
-import { BugError } from '../errors.js';
+import { BugError } from '../shared/errors.js';
 import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, isRetryable, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
 
 /** `rm_` + the name must fit PostgreSQL's 63-byte identifiers. */

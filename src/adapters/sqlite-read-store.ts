@@ -27,8 +27,8 @@ import {
   type TxOptions,
   type WriteOp,
 } from '../ports/read-store.js';
-import { evictOldest } from '../runtime/evict.js';
-import { BugError } from '../errors.js';
+import { evictOldest } from '../shared/evict.js';
+import { BugError } from '../shared/errors.js';
 
 const NAME = /^[a-z][a-z0-9_]{0,62}$/;
 
@@ -380,7 +380,7 @@ class DocCache {
   put(docs: Map<string, Doc | null>, id: string, doc: Doc | null) {
     if (this.size >= this.max && !docs.has(id)) {
       // Oldest first within the collection being read, an eighth of the cache at a time
-      // (one by one is slow on V8 Maps: src/runtime/evict.ts); the others go when it holds none.
+      // (one by one is slow on V8 Maps: src/shared/evict.ts); the others go when it holds none.
       if (docs.size === 0) {
         for (const other of this.byCollection.values()) other.clear();
         this.size = 0;

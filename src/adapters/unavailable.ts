@@ -4,7 +4,7 @@
  * adapters turn their clients' connection errors into this; the clients reconnect by
  * themselves, and the projection runner retries its batch from its checkpoint.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../shared/errors.js';
 
 export class StoreUnavailableError extends ApiError {
   constructor(

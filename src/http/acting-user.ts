@@ -27,7 +27,7 @@
  * With the API key's own headers every answer stays as it was (NOT_FOUND, access types,
  * explanations of anyone's access): the back end may know everything.
  */
-import { ApiError, permissionDenied } from '../errors.js';
+import { ApiError, permissionDenied } from '../shared/errors.js';
 import { resolvePermissions, type PermissionsQuery } from '../../queries/permissions.js';
 import type { RequestContext } from './context.js';
 

@@ -12,7 +12,7 @@
  *   keeps working;
  * - otherwise, on a route without the flag: PERMISSION_DENIED naming the routes that take
  *   user tokens (before the token is even checked);
- * - on a flagged route: the token is verified (src/tokens/user-tokens.ts: signature with the
+ * - on a flagged route: the token is verified (src/usecases/user-tokens.ts: signature with the
  *   key its `kid` names, `typ`, `iss`, `aud` = its API key, `exp`, `iat`); an invalid one is
  *   UNAUTHENTICATED with `www-authenticate: Bearer error="invalid_token"` (RFC 6750 §3.1):
  *   the client should get a new token. A valid token used beyond its user is the route's
@@ -20,11 +20,11 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { timingSafeEqual, createHash } from 'node:crypto';
-import { ApiError, permissionDenied, unauthenticated } from '../errors.js';
+import { ApiError, permissionDenied, unauthenticated } from '../shared/errors.js';
 import { verifyApiKey, verifyWorkspace } from '../../queries/credentials.js';
-import { authenticateUserToken } from '../tokens/user-tokens.js';
+import { authenticateUserToken } from '../usecases/user-tokens.js';
 import { TokenError } from '../tokens/jwt.js';
-import type { Services } from '../services.js';
+import type { Services } from '../composition/services.js';
 import type { AuthMode } from './route.js';
 import type { Tenant } from './context.js';
 

@@ -6,7 +6,7 @@
 import type { EventMetadata, LogPosition } from '../ports/event-store.js';
 import type { Decider, DomainEvent } from '../runtime/decider.js';
 import type { HandleResult } from '../runtime/command-handler.js';
-import type { Services } from '../services.js';
+import type { Services } from '../composition/services.js';
 
 /** The API key a request in API-key mode acts for: the tenant every read and write is scoped to. */
 export interface Tenant {

@@ -29,10 +29,10 @@
  * `Access-Control-Allow-Origin`: the browser keeps the answer from it.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { invalidArgument, permissionDenied } from '../errors.js';
+import { invalidArgument, permissionDenied } from '../shared/errors.js';
 import { originCandidates } from '../../commands/allowed-domains.js';
 import { keyAdmits, someKeyAdmits } from '../../queries/allowed-domains.js';
-import type { Services } from '../services.js';
+import type { Services } from '../composition/services.js';
 import type { AnyRoute } from './route.js';
 
 /** The request headers a browser page may send: a user token, JSON, and this API's own. */

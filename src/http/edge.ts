@@ -14,7 +14,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { nanoid } from 'nanoid';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 
 type EdgeConfig = Pick<
   Config,

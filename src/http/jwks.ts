@@ -25,9 +25,9 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { createHash } from 'node:crypto';
-import { ApiError } from '../errors.js';
-import type { Services } from '../services.js';
-import { publicJwks } from '../tokens/user-tokens.js';
+import { ApiError } from '../shared/errors.js';
+import type { Services } from '../composition/services.js';
+import { publicJwks } from '../usecases/user-tokens.js';
 import { operationSchemas } from './openapi.js';
 import type { RateLimiter } from './rate-limit.js';
 

@@ -13,7 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import { createJsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { z } from 'zod';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { MAX_JSON_DEPTH } from './json-depth.js';
 import type { AnyRoute, AuthMode } from './route.js';
 import { FAILURE, answersOf, requestEnvelope } from './schema.js';

@@ -8,9 +8,9 @@
  * Example: perSecond 10, burst 20. A client idle for a while may send 20 requests at once;
  * the 21st in the same instant is refused with `retry-after: 1` (a token every 100 ms).
  */
-import { ApiError } from '../errors.js';
-import type { Config } from '../config.js';
-import { evictOldest } from '../runtime/evict.js';
+import { ApiError } from '../shared/errors.js';
+import type { Config } from '../config/config.js';
+import { evictOldest } from '../shared/evict.js';
 
 /** The 429's message for a wait of `retryAfterSeconds`. */
 export type RateLimitMessage = (retryAfterSeconds: number) => string;
@@ -90,7 +90,7 @@ export class RateLimiter {
   private store(caller: string, tokens: number): void {
     this.buckets.delete(caller); // re-insert: Map order doubles as least-recently-used order
     this.buckets.set(caller, { tokens, at: this.clock() });
-    // An eighth at a time: one-by-one eviction is slow on V8 Maps (src/runtime/evict.ts).
+    // An eighth at a time: one-by-one eviction is slow on V8 Maps (src/shared/evict.ts).
     if (this.buckets.size > this.maxCallers) evictOldest(this.buckets, this.buckets.size - this.maxCallers + (this.maxCallers >> 3));
   }
 }

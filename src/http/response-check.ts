@@ -13,7 +13,7 @@
  */
 import { appendFileSync } from 'node:fs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { StatusCode } from '../errors.js';
+import type { StatusCode } from '../shared/errors.js';
 import type { Answer } from './schema.js';
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);

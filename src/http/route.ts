@@ -6,7 +6,7 @@
  * OpenAPI document) is done once, in app.ts and src/http/schema.ts, from these.
  */
 import type { z } from 'zod';
-import type { StatusCode } from '../errors.js';
+import type { StatusCode } from '../shared/errors.js';
 import type { RequestContext } from './context.js';
 
 /**
@@ -45,7 +45,7 @@ export interface RouteDef<S extends z.ZodType = z.ZodType, R extends z.ZodType =
   /**
    * Whether the route changes anything (appends events, writes presence, grants, signs a
    * token). Required, so every route is classified where it is defined: only mutating
-   * routes keep an Idempotency-Key's answer (src/http/idempotency.ts), since repeating a
+   * routes keep an Idempotency-Key's answer (src/runtime/idempotency.ts), since repeating a
    * read changes nothing and its answer can be large (a permissions/get page).
    */
   mutates: boolean;

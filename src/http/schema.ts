@@ -6,7 +6,7 @@
  * every answer is checked against them (src/http/response-check.ts).
  */
 import { z } from 'zod';
-import { httpStatusOf, type StatusCode } from '../errors.js';
+import { httpStatusOf, type StatusCode } from '../shared/errors.js';
 import type { AnyRoute, AuthMode } from './route.js';
 
 /** A secret the answer carries once: nothing shows it again (semantics §0). */
@@ -40,7 +40,7 @@ for (const [status, http] of Object.entries(httpStatusOf) as Array<[StatusCode, 
   statusesOfHttp.set(http, [...(statusesOfHttp.get(http) ?? []), status]);
 }
 // Two INVALID_ARGUMENT answers with their own HTTP status: an oversized body (413), and an
-// Idempotency-Key sent again with another body (422, src/http/idempotency.ts).
+// Idempotency-Key sent again with another body (422, src/runtime/idempotency.ts).
 statusesOfHttp.set(413, ['INVALID_ARGUMENT']);
 statusesOfHttp.set(422, ['INVALID_ARGUMENT']);
 export const FAILURE: ReadonlyMap<number, z.ZodType> = new Map(
@@ -54,7 +54,7 @@ export const FAILURE: ReadonlyMap<number, z.ZodType> = new Map(
  * `ABORTED` (409: a write that lost its race more often than the retry budget allows, or a
  * retry while the first request with its Idempotency-Key still runs), `ALREADY_EXISTS` (409:
  * an Idempotency-Key reused after its answer was too large to keep) and INVALID_ARGUMENT 422
- * (the key reused with another body), src/http/idempotency.ts.
+ * (the key reused with another body), src/runtime/idempotency.ts.
  */
 export function commonErrors(auth: AuthMode, mutates: boolean): StatusCode[] {
   const out: StatusCode[] = ['INVALID_ARGUMENT', 'RESOURCE_EXHAUSTED', 'INTERNAL', 'UNAVAILABLE'];

@@ -3,8 +3,8 @@
  * client wrote it: `data.users[2].email must be a valid email`.
  */
 import { z } from 'zod';
-import { invalidArgument } from '../errors.js';
-import type { EgressPolicy } from '../webhooks/egress.js';
+import { invalidArgument } from '../shared/errors.js';
+import type { EgressPolicy } from '../adapters/egress.js';
 
 /** semantics §1: ids are non-empty strings of at most 256 characters, any characters. */
 export const MAX_ID = 256;

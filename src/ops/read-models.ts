@@ -7,7 +7,7 @@ import type { ReadStore } from '../ports/read-store.js';
 import type { Projection } from '../runtime/projection.js';
 import { GenerationalReadStore } from '../runtime/generations.js';
 import { PRESENCE } from '../presence/store.js';
-import { IDEMPOTENCY_KEYS } from '../http/idempotency.js';
+import { IDEMPOTENCY_KEYS } from '../runtime/idempotency.js';
 import { DELIVERIES, ENDPOINT_STATE } from '../webhooks/outbox.js';
 import { LEASES } from '../runtime/lease.js';
 import { SECRET_KEYS } from '../secrets/store.js';

@@ -6,7 +6,7 @@
  * Contract: test/contract/read-store.contract.ts.
  */
 import type { LogPosition } from './event-store.js';
-import { BugError } from '../errors.js';
+import { BugError } from '../shared/errors.js';
 
 export type Scalar = string | number | boolean | null;
 

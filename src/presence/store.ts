@@ -8,7 +8,7 @@
  * entries out; writes sweep them (the touched document's, and a bounded batch of the oldest
  * across all tenants), so the collection does not grow with people who left.
  */
-import { key } from '../ids.js';
+import { key } from '../shared/ids.js';
 import type { Doc, IndexSpec, ReadStore, ReadTx, ReadView } from '../ports/read-store.js';
 import { decodePageToken, encodePageToken, type Cursor } from '../../queries/paging.js';
 

@@ -6,7 +6,7 @@
  * when the same thread also writes every read-model and audit row; with the projections on
  * the second core the request path keeps only the command and its append (docs/performance.md).
  *
- * The thread is an ordinary `--role worker` (src/services.ts) on its own connections to the
+ * The thread is an ordinary `--role worker` (src/composition/services.ts) on its own connections to the
  * same store files, holding the same leases, so nothing here is new for correctness: the
  * multi-process rules apply (compare-and-set checkpoints, leases, the read cache re-checking
  * other connections' commits). What the thread adds is speed of notice, in both directions:
@@ -22,7 +22,7 @@
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { LogPosition } from '../ports/event-store.js';
 import type { RunnerLogger } from './projection-runner.js';
 
@@ -51,7 +51,7 @@ export interface BackgroundOptions {
  * registered before it can import background-worker.ts: background-entry.mjs does that. The
  * worker thread does not inherit the loader from the process that started it.
  */
-const ENTRY = import.meta.url.endsWith('.ts') ? new URL('./background-entry.mjs', import.meta.url) : new URL('./background-worker.js', import.meta.url);
+const ENTRY = import.meta.url.endsWith('.ts') ? new URL('../background-entry.mjs', import.meta.url) : new URL('../background-worker.js', import.meta.url);
 
 export class BackgroundThread {
   private worker: Worker | null = null;

@@ -11,7 +11,7 @@
  * events after the cached revision. The cache never hides another writer: every load still
  * asks the store for newer events, and the append's expected revision catches the rest.
  */
-import { aborted } from '../errors.js';
+import { aborted } from '../shared/errors.js';
 import {
   WrongExpectedRevisionError,
   type EventMetadata,
@@ -20,8 +20,8 @@ import {
   type RecordedEvent,
 } from '../ports/event-store.js';
 import type { Decider, DomainEvent } from './decider.js';
-import { newEventId } from '../ids.js';
-import { evictOldest } from './evict.js';
+import { newEventId } from '../shared/ids.js';
+import { evictOldest } from '../shared/evict.js';
 
 export interface HandleResult<State, Event> {
   /** The state after the command (equal to the loaded one when nothing was appended). */
@@ -159,7 +159,7 @@ export class CommandHandler {
     if (prev && prev.decider === decider && prev.revision > revision) return;
     this.cache.delete(stream);
     this.cache.set(stream, { decider, state, revision });
-    // An eighth at a time: one-by-one eviction is slow on V8 Maps (src/runtime/evict.ts).
+    // An eighth at a time: one-by-one eviction is slow on V8 Maps (src/shared/evict.ts).
     if (this.cache.size > this.cacheSize) evictOldest(this.cache, this.cache.size - this.cacheSize + (this.cacheSize >> 3));
   }
 }

@@ -30,7 +30,7 @@
  */
 import type { LogPosition, RecordedEvent } from '../ports/event-store.js';
 import type { Doc, IndexSpec, ReadTx } from '../ports/read-store.js';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../shared/errors.js';
 
 export const PARKED = 'parked_events';
 

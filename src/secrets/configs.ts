@@ -11,9 +11,9 @@
  * commands/service-config.ts and commands/agent.ts).
  */
 import { SERVICE_SECRET_FIELDS, REDACTED } from '../../commands/service-config.js';
-import { agentSecretValues, mapAgentSecrets, type AgentConfig } from '../agents/config.js';
-import { isSealed } from './envelope.js';
-import { invalidArgument } from '../errors.js';
+import { agentSecretValues, mapAgentSecrets, type AgentConfig } from '../../commands/agent-config.js';
+import { isSealed } from '../shared/envelope.js';
+import { invalidArgument } from '../shared/errors.js';
 import type { SecretStore } from './store.js';
 
 /** The config with each secret field (webhook `authToken`, email `apiKey`, ...) sealed; `''` (remove) and the placeholder kept. */

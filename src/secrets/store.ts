@@ -1,7 +1,7 @@
 /**
  * The key store and the service's one door to secrets at rest (docs/security.md): seal a
  * value for an API key, open a sealed value, shred an API key's keys. The cryptography is
- * src/secrets/envelope.ts; this module keeps the keys.
+ * src/shared/envelope.ts; this module keeps the keys.
  *
  * Where the keys live: the shared read-store collection `secret_keys` (SQLite
  * `readmodels.db`, or MongoDB), listed in src/ops/read-models.ts as shared, so no projection
@@ -28,11 +28,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { ConfigError } from '../config.js';
-import { notFound, SecretUnavailableError } from '../errors.js';
-import { key, newId } from '../ids.js';
+import { ConfigError } from '../config/config.js';
+import { notFound, SecretUnavailableError } from '../shared/errors.js';
+import { key, newId } from '../shared/ids.js';
 import type { Doc, ReadStore } from '../ports/read-store.js';
-import { DataKey, isSealed, MasterKey, parseKeyMaterial, SecretDecryptError, sealedKeyId } from './envelope.js';
+import { DataKey, isSealed, MasterKey, parseKeyMaterial, SecretDecryptError, sealedKeyId } from '../shared/envelope.js';
 
 export const SECRET_KEYS = 'secret_keys';
 /** The master key's file in DATA_DIR when SECRETS_KEY is unset. */

@@ -4,7 +4,7 @@
  * hand-written JWT code). The signing keys are generated per API key, their private halves
  * kept sealed on the write side (workspace aggregate: `ApiKeyTokenSigningSecretCreated`,
  * `ApiKeyTokenSigningKeyRotated`), never returned and never in a read model; their public
- * halves are published as a JWKS (src/tokens/user-tokens.ts `publicJwks`), so other services
+ * halves are published as a JWKS (src/usecases/user-tokens.ts `publicJwks`), so other services
  * verify tokens without holding any secret.
  *
  * - Header `{ alg: "ES256", typ: "JWT", kid }`: `kid` names the signing key, so a key can be
@@ -21,7 +21,7 @@
  */
 import { SignJWT, decodeJwt, decodeProtectedHeader, errors, importJWK, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import type { SigningPublicKey } from '../../commands/workspace.js';
-import { TOKEN_CLOCK_SKEW_SECONDS, TOKEN_LIFETIME_SECONDS } from './lifetime.js';
+import { TOKEN_CLOCK_SKEW_SECONDS, TOKEN_LIFETIME_SECONDS } from '../../commands/token-lifetime.js';
 
 export { TOKEN_LIFETIME_SECONDS };
 export const TOKEN_ISSUER = 'collab-backend';

@@ -5,7 +5,7 @@
  */
 import type { Decider, DomainEvent } from '../runtime/decider.js';
 import type { HandleResult } from '../runtime/command-handler.js';
-import type { Services } from '../services.js';
+import type { Services } from '../composition/services.js';
 
 export interface UseCaseContext {
   /** The clock reading every event of the call is stamped with. */

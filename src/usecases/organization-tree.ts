@@ -4,7 +4,7 @@
  */
 import { organizationDecider, organizationNotFound, organizationStream } from '../../commands/organization.js';
 import type { Tree } from '../../commands/folder-tree.js';
-import type { Services } from '../services.js';
+import type { Services } from '../composition/services.js';
 
 /** The tree of an active organization; NOT_FOUND when it does not exist or was deleted. */
 export async function organizationTree(services: Pick<Services, 'commands'>, apiKey: string, organizationId: string): Promise<Tree> {

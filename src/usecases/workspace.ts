@@ -4,7 +4,7 @@
  * (src/http/routes/workspace.ts, key-lifecycle.ts) and the CLI (src/cli.ts).
  */
 import { workspaceDecider, workspaceStream, type ApiKeySettings, type NewApiKey } from '../../commands/workspace.js';
-import { hashSecret, newId, newSecret } from '../ids.js';
+import { hashSecret, newId, newSecret } from '../shared/ids.js';
 import type { UseCaseContext } from './context.js';
 
 /** A fresh auth token: the secret (returned once) and what is stored (its hash). */

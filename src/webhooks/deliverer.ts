@@ -17,7 +17,7 @@
  *    `maxInFlightPerEndpoint` attempts run per endpoint and `concurrency` in all; a delivery
  *    waiting for its retry holds no slot. An attempt claims its delivery with a short lease
  *    (several processes never send the same delivery at once), POSTs it with a timeout to an
- *    address the egress policy allows (src/webhooks/egress.ts; a blocked destination fails
+ *    address the egress policy allows (src/adapters/egress.ts; a blocked destination fails
  *    the delivery at once), and records the outcome. 2xx: succeeded. 410 Gone: failed, and
  *    the endpoint is disabled (`WebhookEndpointDisabled` on the key's workspace) until its
  *    URL is set again. Anything else: retried on the schedule with jitter, then failed. An
@@ -43,7 +43,7 @@ import type { Lease } from '../runtime/lease.js';
 import { workspaceDecider, workspaceStream } from '../../commands/workspace.js';
 import { ENDPOINT_URL_FIELD, type ServiceState, type WebhookEndpoint } from '../../commands/service-config.js';
 import { API_KEYS, type ApiKeyDoc } from '../../projections/workspaces.js';
-import { key } from '../ids.js';
+import { key } from '../shared/ids.js';
 import {
   DELIVERIES,
   ENDPOINT_STATE,
@@ -57,11 +57,11 @@ import {
 } from './outbox.js';
 import { processedPayload, rawPayload } from './payloads.js';
 import { signPayload } from './signature.js';
-import { DestinationBlockedError, EgressPolicy, postWebhook, systemResolver, type Resolver } from './egress.js';
+import { DestinationBlockedError, EgressPolicy, postWebhook, systemResolver, type Resolver } from '../adapters/egress.js';
 import { triggerOf } from './triggers.js';
 import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc } from '../runtime/parked.js';
 import type { SecretStore } from '../secrets/store.js';
-import { SecretUnavailableError } from '../errors.js';
+import { SecretUnavailableError } from '../shared/errors.js';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -99,7 +99,7 @@ export interface WebhookOptions {
   logger?: RunnerLogger;
   /** With several processes: follow and send only while holding this lease (src/runtime/lease.ts). */
   lease?: Lease;
-  /** Where webhooks may go (src/webhooks/egress.ts). Default: the strict policy, nothing allowlisted. */
+  /** Where webhooks may go (src/adapters/egress.ts). Default: the strict policy, nothing allowlisted. */
   egress?: EgressPolicy;
   /** Resolves endpoint hostnames (tests inject answers). Default: the system resolver. */
   resolve?: Resolver;

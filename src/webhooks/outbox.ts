@@ -12,7 +12,7 @@
  */
 import type { Doc, IndexSpec, ReadView } from '../ports/read-store.js';
 import type { WebhookEndpoint } from '../../commands/service-config.js';
-import { key } from '../ids.js';
+import { key } from '../shared/ids.js';
 import { decodePageToken, encodePageToken } from '../../queries/paging.js';
 
 export const DELIVERIES = 'webhook_deliveries';

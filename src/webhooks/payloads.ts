@@ -11,7 +11,7 @@
  * Bodies are built once, when the delivery is queued, and every attempt sends the same bytes.
  */
 import type { RecordedEvent } from '../ports/event-store.js';
-import { redactEventData } from '../redaction.js';
+import { redactEventData } from '../../commands/redaction.js';
 import { categoryOf, triggerOf } from './triggers.js';
 
 function streamIds(stream: string): string[] {

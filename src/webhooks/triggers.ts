@@ -12,7 +12,7 @@ export const DEFAULT_WEBHOOK_TRIGGERS: string[] = [...WEBHOOK_TRIGGERS];
 /** Email triggers are stored for the email service; this service does not send email itself. */
 export const DEFAULT_EMAIL_TRIGGERS: string[] = ['comment.added', 'comment.mentioned', 'document.shared'];
 
-/** `<category>-[...]` (src/ids.ts streamName) -> category. */
+/** `<category>-[...]` (src/shared/ids.ts streamName) -> category. */
 export const categoryOf = (stream: string): string => {
   const i = stream.indexOf('-');
   return i < 0 ? stream : stream.slice(0, i);

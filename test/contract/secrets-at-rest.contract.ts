@@ -11,10 +11,10 @@ import * as assert from 'uvu/assert';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { workspaceDecider, workspaceStream } from '../../commands/workspace.js';
 import { buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import type { EventStore } from '../../src/ports/event-store.js';
 import type { ReadStore } from '../../src/ports/read-store.js';
-import { assemble, type Services } from '../../src/services.js';
+import { assemble, type Services } from '../../src/composition/services.js';
 
 type Post = (url: string, data: unknown, headers?: Record<string, string>) => Promise<{ status: number; body: any }>;
 

@@ -9,8 +9,8 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import * as assert from 'uvu/assert';
-import { loadConfig, type Config } from '../../src/config.js';
-import { openServices, type Services } from '../../src/services.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
+import { openServices, type Services } from '../../src/composition/services.js';
 import { buildApp } from '../../src/app.js';
 
 export interface Response {

@@ -3,7 +3,7 @@
  * for a refusal. Pure: no store, no clock.
  */
 import * as assert from 'uvu/assert';
-import { ApiError, type StatusCode } from '../../src/errors.js';
+import { ApiError, type StatusCode } from '../../src/shared/errors.js';
 import type { Decider, DomainEvent } from '../../src/runtime/decider.js';
 
 export function spec<S, C, E extends DomainEvent>(decider: Decider<S, C, E>) {

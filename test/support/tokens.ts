@@ -2,7 +2,7 @@
 import * as assert from 'uvu/assert';
 import type { Harness } from './app.js';
 import { TokenError } from '../../src/tokens/jwt.js';
-import { verifyUserToken } from '../../src/tokens/user-tokens.js';
+import { verifyUserToken } from '../../src/usecases/user-tokens.js';
 
 /** Asserts the service refuses `token` with a TokenError whose message matches `re`. */
 export async function refused(h: Harness, token: string, re: RegExp): Promise<void> {

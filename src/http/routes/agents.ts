@@ -18,11 +18,11 @@ import {
   unknownAgentIds,
 } from '../../../queries/agents.js';
 import { AGENT_GROUPS } from '../../../projections/agents.js';
-import { BUILT_IN_MANAGED_BY, isBuiltInAgent } from '../../agents/catalogue.js';
-import { agentChangesSchema, agentConfigSchema, toAgentConfig } from '../../agents/config.js';
-import { ApiError, invalidArgument, notFound, resourceExhausted } from '../../errors.js';
-import { newId } from '../../ids.js';
-import type { Services } from '../../services.js';
+import { BUILT_IN_MANAGED_BY, isBuiltInAgent } from '../../../commands/agent-catalogue.js';
+import { agentChangesSchema, agentConfigSchema, toAgentConfig } from '../../../commands/agent-config.js';
+import { ApiError, invalidArgument, notFound, resourceExhausted } from '../../shared/errors.js';
+import { newId } from '../../shared/ids.js';
+import type { Services } from '../../composition/services.js';
 import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute, type RouteDoc } from '../route.js';
 import { id } from '../validation.js';

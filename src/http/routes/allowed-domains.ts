@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { API_KEY_NOT_FOUND, workspaceDecider, workspaceStream } from '../../../commands/workspace.js';
 import { MAX_DOMAIN_INPUT, MAX_DOMAINS_PER_CALL, MAX_DOMAINS_PER_KEY, domainToRemove, normalizeDomain } from '../../../commands/allowed-domains.js';
 import { allowedDomainsOf } from '../../../queries/allowed-domains.js';
-import { BugError, invalidArgument, notFound } from '../../errors.js';
+import { BugError, invalidArgument, notFound } from '../../shared/errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { text } from '../validation.js';

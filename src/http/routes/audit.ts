@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import { auditPage } from '../../../queries/audit.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../composition/services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id } from '../validation.js';
 

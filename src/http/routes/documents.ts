@@ -22,8 +22,8 @@ import { organizationDecider, organizationStream } from '../../../commands/organ
 import { documentsPage, documentRowsJson } from '../../../queries/documents.js';
 import { requireOrganization } from '../../../queries/organizations.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
-import { ApiError, invalidArgument, notFound } from '../../errors.js';
-import type { Services } from '../../services.js';
+import { ApiError, invalidArgument, notFound } from '../../shared/errors.js';
+import type { Services } from '../../composition/services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id, ids, items, text } from '../validation.js';

@@ -1,5 +1,5 @@
 /** Every route of the domain: organizations, folders, documents, users, groups, permissions, access queries. */
-import type { Services } from '../../services.js';
+import type { Services } from '../../composition/services.js';
 import type { AnyRoute } from '../route.js';
 import { organizationRoutes } from './organizations.js';
 import { folderRoutes } from './folders.js';

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { ACCESS_TYPES } from '../../../commands/folder-tree.js';
 import { ACCESS_ROLES, MAX_ACCESS_FIELDS_PER_GRANT } from '../../../commands/grant.js';
 import { id } from '../validation.js';
-import { ApiError } from '../../errors.js';
+import { ApiError } from '../../shared/errors.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../../queries/paging.js';
 
 export const accessType = () => z.enum(ACCESS_TYPES);

@@ -13,7 +13,7 @@ import { capturing } from '../../../commands/outcomes.js';
 import { MAX_SUBTREE_FOLDERS, folderSubtree, foldersPage } from '../../../queries/folders.js';
 import { requireOrganization } from '../../../queries/organizations.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../composition/services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id, ids, items, text } from '../validation.js';

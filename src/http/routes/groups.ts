@@ -12,8 +12,8 @@ import { groupDecider, MAX_GROUPS_PER_USER, plan, groupStream, type GroupCommand
 import { GROUP_MEMBERS } from '../../../projections/groups.js';
 import { organizationDecider, organizationStream } from '../../../commands/organization.js';
 import { capturing } from '../../../commands/outcomes.js';
-import type { Services } from '../../services.js';
-import { invalidArgument } from '../../errors.js';
+import type { Services } from '../../composition/services.js';
+import { invalidArgument } from '../../shared/errors.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import type { RequestContext } from '../context.js';
 import { id, ids, items, text } from '../validation.js';

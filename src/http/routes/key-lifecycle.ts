@@ -14,7 +14,7 @@
  *   them cannot be read by anyone again (crypto-shredding). Repeating it is harmless.
  */
 import { z } from 'zod';
-import { rotateSigningKey } from '../../tokens/user-tokens.js';
+import { rotateSigningKey } from '../../usecases/user-tokens.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id } from '../validation.js';
 import { shownOnce } from '../schema.js';

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { organizationDecider, organizationNotFound, organizationStream } from '../../../commands/organization.js';
 import { organizationsPage } from '../../../queries/organizations.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../composition/services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id, ids, items, text } from '../validation.js';
 import { eachItem, idOutcome, PAGE_SIZE_DOC, item, keyed, outcomesById, pageAnswer, pageSize, pageToken, unique, type Failure } from './domain.js';

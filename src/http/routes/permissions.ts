@@ -26,7 +26,7 @@ import { MAX_ACCESS_FIELDS_PER_GRANT, MAX_ACCESS_FIELDS_PER_USER } from '../../.
 import { MAX_GRANTS_PER_GROUP } from '../../../commands/group.js';
 import { MAX_PERMISSION_CELLS, MAX_PERMISSION_USERS, MAX_REPORTED_ACCESS_FIELDS, resolvePermissions } from '../../../queries/permissions.js';
 import { Deadline, Pacer } from '../../../queries/cost.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../composition/services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { onlySelf, permissionsForActingUser } from '../acting-user.js';
 import { id, ids, items } from '../validation.js';

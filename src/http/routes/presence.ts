@@ -21,7 +21,7 @@
 import { z } from 'zod';
 import { presencePage, presenceView, removePresence, writePresence, type PresenceInput } from '../../presence/store.js';
 import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../composition/services.js';
 import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { email, id, ids, items, text } from '../validation.js';

@@ -16,12 +16,12 @@ import { workspaceDecider, workspaceStream, type WorkspaceState } from '../../..
 import type { ServiceName } from '../../../commands/service-config.js';
 import { redactConfig } from '../../../projections/workspaces.js';
 import { DEFAULT_EMAIL_TRIGGERS, DEFAULT_WEBHOOK_TRIGGERS, WEBHOOK_TRIGGERS } from '../../webhooks/triggers.js';
-import { egressPolicyOf } from '../../webhooks/egress.js';
-import type { Services } from '../../services.js';
+import { egressPolicyOf } from '../../adapters/egress.js';
+import type { Services } from '../../composition/services.js';
 import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { parseBody, text, webhookUrl } from '../validation.js';
-import { ApiError, invalidArgument } from '../../errors.js';
+import { ApiError, invalidArgument } from '../../shared/errors.js';
 import { legacyServiceSecrets, sealServiceConfig } from '../../secrets/configs.js';
 
 /** A config value; `''` removes the stored one. */
@@ -133,7 +133,7 @@ const mergeRules = (service: 'email' | 'webhook', failure: string) => [
 
 export function serviceConfigRoutes(services: Services): AnyRoute[] {
   // A URL naming a refused address literally is refused here; one naming a host is checked
-  // when the deliverer resolves it (src/webhooks/egress.ts).
+  // when the deliverer resolves it (src/adapters/egress.ts).
   const egress = egressPolicyOf(services.config);
   const urlOrEmpty = () => webhookUrl(egress, { allowEmpty: true }).optional();
   const webhookFields = { authToken: value(), rawNotificationUrl: urlOrEmpty(), processedNotificationUrl: urlOrEmpty() };

@@ -4,12 +4,12 @@
  * resources become grants like /v2/auth/permissions/add.
  */
 import { z } from 'zod';
-import { issueUserToken } from '../../tokens/user-tokens.js';
-import { TOKEN_LIFETIME_SECONDS } from '../../tokens/lifetime.js';
-import type { Services } from '../../services.js';
+import { issueUserToken } from '../../usecases/user-tokens.js';
+import { TOKEN_LIFETIME_SECONDS } from '../../../commands/token-lifetime.js';
+import type { Services } from '../../composition/services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { email, id, items, text } from '../validation.js';
-import { invalidArgument, notFound } from '../../errors.js';
+import { invalidArgument, notFound } from '../../shared/errors.js';
 import { resourceSchema as resource } from './domain.js';
 import { accessFieldRefusals, addGrants, missingResources } from '../../usecases/grants.js';
 

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { listDeliveries } from '../../webhooks/outbox.js';
-import type { Services } from '../../services.js';
+import type { Services } from '../../composition/services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 
 const deliveryStatus = z.enum(['pending', 'succeeded', 'failed']);

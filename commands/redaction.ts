@@ -4,7 +4,7 @@
  * two never disagree on what a secret is. A module of its own so that a projection does not
  * load the webhook sender to redact.
  */
-import { redactAgentConfig, REDACTED, type AgentConfig } from './agents/config.js';
+import { redactAgentConfig, REDACTED, type AgentConfig } from './agent-config.js';
 
 /** Field names that hold secrets wherever they appear in event data. */
 const SECRET_FIELD = /^(authToken|token|secret|password|apiSecret|clientSecret|accessToken|refreshToken|privateKey|tokenHash|authTokenHash)$/;

@@ -30,7 +30,6 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { LookupAddress } from 'node:dns';
-import type { Config } from '../config.js';
 
 /** What an attempt records when the policy stops it: no address, no timing (no scanning). */
 export const BLOCKED = 'blocked by the destination policy';
@@ -174,7 +173,7 @@ export function parseCidr(entry: string): { address: string; prefix: number; typ
 }
 
 /** The policy WEBHOOK_ALLOWED_CIDRS and WEBHOOK_ALLOW_PRIVATE describe. */
-export function egressPolicyOf(config: Pick<Config, 'webhookAllowedCidrs' | 'webhookAllowPrivate'>): EgressPolicy {
+export function egressPolicyOf(config: { webhookAllowedCidrs: string[]; webhookAllowPrivate: boolean }): EgressPolicy {
   return new EgressPolicy({ allowedCidrs: config.webhookAllowedCidrs, allowPrivate: config.webhookAllowPrivate });
 }
 

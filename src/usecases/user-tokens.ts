@@ -19,12 +19,12 @@ import { randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair } from 'jose';
 import { LEGACY_KID, workspaceDecider, workspaceStream, type SigningKey, type SigningPublicKey, type WorkspaceState } from '../../commands/workspace.js';
 import { API_KEYS, type ApiKeyDoc } from '../../projections/workspaces.js';
-import { BugError, notFound, SecretUnavailableError } from '../errors.js';
-import { newId } from '../ids.js';
-import type { RequestContext } from '../http/context.js';
-import type { Services } from '../services.js';
-import { signToken, TOKEN_ISSUER, TOKEN_LIFETIME_SECONDS, TokenError, unverifiedToken, verifyToken, type TokenResource, type UserTokenClaims, type VerificationKey } from './jwt.js';
-import { SIGNING_KEY_RETENTION_MS, TOKEN_CLOCK_SKEW_SECONDS } from './lifetime.js';
+import { BugError, notFound, SecretUnavailableError } from '../shared/errors.js';
+import { newId } from '../shared/ids.js';
+import type { TenantContext } from './context.js';
+import type { Services } from '../composition/services.js';
+import { signToken, TOKEN_ISSUER, TOKEN_LIFETIME_SECONDS, TokenError, unverifiedToken, verifyToken, type TokenResource, type UserTokenClaims, type VerificationKey } from '../tokens/jwt.js';
+import { SIGNING_KEY_RETENTION_MS, TOKEN_CLOCK_SKEW_SECONDS } from '../../commands/token-lifetime.js';
 
 export interface TokenRequest {
   userId: string;
@@ -38,7 +38,7 @@ function keysOf(state: WorkspaceState, apiKey: string): SigningKey[] {
 const currentKey = (state: WorkspaceState, apiKey: string) => keysOf(state, apiKey).find((k) => k.retiredAt === null);
 
 /** A fresh ES256 key for `apiKey`: its id, its private scalar sealed for the key, its public half. */
-async function newSigningKey(services: Services, apiKey: string): Promise<{ kid: string; secret: string; publicKey: SigningPublicKey }> {
+async function newSigningKey(services: Pick<Services, 'secrets'>, apiKey: string): Promise<{ kid: string; secret: string; publicKey: SigningPublicKey }> {
   const { privateKey } = await generateKeyPair('ES256', { extractable: true });
   const { x, y, d } = await exportJWK(privateKey);
   if (!x || !y || !d) throw new BugError('an exported P-256 key lacks x, y or d');
@@ -46,7 +46,7 @@ async function newSigningKey(services: Services, apiKey: string): Promise<{ kid:
 }
 
 /** Signs a token for the request's API key with its current ES256 signing key, creating it on first use. */
-export async function issueUserToken(ctx: RequestContext, req: TokenRequest): Promise<{ token: string; claims: UserTokenClaims }> {
+export async function issueUserToken(ctx: TenantContext & { readonly tenant?: { readonly workspaceId: string } }, req: TokenRequest): Promise<{ token: string; claims: UserTokenClaims }> {
   const { secrets, commands } = ctx.services;
   const apiKey = ctx.apiKey;
   const stream = workspaceStream(ctx.tenant!.workspaceId);
@@ -89,7 +89,7 @@ export async function issueUserToken(ctx: RequestContext, req: TokenRequest): Pr
  * Makes a new ES256 signing key current for `apiKey` of `workspaceId`. `revokePrevious`:
  * every token signed before stops at once; otherwise they stay valid until they expire.
  */
-export async function rotateSigningKey(ctx: RequestContext, workspaceId: string, apiKey: string, revokePrevious: boolean) {
+export async function rotateSigningKey(ctx: TenantContext, workspaceId: string, apiKey: string, revokePrevious: boolean) {
   const stream = workspaceStream(workspaceId);
   // Checked before anything is sealed: sealing creates the key's data key on first use.
   const { state } = await ctx.services.commands.load(workspaceDecider, stream);

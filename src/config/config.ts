@@ -5,10 +5,10 @@
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
-import { checkEventStoreUrl } from './adapters/esdb-connection-string.js';
-import { parseCidr } from './webhooks/egress.js';
-import { parseKeyMaterial } from './secrets/envelope.js';
-import { MongoUrlError, parseMongoUrl, redactMongoPassword } from './adapters/mongo-url.js';
+import { checkEventStoreUrl } from '../adapters/esdb-connection-string.js';
+import { parseCidr } from '../adapters/egress.js';
+import { parseKeyMaterial } from '../shared/envelope.js';
+import { MongoUrlError, parseMongoUrl, redactMongoPassword } from '../adapters/mongo-url.js';
 
 export interface Config {
   port: number;
@@ -99,7 +99,7 @@ export interface Config {
   webhookRetentionDays: number;
   /**
    * Addresses and CIDRs webhooks may reach although the egress policy refuses their range
-   * (loopback, private, link-local...: src/webhooks/egress.ts). Empty by default.
+   * (loopback, private, link-local...: src/adapters/egress.ts). Empty by default.
    */
   webhookAllowedCidrs: string[];
   /** A fully internal deployment: webhooks may go to any address. Default false. */

@@ -3,16 +3,16 @@
  * organization is deleted (projections/cascade-work.ts), one idempotent command per item,
  * then removes the item. Reads never wait for it: the deletion is already invisible.
  */
-import { documentDecider, documentStream } from '../commands/document.js';
-import { grantsDecider, grantsStream } from '../commands/grant.js';
-import { groupDecider, groupStream } from '../commands/group.js';
-import { CASCADE_WORK, type WorkItem } from '../projections/cascade-work.js';
-import type { EventMetadata, EventStore } from './ports/event-store.js';
-import type { ReadStore } from './ports/read-store.js';
-import type { CommandHandler } from './runtime/command-handler.js';
-import type { ProjectionRunner, RunnerLogger } from './runtime/projection-runner.js';
-import { Wakeup } from './runtime/wakeup.js';
-import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc, parkedId, type ParkedDoc } from './runtime/parked.js';
+import { documentDecider, documentStream } from '../../commands/document.js';
+import { grantsDecider, grantsStream } from '../../commands/grant.js';
+import { groupDecider, groupStream } from '../../commands/group.js';
+import { CASCADE_WORK, type WorkItem } from '../../projections/cascade-work.js';
+import type { EventMetadata, EventStore } from '../ports/event-store.js';
+import type { ReadStore } from '../ports/read-store.js';
+import type { CommandHandler } from '../runtime/command-handler.js';
+import type { ProjectionRunner, RunnerLogger } from '../runtime/projection-runner.js';
+import { Wakeup } from '../runtime/wakeup.js';
+import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc, parkedId, type ParkedDoc } from '../runtime/parked.js';
 import { createHash } from 'node:crypto';
 
 const BATCH = 500;

@@ -24,8 +24,8 @@
  * then runs again, which is safe for the same reason.
  */
 import { createHash } from 'node:crypto';
-import { ApiError, invalidArgument } from '../errors.js';
-import { key } from '../ids.js';
+import { ApiError, invalidArgument } from '../shared/errors.js';
+import { key } from '../shared/ids.js';
 import type { Doc, ReadStore } from '../ports/read-store.js';
 
 export const IDEMPOTENCY_KEYS = 'idempotency_keys';

@@ -4,11 +4,11 @@
  * delivery and cascades until told to stop.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { Config } from '../config.js';
-import { LOG_START, decorateEventStore, type EventStore, type LogPosition } from '../ports/event-store.js';
-import { openServices } from '../services.js';
-import type { FromThread, ToThread } from './background.js';
-import type { RunnerLogger } from './projection-runner.js';
+import type { Config } from './config/config.js';
+import { LOG_START, decorateEventStore, type EventStore, type LogPosition } from './ports/event-store.js';
+import { openServices } from './composition/services.js';
+import type { FromThread, ToThread } from './runtime/background.js';
+import type { RunnerLogger } from './runtime/projection-runner.js';
 
 const port = parentPort;
 if (!port) throw new Error('background-worker runs only as a worker thread');

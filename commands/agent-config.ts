@@ -28,7 +28,7 @@
  * { endpoints: [{ url, auth: { type: "bearer", token: "__redacted__" } }] }, "mine": { key: "__redacted__" } }`.
  */
 import { z } from 'zod';
-import { isSealed, sealedPlaintextBytes } from '../secrets/envelope.js';
+import { isSealed, sealedPlaintextBytes } from '../src/shared/envelope.js';
 
 export const REDACTED = '__redacted__';
 

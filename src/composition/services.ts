@@ -4,26 +4,26 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Config } from './config.js';
-import type { EventStore, LogPosition } from './ports/event-store.js';
-import type { ReadStore } from './ports/read-store.js';
-import { SqliteEventStore } from './adapters/sqlite-event-store.js';
-import { SqliteReadStore } from './adapters/sqlite-read-store.js';
-import { PRESENCE } from './presence/store.js';
-import { IDEMPOTENCY_KEYS } from './http/idempotency.js';
-import { CommandHandler } from './runtime/command-handler.js';
-import { ProjectionRunner, type RunnerLogger } from './runtime/projection-runner.js';
-import { allProjections } from '../projections/index.js';
-import { WebhookDeliverer, type WebhookOptions } from './webhooks/deliverer.js';
-import { egressPolicyOf } from './webhooks/egress.js';
-import { CascadeWorker } from './cascade.js';
-import { openReadModels } from './ops/read-models.js';
-import type { GenerationalReadStore } from './runtime/generations.js';
-import { Lease } from './runtime/lease.js';
-import { BackgroundThread } from './runtime/background.js';
-import { shareLogReads } from './runtime/shared-log-reads.js';
-import { openSecretStore, type SecretStore } from './secrets/store.js';
-import { installPageTokenKey } from '../queries/paging.js';
+import type { Config } from '../config/config.js';
+import type { EventStore, LogPosition } from '../ports/event-store.js';
+import type { ReadStore } from '../ports/read-store.js';
+import { SqliteEventStore } from '../adapters/sqlite-event-store.js';
+import { SqliteReadStore } from '../adapters/sqlite-read-store.js';
+import { PRESENCE } from '../presence/store.js';
+import { IDEMPOTENCY_KEYS } from '../runtime/idempotency.js';
+import { CommandHandler } from '../runtime/command-handler.js';
+import { ProjectionRunner, type RunnerLogger } from '../runtime/projection-runner.js';
+import { allProjections } from '../../projections/index.js';
+import { WebhookDeliverer, type WebhookOptions } from '../webhooks/deliverer.js';
+import { egressPolicyOf } from '../adapters/egress.js';
+import { CascadeWorker } from '../jobs/cascade.js';
+import { openReadModels } from '../ops/read-models.js';
+import type { GenerationalReadStore } from '../runtime/generations.js';
+import { Lease } from '../runtime/lease.js';
+import { BackgroundThread } from '../runtime/background.js';
+import { shareLogReads } from '../runtime/shared-log-reads.js';
+import { openSecretStore, type SecretStore } from '../secrets/store.js';
+import { installPageTokenKey } from '../../queries/paging.js';
 
 const silentLogger = { error() {}, warn() {}, info() {} };
 
@@ -39,7 +39,7 @@ export interface Services {
   projections: ProjectionRunner;
   /** Sends webhooks (src/webhooks/); runs only when the services follow the log. */
   webhooks: WebhookDeliverer;
-  /** Appends the per-item events of folder and organization deletions (src/cascade.ts); `settle` waits for them. */
+  /** Appends the per-item events of folder and organization deletions (src/jobs/cascade.ts); `settle` waits for them. */
   cascade: Pick<CascadeWorker, 'settle'>;
   /** The worker thread doing the background work, when the services run one (OpenOptions.thread). */
   background: BackgroundThread | null;
@@ -111,14 +111,14 @@ async function openOnce(config: Config, options: OpenOptions): Promise<Services>
     // The production clients load only when configured: the embedded default (and its
     // background thread, which loads this module again) does not carry them in memory.
     events = config.eventStoreUrl
-      ? new (await import('./adapters/esdb-event-store.js')).EsdbEventStore(config.eventStoreUrl, { logger: options.logger })
+      ? new (await import('../adapters/esdb-event-store.js')).EsdbEventStore(config.eventStoreUrl, { logger: options.logger })
       : config.postgresUrl
-        ? new (await import('./adapters/postgres-event-store.js')).PostgresEventStore(config.postgresUrl, { logger: options.logger })
+        ? new (await import('../adapters/postgres-event-store.js')).PostgresEventStore(config.postgresUrl, { logger: options.logger })
         : new SqliteEventStore(path.join(config.dataDir, 'events.db'));
     read = config.mongodbUrl
-      ? new (await import('./adapters/mongo-read-store.js')).MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
+      ? new (await import('../adapters/mongo-read-store.js')).MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
       : config.postgresUrl
-        ? new (await import('./adapters/postgres-read-store.js')).PostgresReadStore(config.postgresUrl, { logger: options.logger })
+        ? new (await import('../adapters/postgres-read-store.js')).PostgresReadStore(config.postgresUrl, { logger: options.logger })
         : new SqliteReadStore(path.join(config.dataDir, 'readmodels.db'));
     return await assemble(config, events, read, options);
   } catch (error) {
