@@ -127,7 +127,6 @@ async function workspaceSet(args: string[]) {
     const r = await ctx.execute(workspaceDecider, workspaceStream(id), {
       type: 'ChangeWorkspaceSettings',
       data,
-      metadata: { now: ctx.now },
     });
     return r.state;
   });

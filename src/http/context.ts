@@ -4,7 +4,7 @@
  * and remembers how far the log moved so the response can wait for the read models.
  */
 import type { EventMetadata, LogPosition } from '../ports/event-store.js';
-import type { Decider, DomainEvent } from '../runtime/decider.js';
+import { stamp, type Decider, type DomainEvent, type Unstamped } from '../runtime/decider.js';
 import type { HandleResult } from '../runtime/command-handler.js';
 import type { Services } from '../composition/services.js';
 
@@ -66,8 +66,9 @@ export class RequestContext {
     return this.meta;
   }
 
-  async execute<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string, command: C): Promise<HandleResult<S, E>> {
-    const result = await this.services.commands.handle(decider, stream, command, this.metadata());
+  /** Runs `command` with this request's metadata; a command without `metadata` gets `{ now: this.now }`. */
+  async execute<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string, command: Unstamped<C>): Promise<HandleResult<S, E>> {
+    const result = await this.services.commands.handle(decider, stream, stamp<C>(command, this.now), this.metadata());
     if (result.position && (!this.lastPosition || result.position > this.lastPosition)) this.lastPosition = result.position;
     return result;
   }

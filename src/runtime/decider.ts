@@ -22,3 +22,17 @@ export interface Decider<State, Cmd, Event extends DomainEvent> {
   evolve: (state: State, event: Event) => State;
   decide: (command: Cmd, state: State) => Event[];
 }
+
+/**
+ * A command as a caller writes it: `metadata` may be left out, and the context that runs it
+ * (`execute` in src/http/context.ts and src/usecases/context.ts) stamps the request's clock
+ * reading, so `metadata: { now }` is written in one place. Distributes over a union of
+ * commands, so `{ type: 'AddDocument', data }` still picks its own `data` type.
+ */
+export type Unstamped<C> = C extends { metadata: { now: number } } ? Omit<C, 'metadata'> & { metadata?: C['metadata'] } : C;
+
+/** The command with `metadata.now` set to `now` unless the caller set it. */
+export function stamp<C>(command: Unstamped<C>, now: number): C {
+  const c = command as { metadata?: unknown };
+  return (c.metadata ? command : { ...command, metadata: { now } }) as C;
+}

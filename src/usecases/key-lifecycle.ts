@@ -12,7 +12,6 @@ export async function rotateWorkspaceAuthToken(ctx: UseCaseContext, workspaceId:
   await ctx.execute(workspaceDecider, workspaceStream(workspaceId), {
     type: 'RotateWorkspaceAuthToken',
     data: { authTokenHash: token.tokenHash },
-    metadata: { now: ctx.now },
   });
   return { workspaceId, authToken: token.secret };
 }
@@ -27,7 +26,6 @@ export async function deleteApiKey(ctx: UseCaseContext, workspaceId: string, api
   await ctx.execute(workspaceDecider, workspaceStream(workspaceId), {
     type: 'DeleteApiKey',
     data: { apiKey },
-    metadata: { now: ctx.now },
   });
   await ctx.services.secrets.shred(apiKey);
   return { apiKey, deleted: true };

@@ -56,7 +56,6 @@ export async function issueUserToken(ctx: TenantContext & { readonly tenant?: { 
     const r = await ctx.execute(workspaceDecider, stream, {
       type: 'EnsureTokenSigningSecret',
       data: { apiKey, ...(await newSigningKey(ctx.services, apiKey)) },
-      metadata: { now: ctx.now },
     });
     key = currentKey(r.state, apiKey);
   }
@@ -99,7 +98,6 @@ export async function rotateSigningKey(ctx: TenantContext, workspaceId: string, 
   const r = await ctx.execute(workspaceDecider, stream, {
     type: 'RotateTokenSigningKey',
     data: { apiKey, ...fresh, revokePrevious },
-    metadata: { now: ctx.now },
   });
   const revokedKids = r.events.flatMap((e) => (e.type === 'ApiKeyTokenSigningKeyRotated' ? e.data.revokedKids : []));
   return { apiKey, kid: fresh.kid, revokedKids, previousKeysValidUntilExpiry: !revokePrevious };

@@ -70,7 +70,6 @@ export async function createWorkspace(
       authTokenHash: wsToken.tokenHash,
       firstKey,
     },
-    metadata: { now: ctx.now },
   });
   return {
     id: workspaceId,

@@ -205,7 +205,6 @@ export function agentRoutes(services: Services): AnyRoute[] {
       await ctx.execute(agentDecider, agentStream(ctx.apiKey, agentId), {
         type: 'CreateAgent',
         data: { agentId, config: await sealAgentSecrets(services.secrets, ctx.apiKey, toAgentConfig(config)) },
-        metadata: { now: ctx.now },
       });
       return { message: 'Agent created successfully', data: { agentId } };
     },
@@ -240,7 +239,6 @@ export function agentRoutes(services: Services): AnyRoute[] {
       await ctx.execute(agentDecider, stream, {
         type: 'UpdateAgent',
         data: { agentId, changes: sealed, ...(legacySealed ? { legacySealed } : {}) },
-        metadata: { now: ctx.now },
       });
       return { message: 'Agent updated successfully', data: { agentId } };
     },
@@ -270,7 +268,6 @@ export function agentRoutes(services: Services): AnyRoute[] {
             await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, g.groupId), {
               type: 'RemoveAgentsFromGroup',
               data: { groupId: g.groupId, agentIds: [agentId] },
-              metadata: { now: ctx.now },
             });
           } catch (err) {
             // Deleted meanwhile: nothing to take the agent out of.
@@ -282,7 +279,6 @@ export function agentRoutes(services: Services): AnyRoute[] {
       await ctx.execute(agentDecider, agentStream(ctx.apiKey, agentId), {
         type: 'DeleteAgent',
         data: { agentId },
-        metadata: { now: ctx.now },
       });
       return { message: 'Agent deleted successfully', data: { agentId } };
     },
@@ -338,7 +334,6 @@ export function agentRoutes(services: Services): AnyRoute[] {
       const r = await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, groupId), {
         type: 'CreateAgentGroup',
         data: { ...group, groupId, metadata },
-        metadata: { now: ctx.now },
       });
       return { message: 'Agent group created successfully', data: { group: groupResult(ctx.apiKey, r.state) } };
     },
@@ -368,7 +363,6 @@ export function agentRoutes(services: Services): AnyRoute[] {
       const r = await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, data.groupId), {
         type: 'UpdateAgentGroup',
         data,
-        metadata: { now: ctx.now },
       });
       return { message: 'Agent group updated successfully', data: { group: groupResult(ctx.apiKey, r.state) } };
     },
@@ -391,7 +385,6 @@ export function agentRoutes(services: Services): AnyRoute[] {
       await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, groupId), {
         type: 'DeleteAgentGroup',
         data: { groupId },
-        metadata: { now: ctx.now },
       });
       return { message: 'Agent group deleted successfully', data: { groupId } };
     },
@@ -412,7 +405,6 @@ export function agentRoutes(services: Services): AnyRoute[] {
         const r = await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, data.groupId), {
           type,
           data,
-          metadata: { now: ctx.now },
         });
         return { message, data: { group: groupResult(ctx.apiKey, r.state) } };
       },

@@ -40,7 +40,6 @@ async function change(ctx: RequestContext, type: 'AddAllowedDomains' | 'RemoveAl
   const r = await ctx.execute(workspaceDecider, workspaceStream(ctx.tenant!.workspaceId), {
     type,
     data: { apiKey: ctx.apiKey, domains },
-    metadata: { now: ctx.now },
   });
   const event = r.events[0];
   if (!event) return [];

@@ -83,7 +83,6 @@ async function current(ctx: RequestContext, tree: Tree, organizationId: string, 
   await ctx.execute(documentDecider, stream, {
     type: 'DeleteDocument',
     data: { organizationId, documentId, reason: 'folderDeleted' },
-    metadata: { now: ctx.now },
   });
   return { status: 'none' };
 }
@@ -114,7 +113,7 @@ export function documentRoutes(services: Services): AnyRoute[] {
       const { organizationId } = data;
       const orgStream = organizationStream(ctx.apiKey, organizationId);
       if (data.createOrganization) {
-        await ctx.execute(organizationDecider, orgStream, { type: 'CreateOrganization', data: { organizationId, ifMissing: true }, metadata: { now: ctx.now } });
+        await ctx.execute(organizationDecider, orgStream, { type: 'CreateOrganization', data: { organizationId, ifMissing: true } });
       }
       let tree = await organizationTree(services, ctx.apiKey, organizationId);
       const folderId = normalizeParent(data.folderId) ?? null;
@@ -122,7 +121,6 @@ export function documentRoutes(services: Services): AnyRoute[] {
         const r = await ctx.execute(organizationDecider, orgStream, {
           type: 'AddFolders',
           data: { organizationId, folders: [{ folderId }], maxDepth: services.config.folderMaxDepth },
-          metadata: { now: ctx.now },
         });
         if (r.state.status === 'active') tree = r.state.tree;
       }
@@ -134,7 +132,6 @@ export function documentRoutes(services: Services): AnyRoute[] {
           ctx.execute(documentDecider, stream, {
             type: 'AddDocument',
             data: { organizationId, documentId: d.documentId, documentName: d.documentName, folderId, accessType: d.accessType, disabled: d.disabled },
-            metadata: { now: ctx.now },
           });
         // The document is looked at only when it exists already (a new one costs no stream
         // read): an orphan, whose folder was deleted, is removed and the add goes through.
@@ -203,7 +200,6 @@ export function documentRoutes(services: Services): AnyRoute[] {
         await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, d.documentId), {
           type: 'UpdateDocument',
           data: { organizationId, documentId: d.documentId, documentName: d.documentName, accessType: d.accessType, disabled: d.disabled },
-          metadata: { now: ctx.now },
         });
       }, 'Updated Successfully', documentFailure);
       return { message: 'Document(s) updated successfully.', data: results };
@@ -233,7 +229,6 @@ export function documentRoutes(services: Services): AnyRoute[] {
         const r = await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, documentId), {
           type: 'DeleteDocument',
           data: { organizationId, documentId, reason: 'request' },
-          metadata: { now: ctx.now },
         });
         const deleted = existed && r.events.length > 0;
         // spec: a missing document is `success: true` with a does-not-exist message (the
@@ -276,7 +271,6 @@ export function documentRoutes(services: Services): AnyRoute[] {
         ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, documentId), {
           type: 'MoveDocument',
           data: { organizationId, documentId, folderId },
-          metadata: { now: ctx.now },
         }),
       ));
       return { message: 'Documents moved successfully.' };
@@ -316,7 +310,6 @@ export function documentRoutes(services: Services): AnyRoute[] {
             await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, documentId), {
               type: 'SetDocumentAccess',
               data: { organizationId, documentId, accessType: value },
-              metadata: { now: ctx.now },
             });
           },
           () => ({ success: true, ...shown, message: 'Document access type updated.' }),
@@ -354,7 +347,6 @@ export function documentRoutes(services: Services): AnyRoute[] {
             await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, documentId), {
               type: 'SetDocumentDisabled',
               data: { organizationId, documentId, disabled },
-              metadata: { now: ctx.now },
             });
           },
           () => ({ success: true, disabled, message: 'Document disabled state updated.' }),

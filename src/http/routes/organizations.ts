@@ -58,7 +58,6 @@ export function organizationRoutes(services: Services): AnyRoute[] {
         ctx.execute(organizationDecider, organizationStream(ctx.apiKey, o.organizationId), {
           type: 'CreateOrganization',
           data: { organizationId: o.organizationId, organizationName: o.organizationName, updateExisting: true },
-          metadata: { now: ctx.now },
         }), 'Added Successfully');
       return { message: 'Organization(s) added successfully.', data: results };
     },
@@ -87,7 +86,6 @@ export function organizationRoutes(services: Services): AnyRoute[] {
         await ctx.execute(organizationDecider, stream, {
           type: 'RenameOrganization',
           data: { organizationId: o.organizationId, organizationName: o.organizationName },
-          metadata: { now: ctx.now },
         });
       }, 'Updated Successfully', missingOrganization);
       return { message: 'Organization(s) updated successfully.', data: results };
@@ -119,7 +117,6 @@ export function organizationRoutes(services: Services): AnyRoute[] {
           () => ctx.execute(organizationDecider, stream, {
             type: 'DeleteOrganization',
             data: { organizationId },
-            metadata: { now: ctx.now },
           }),
           () => ({ success: true, id: organizationId, message: 'Deleted Successfully' }),
           { id: organizationId },
@@ -176,7 +173,6 @@ export function organizationRoutes(services: Services): AnyRoute[] {
           () => ctx.execute(organizationDecider, organizationStream(ctx.apiKey, organizationId), {
             type: 'SetOrganizationDisabled',
             data: { organizationId, disabled: data.disabled },
-            metadata: { now: ctx.now },
           }),
           () => ({ success: true, id: organizationId, message: 'Updated disable state for organization Successfully' }),
           { id: organizationId },

@@ -65,7 +65,6 @@ async function update(
       ...(data.triggers ? { triggers: data.triggers } : {}),
       defaultTriggers: service === 'email' ? DEFAULT_EMAIL_TRIGGERS : DEFAULT_WEBHOOK_TRIGGERS,
     },
-    metadata: { now: ctx.now },
   });
   return serviceOf(r.state, ctx.apiKey, service);
 }

@@ -107,14 +107,13 @@ export function userRoutes(services: Services): AnyRoute[] {
       const apiKey = ctx.apiKey;
       // Spec rule 5: a missing organization is created; createFolder / createDocument create those.
       await ctx.execute(organizationDecider, organizationStream(apiKey, organizationId), {
-        type: 'CreateOrganization', data: { organizationId, ifMissing: true }, metadata: { now: ctx.now },
+        type: 'CreateOrganization', data: { organizationId, ifMissing: true },
       });
       let tree = await organizationTree(services, apiKey, organizationId);
       if (data.folderId !== undefined && !getFolder(tree, data.folderId) && data.createFolder) {
         await ctx.execute(organizationDecider, organizationStream(apiKey, organizationId), {
           type: 'AddFolders',
           data: { organizationId, folders: [{ folderId: data.folderId }], maxDepth: services.config.folderMaxDepth },
-          metadata: { now: ctx.now },
         });
         tree = await organizationTree(services, apiKey, organizationId);
       }
@@ -127,7 +126,7 @@ export function userRoutes(services: Services): AnyRoute[] {
         if (state.status !== 'active') {
           const folderId = data.folderId ?? null;
           await ctx.execute(documentDecider, stream, {
-            type: 'AddDocument', data: { organizationId, documentId: data.documentId, folderId }, metadata: { now: ctx.now },
+            type: 'AddDocument', data: { organizationId, documentId: data.documentId, folderId },
           });
         }
       }
@@ -135,12 +134,11 @@ export function userRoutes(services: Services): AnyRoute[] {
       const resource = resourceOf(data);
       const results = await eachItem(data.users, (u) => u.userId, async (u) => {
         await ctx.execute(userDecider, userStream(apiKey, u.userId), {
-          type: 'SaveUser', data: { userId: u.userId, name: u.name, email: u.email, initial: u.initial }, metadata: { now: ctx.now },
+          type: 'SaveUser', data: { userId: u.userId, name: u.name, email: u.email, initial: u.initial },
         });
         await ctx.execute(grantsDecider, grantsStream(apiKey, organizationId, u.userId), {
           type: 'Grant',
           data: { organizationId, userId: u.userId, grants: [{ ...resource, accessRole: u.accessRole ?? 'editor' }] },
-          metadata: { now: ctx.now },
         });
       }, 'User added.');
       // The hosted API's message for users/add and users/update alike.
@@ -176,13 +174,12 @@ export function userRoutes(services: Services): AnyRoute[] {
         return [u.userId, await item(
           async () => {
             await ctx.execute(userDecider, userStream(ctx.apiKey, u.userId), {
-              type: 'UpdateUser', data: { userId: u.userId, name: u.name, email: u.email, initial: u.initial }, metadata: { now: ctx.now },
+              type: 'UpdateUser', data: { userId: u.userId, name: u.name, email: u.email, initial: u.initial },
             });
             if (u.accessRole !== undefined && u.accessRole !== grant.accessRole) {
               await ctx.execute(grantsDecider, grantsStream(ctx.apiKey, organizationId, u.userId), {
                 type: 'Grant',
                 data: { organizationId, userId: u.userId, grants: [{ ...resource, accessRole: u.accessRole, expiresAt: grant.expiresAt }] },
-                metadata: { now: ctx.now },
               });
             }
           },
@@ -226,14 +223,14 @@ export function userRoutes(services: Services): AnyRoute[] {
           async () => {
             const stream = grantsStream(ctx.apiKey, organizationId, userId);
             if (!wholeOrganization) {
-              await ctx.execute(grantsDecider, stream, { type: 'Revoke', data: { organizationId, userId, resources: [resource] }, metadata: { now: ctx.now } });
+              await ctx.execute(grantsDecider, stream, { type: 'Revoke', data: { organizationId, userId, resources: [resource] } });
               return;
             }
             // semantics §5: membership, every grant inside the organization, and its groups.
-            await ctx.execute(grantsDecider, stream, { type: 'RevokeAll', data: { organizationId, userId }, metadata: { now: ctx.now } });
+            await ctx.execute(grantsDecider, stream, { type: 'RevokeAll', data: { organizationId, userId } });
             await Promise.all(groups.map((g) =>
               ctx.execute(groupDecider, groupStream(ctx.apiKey, organizationId, g.groupId), {
-                type: 'RemoveMembers', data: { organizationId, groupId: g.groupId, userIds: [userId] }, metadata: { now: ctx.now },
+                type: 'RemoveMembers', data: { organizationId, groupId: g.groupId, userIds: [userId] },
               }),
             ));
           },
