@@ -19,3 +19,11 @@ export interface UseCaseContext {
 export interface TenantContext extends UseCaseContext {
   readonly apiKey: string;
 }
+
+/**
+ * A tenant use case that also reads the read models (lists, counts, presence) and the
+ * service's settings (folder depth, presence lifetime). RequestContext satisfies it.
+ */
+export interface TenantReadContext extends TenantContext {
+  readonly services: Pick<Services, 'commands' | 'secrets' | 'read' | 'config'>;
+}
