@@ -1,56 +1,38 @@
 /**
- * Agents and agent groups (spec "/v2/agents/get", semantics §6), API-key mode. Shapes and
- * messages are the hosted API's (docs/compatibility.md): writes answer `{ agentId }` or the
- * group; responses only ever carry redacted configurations.
+ * Agents and agent groups (spec "/v2/agents/get", semantics §6), API-key mode: the requests
+ * and answers; what each does is a use case in src/usecases/agents.ts. Shapes and messages
+ * are the hosted API's (docs/compatibility.md): writes answer `{ agentId }` or the group;
+ * responses only ever carry redacted configurations.
  */
 import { z } from 'zod';
-import { agentDecider, agentStream } from '../../../commands/agent.js';
-import { MAX_GROUP_AGENTS, agentGroupDecider, agentGroupStream, type AgentGroupState } from '../../../commands/agent-group.js';
-import {
-  agentGroupSummary,
-  agentGroupView,
-  agentGroupsOf,
-  CUSTOM_MANAGED_BY,
-  getAgent,
-  getAgentGroup,
-  listAgentGroups,
-  listAgents,
-  unknownAgentIds,
-} from '../../../queries/agents.js';
-import { AGENT_GROUPS } from '../../../projections/agents.js';
-import { BUILT_IN_MANAGED_BY, isBuiltInAgent } from '../../../commands/agent-catalogue.js';
-import { agentChangesSchema, agentConfigSchema, toAgentConfig } from '../../../commands/agent-config.js';
-import { ApiError, invalidArgument, notFound, resourceExhausted } from '../../shared/errors.js';
-import { newId } from '../../shared/ids.js';
+import { MAX_GROUP_AGENTS } from '../../../commands/agent-group.js';
+import { CUSTOM_MANAGED_BY } from '../../../queries/agents.js';
+import { BUILT_IN_MANAGED_BY } from '../../../commands/agent-catalogue.js';
+import { agentChangesSchema, agentConfigSchema } from '../../../commands/agent-config.js';
+import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import type { Services } from '../../composition/services.js';
-import type { RequestContext } from '../context.js';
+import {
+  addAgentsToGroup,
+  agentGroupSummaries,
+  createAgent,
+  createAgentGroup,
+  deleteAgent,
+  deleteAgentGroup,
+  fetchAgent,
+  fetchAgentGroup,
+  fetchAgentGroups,
+  fetchAgents,
+  MAX_AGENT_GROUPS,
+  MAX_GROUP_METADATA_BYTES,
+  removeAgentsFromGroup,
+  updateAgent,
+  updateAgentGroup,
+} from '../../usecases/agents.js';
 import { defineRoute, type AnyRoute, type RouteDoc } from '../route.js';
 import { id } from '../validation.js';
 import { PAGE_SIZE_DOC, pageSize, pageToken } from './domain.js';
-import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
-import { legacyAgentSecrets, sealAgentSecrets } from '../../secrets/configs.js';
-
-/** The hosted API's bound on a key's agent groups (it counts its own system groups too). */
-export const MAX_AGENT_GROUPS = 50;
-/** A group's `metadata`, as JSON: stored with the group and shown on every read of it. */
-export const MAX_GROUP_METADATA_BYTES = 16 * 1024;
 
 const agentIdList = () => z.array(id()).max(1000);
-
-async function requireAgents(ctx: RequestContext, agentIds: string[]) {
-  const missing = await unknownAgentIds(ctx.services.read, ctx.apiKey, agentIds);
-  if (missing.length > 0) {
-    const shown = missing.slice(0, 10).map((a) => JSON.stringify(a)).join(', ');
-    throw notFound(`Agent(s) not found: ${shown}${missing.length > 10 ? ` and ${missing.length - 10} more` : ''}.`);
-  }
-}
-
-/** The group as the write side has it after the command (answers need not wait for a read). */
-function groupResult(apiKey: string, s: AgentGroupState) {
-  if (s.status !== 'active') throw new Error('bug: agent group not active after a successful command');
-  const { status: _active, ...group } = s;
-  return agentGroupView({ _id: group.groupId, apiKey, ...group });
-}
 
 /** `name` and `description` as the hosted API takes them: trimmed; name 1..200, description up to 2000. */
 const groupName = () => z.string().trim().min(1).max(200);
@@ -133,324 +115,243 @@ const groupSummaryAnswer = groupAnswer.omit({ agentIds: true }).extend({ agentCo
 
 const TAG = 'Agents';
 
-export function agentRoutes(services: Services): AnyRoute[] {
-  const get = defineRoute({
-    path: '/v2/agents/get',
-    tag: TAG,
-    doc: {
-      summary: 'Fetch one agent, or list the API key\'s agents',
-      description: [
-        '- With `agentId`: `{ agent }`, in full (a custom agent\'s whole configuration, secrets `"__redacted__"`; a built-in agent\'s identity and inputs).',
-        '- Without: `{ agents }`, identity rows, built-in agents first (catalogue order), then custom agents in creation order. `filter` keeps only built-in (`defaultOnly`) or custom (`customOnly`) agents; `groupId` lists a group\'s members in the group\'s order.',
-        `- The list without \`groupId\` is paged (this service\'s extension; the default page holds ${DEFAULT_PAGE_SIZE} agents): ${PAGE_SIZE_DOC} and \`pageToken\`, \`result.pageToken\` while more follow. A group\'s members (at most ${MAX_GROUP_AGENTS}) come in one answer.`,
-        '',
-        'Agents whose `metadata.internal` is `true` are left out of lists (they stay fetchable by id).',
-      ].join('\n'),
-      example: { filter: 'customOnly' },
-    },
-    mutates: false,
-    auth: 'apiKey',
-    schema: z.object({
-      agentId: id().optional(),
-      filter: z.enum(['defaultOnly', 'customOnly']).optional(),
-      groupId: id().optional(),
-      pageSize: pageSize(),
-      pageToken: pageToken(),
-    }),
-    response: z.union([
-      z.object({ agent: z.union([builtInAgentAnswer, customAgentAnswer]) }),
-      z.object({ agents: z.array(agentRowAnswer) }),
-    ]),
-    paged: 'pageToken',
-    errors: ['NOT_FOUND'],
-    async handler(data, ctx) {
-      if (data.agentId !== undefined) {
-        const agent = await getAgent(services.read, ctx.apiKey, data.agentId);
-        if (!agent) throw notFound('Agent not found.');
-        return { message: 'Agent fetched successfully', data: { agent } };
-      }
-      const page = await listAgents(services.read, ctx.apiKey, data);
-      if (!page) throw notFound('Agent group not found.');
-      return { message: 'Agents fetched successfully', data: { agents: page.rows }, pageToken: page.pageToken };
-    },
-  });
+const get = defineRoute({
+  path: '/v2/agents/get',
+  tag: TAG,
+  doc: {
+    summary: 'Fetch one agent, or list the API key\'s agents',
+    description: [
+      '- With `agentId`: `{ agent }`, in full (a custom agent\'s whole configuration, secrets `"__redacted__"`; a built-in agent\'s identity and inputs).',
+      '- Without: `{ agents }`, identity rows, built-in agents first (catalogue order), then custom agents in creation order. `filter` keeps only built-in (`defaultOnly`) or custom (`customOnly`) agents; `groupId` lists a group\'s members in the group\'s order.',
+      `- The list without \`groupId\` is paged (this service\'s extension; the default page holds ${DEFAULT_PAGE_SIZE} agents): ${PAGE_SIZE_DOC} and \`pageToken\`, \`result.pageToken\` while more follow. A group\'s members (at most ${MAX_GROUP_AGENTS}) come in one answer.`,
+      '',
+      'Agents whose `metadata.internal` is `true` are left out of lists (they stay fetchable by id).',
+    ].join('\n'),
+    example: { filter: 'customOnly' },
+  },
+  mutates: false,
+  auth: 'apiKey',
+  schema: z.object({
+    agentId: id().optional(),
+    filter: z.enum(['defaultOnly', 'customOnly']).optional(),
+    groupId: id().optional(),
+    pageSize: pageSize(),
+    pageToken: pageToken(),
+  }),
+  response: z.union([
+    z.object({ agent: z.union([builtInAgentAnswer, customAgentAnswer]) }),
+    z.object({ agents: z.array(agentRowAnswer) }),
+  ]),
+  paged: 'pageToken',
+  errors: ['NOT_FOUND'],
+  async handler(data, ctx) {
+    if (data.agentId !== undefined) return { message: 'Agent fetched successfully', data: { agent: await fetchAgent(ctx, data.agentId) } };
+    const page = await fetchAgents(ctx, data);
+    return { message: 'Agents fetched successfully', data: { agents: page.rows }, pageToken: page.pageToken };
+  },
+});
 
-  const create = defineRoute({
-    path: '/v2/agents/create',
-    tag: TAG,
-    doc: {
-      summary: 'Create a custom agent',
-      description: [
-        '`name` is required; `description` defaults to `""` and `enabled` to `true`. Every other field is stored as sent, and the whole configuration is at most 64 KiB as JSON.',
-        '',
-        '- Secrets (the values of `auth` objects but their `type` and `username`, and context-gathering strategy options not documented as public) are stored encrypted and read back as `"__redacted__"`.',
-        '- `agentId` is optional (this service\'s extension): an id in use, or a built-in agent\'s, is `ALREADY_EXISTS`.',
-      ].join('\n'),
-      example: {
-        name: 'Simple Content Checker',
-        description: 'Checks for broken images and missing alt text',
-        enabled: true,
-        instructions: 'Check for broken images and missing alt text on the page.',
-        contextGathering: { strategies: ['web-page-html'] },
-        execution: {},
-      },
+const create = defineRoute({
+  path: '/v2/agents/create',
+  tag: TAG,
+  doc: {
+    summary: 'Create a custom agent',
+    description: [
+      '`name` is required; `description` defaults to `""` and `enabled` to `true`. Every other field is stored as sent, and the whole configuration is at most 64 KiB as JSON.',
+      '',
+      '- Secrets (the values of `auth` objects but their `type` and `username`, and context-gathering strategy options not documented as public) are stored encrypted and read back as `"__redacted__"`.',
+      '- `agentId` is optional (this service\'s extension): an id in use, or a built-in agent\'s, is `ALREADY_EXISTS`.',
+    ].join('\n'),
+    example: {
+      name: 'Simple Content Checker',
+      description: 'Checks for broken images and missing alt text',
+      enabled: true,
+      instructions: 'Check for broken images and missing alt text on the page.',
+      contextGathering: { strategies: ['web-page-html'] },
+      execution: {},
     },
+  },
+  mutates: true,
+  auth: 'apiKey',
+  // `agentId`: this service's extension (the hosted API always makes the id).
+  schema: agentConfigSchema.extend({ agentId: id().optional() }),
+  response: agentIdAnswer,
+  handler: async (data, ctx) => ({ message: 'Agent created successfully', data: { agentId: await createAgent(ctx, data) } }),
+});
+
+const update = defineRoute({
+  path: '/v2/agents/update',
+  tag: TAG,
+  doc: {
+    summary: 'Update an agent',
+    description: [
+      'Any subset of the fields. Changing only `name`, `description` or `enabled` keeps the version; any other field replaces the stored one whole and makes a new version. An update that changes nothing changes nothing.',
+      '',
+      '- `"__redacted__"` sent back where a secret was read keeps the stored secret.',
+      '- A built-in agent accepts only `enabled` (other fields are ignored; without `enabled`: `INVALID_ARGUMENT`).',
+    ].join('\n'),
+    example: { agentId: 'abc123def456', name: 'Updated Brand Checker', description: 'Now also checks footer typography' },
+  },
+  mutates: true,
+  auth: 'apiKey',
+  schema: agentChangesSchema.extend({ agentId: id() }),
+  response: agentIdAnswer,
+  errors: ['NOT_FOUND'],
+  async handler(data, ctx) {
+    await updateAgent(ctx, data);
+    return { message: 'Agent updated successfully', data: { agentId: data.agentId } };
+  },
+});
+
+const remove = defineRoute({
+  path: '/v2/agents/delete',
+  tag: TAG,
+  doc: {
+    summary: 'Delete a custom agent',
+    description:
+      'The agent leaves every group first. Repeating the call, or naming an agent that does not exist, answers success. A built-in agent cannot be deleted (`FAILED_PRECONDITION`): switch it off with `/v2/agents/update` and `enabled: false`.',
+    example: { agentId: 'abc123def456' },
+  },
+  mutates: true,
+  auth: 'apiKey',
+  schema: z.object({ agentId: id() }),
+  response: agentIdAnswer,
+  errors: ['FAILED_PRECONDITION'],
+  async handler({ agentId }, ctx) {
+    await deleteAgent(ctx, agentId);
+    return { message: 'Agent deleted successfully', data: { agentId } };
+  },
+});
+
+const groupCreate = defineRoute({
+  path: '/v2/agents/groups/create',
+  tag: TAG,
+  doc: {
+    summary: 'Create an agent group',
+    description: [
+      '- `name`: 1 to 200 characters, `description` up to 2000 (both trimmed).',
+      `- \`agentIds\`: at most ${MAX_GROUP_AGENTS} as sent (duplicates counted, then dropped), each an agent of this key (else \`NOT_FOUND\` naming the unknown ones).`,
+      `- \`metadata\`: the client's, at most ${MAX_GROUP_METADATA_BYTES / 1024} KiB as JSON, fixed at creation; \`metadata.apiKey\` is always the calling key.`,
+      `- At most ${MAX_AGENT_GROUPS} groups per API key (\`RESOURCE_EXHAUSTED\`).`,
+      '- Unknown fields are refused. `groupId` is optional (this service\'s extension).',
+    ].join('\n'),
+    example: {
+      name: 'Brand QA',
+      description: 'All brand-quality agents',
+      agentIds: ['abc123def456', 'spell-check'],
+      metadata: { organizationId: 'org_001', documentId: 'doc_001', team: 'growth' },
+    },
+  },
+  mutates: true,
+  auth: 'apiKey',
+  // Unknown fields are refused, as the hosted API does; `groupId` is this service's
+  // extension (the hosted API always makes the id).
+  schema: z.strictObject({
+    groupId: id().optional(),
+    name: groupName(),
+    description: groupDescription().optional(),
+    agentIds: z.array(id()).max(MAX_GROUP_AGENTS).default([]),
+    metadata: z.record(z.string().max(256), z.unknown()).optional(),
+  }),
+  response: groupOnly,
+  errors: ['NOT_FOUND'],
+  handler: async (data, ctx) => ({ message: 'Agent group created successfully', data: { group: await createAgentGroup(ctx, data) } }),
+});
+
+const groupUpdate = defineRoute({
+  path: '/v2/agents/groups/update',
+  tag: TAG,
+  doc: {
+    summary: 'Rename or re-describe an agent group',
+    description:
+      'Only `name` and `description`, at least one of them. Members change through `/v2/agents/groups/add-agents` and `/remove-agents`; `metadata` is fixed at creation. Other fields are refused.',
+    example: { groupId: 'K3mR7pQxN2vB9wLdT4sY', name: 'Brand QA (v2)', description: 'Updated brand-quality agent set' },
+  },
+  mutates: true,
+  auth: 'apiKey',
+  // Only name and description; membership changes through add-agents/remove-agents, and
+  // metadata is fixed at creation: both refused here, as the hosted API does.
+  schema: z.strictObject({
+    groupId: id(),
+    name: groupName().optional(),
+    description: groupDescription().optional(),
+  }),
+  response: groupOnly,
+  errors: ['NOT_FOUND'],
+  handler: async (data, ctx) => ({ message: 'Agent group updated successfully', data: { group: await updateAgentGroup(ctx, data) } }),
+});
+
+const groupDelete = defineRoute({
+  path: '/v2/agents/groups/delete',
+  tag: TAG,
+  doc: {
+    summary: 'Delete an agent group',
+    description: 'Its agents are not deleted. A group that does not exist (or no longer does) is `NOT_FOUND`.',
+    example: { groupId: 'K3mR7pQxN2vB9wLdT4sY' },
+  },
+  mutates: true,
+  auth: 'apiKey',
+  schema: z.object({ groupId: id() }),
+  response: z.object({ groupId: z.string() }),
+  errors: ['NOT_FOUND'],
+  async handler({ groupId }, ctx) {
+    await deleteAgentGroup(ctx, groupId);
+    return { message: 'Agent group deleted successfully', data: { groupId } };
+  },
+});
+
+
+const groupGet = defineRoute({
+  path: '/v2/agents/groups/get',
+  tag: TAG,
+  doc: {
+    summary: 'Fetch an agent group, or every group in full',
+    description: 'With `groupId`: `{ group }`. Without (this service\'s extension): `{ groups }`, every group of the API key with its members, oldest first.',
+    example: { groupId: 'K3mR7pQxN2vB9wLdT4sY' },
+  },
+  mutates: false,
+  auth: 'apiKey',
+  // Without groupId (this service's extension): every group of the key, in full.
+  schema: z.object({ groupId: id().optional() }),
+  response: z.union([groupOnly, z.object({ groups: z.array(groupAnswer) })]),
+  errors: ['NOT_FOUND'],
+  async handler({ groupId }, ctx) {
+    if (groupId !== undefined) return { message: 'Agent group fetched successfully', data: { group: await fetchAgentGroup(ctx, groupId) } };
+    return { message: 'Agent groups fetched successfully', data: { groups: await fetchAgentGroups(ctx) } };
+  },
+});
+
+const groupList = defineRoute({
+  path: '/v2/agents/groups/list',
+  tag: TAG,
+  doc: {
+    summary: 'List the API key\'s agent groups',
+    description: `Every group, oldest first (at most ${MAX_AGENT_GROUPS}), with \`agentCount\` in place of the members.`,
+    example: {},
+  },
+  mutates: false,
+  auth: 'apiKey',
+  schema: z.object({}),
+  response: z.object({ groups: z.array(groupSummaryAnswer) }),
+  handler: async (_data, ctx) => ({ message: 'Agent groups listed successfully', data: { groups: await agentGroupSummaries(ctx) } }),
+});
+
+/** add-agents and remove-agents: the same request and answer, a different change. */
+const membership = (path: string, change: typeof addAgentsToGroup, message: string, doc: RouteDoc) =>
+  defineRoute({
+    path,
+    tag: TAG,
+    doc,
     mutates: true,
     auth: 'apiKey',
-    // `agentId`: this service's extension (the hosted API always makes the id).
-    schema: agentConfigSchema.extend({ agentId: id().optional() }),
-    response: agentIdAnswer,
-    async handler({ agentId: given, ...config }, ctx) {
-      const agentId = given ?? newId();
-      await ctx.execute(agentDecider, agentStream(ctx.apiKey, agentId), {
-        type: 'CreateAgent',
-        data: { agentId, config: await sealAgentSecrets(services.secrets, ctx.apiKey, toAgentConfig(config)) },
-      });
-      return { message: 'Agent created successfully', data: { agentId } };
-    },
-  });
-
-  const update = defineRoute({
-    path: '/v2/agents/update',
-    tag: TAG,
-    doc: {
-      summary: 'Update an agent',
-      description: [
-        'Any subset of the fields. Changing only `name`, `description` or `enabled` keeps the version; any other field replaces the stored one whole and makes a new version. An update that changes nothing changes nothing.',
-        '',
-        '- `"__redacted__"` sent back where a secret was read keeps the stored secret.',
-        '- A built-in agent accepts only `enabled` (other fields are ignored; without `enabled`: `INVALID_ARGUMENT`).',
-      ].join('\n'),
-      example: { agentId: 'abc123def456', name: 'Updated Brand Checker', description: 'Now also checks footer typography' },
-    },
-    mutates: true,
-    auth: 'apiKey',
-    schema: agentChangesSchema.extend({ agentId: id() }),
-    response: agentIdAnswer,
-    errors: ['NOT_FOUND'],
-    async handler({ agentId, ...given }, ctx) {
-      const changes = toAgentConfig(given);
-      const stream = agentStream(ctx.apiKey, agentId);
-      // Secrets are sealed here (src/secrets/configs.ts); clear ones stored before encryption
-      // at rest are sealed as the update carries them into its event.
-      const sealed = await sealAgentSecrets(services.secrets, ctx.apiKey, changes);
-      const { state } = await services.commands.load(agentDecider, stream);
-      const legacySealed = await legacyAgentSecrets(services.secrets, ctx.apiKey, state.status === 'active' ? state.config : undefined);
-      await ctx.execute(agentDecider, stream, {
-        type: 'UpdateAgent',
-        data: { agentId, changes: sealed, ...(legacySealed ? { legacySealed } : {}) },
-      });
-      return { message: 'Agent updated successfully', data: { agentId } };
-    },
-  });
-
-  const remove = defineRoute({
-    path: '/v2/agents/delete',
-    tag: TAG,
-    doc: {
-      summary: 'Delete a custom agent',
-      description:
-        'The agent leaves every group first. Repeating the call, or naming an agent that does not exist, answers success. A built-in agent cannot be deleted (`FAILED_PRECONDITION`): switch it off with `/v2/agents/update` and `enabled: false`.',
-      example: { agentId: 'abc123def456' },
-    },
-    mutates: true,
-    auth: 'apiKey',
-    schema: z.object({ agentId: id() }),
-    response: agentIdAnswer,
-    errors: ['FAILED_PRECONDITION'],
-    async handler({ agentId }, ctx) {
-      // As the hosted API does: the agent leaves every group first, so a failure leaves it
-      // whole and the call can be repeated. At most MAX_AGENT_GROUPS groups are looked at.
-      if (!isBuiltInAgent(agentId)) {
-        for (const g of await agentGroupsOf(services.read, ctx.apiKey)) {
-          if (!g.agentIds.includes(agentId)) continue;
-          try {
-            await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, g.groupId), {
-              type: 'RemoveAgentsFromGroup',
-              data: { groupId: g.groupId, agentIds: [agentId] },
-            });
-          } catch (err) {
-            // Deleted meanwhile: nothing to take the agent out of.
-            if (!(err instanceof ApiError && err.status === 'NOT_FOUND')) throw err;
-          }
-        }
-      }
-      // Idempotent: a missing agent is deleted already (commands/agent.ts).
-      await ctx.execute(agentDecider, agentStream(ctx.apiKey, agentId), {
-        type: 'DeleteAgent',
-        data: { agentId },
-      });
-      return { message: 'Agent deleted successfully', data: { agentId } };
-    },
-  });
-
-  const groupCreate = defineRoute({
-    path: '/v2/agents/groups/create',
-    tag: TAG,
-    doc: {
-      summary: 'Create an agent group',
-      description: [
-        '- `name`: 1 to 200 characters, `description` up to 2000 (both trimmed).',
-        `- \`agentIds\`: at most ${MAX_GROUP_AGENTS} as sent (duplicates counted, then dropped), each an agent of this key (else \`NOT_FOUND\` naming the unknown ones).`,
-        `- \`metadata\`: the client's, at most ${MAX_GROUP_METADATA_BYTES / 1024} KiB as JSON, fixed at creation; \`metadata.apiKey\` is always the calling key.`,
-        `- At most ${MAX_AGENT_GROUPS} groups per API key (\`RESOURCE_EXHAUSTED\`).`,
-        '- Unknown fields are refused. `groupId` is optional (this service\'s extension).',
-      ].join('\n'),
-      example: {
-        name: 'Brand QA',
-        description: 'All brand-quality agents',
-        agentIds: ['abc123def456', 'spell-check'],
-        metadata: { organizationId: 'org_001', documentId: 'doc_001', team: 'growth' },
-      },
-    },
-    mutates: true,
-    auth: 'apiKey',
-    // Unknown fields are refused, as the hosted API does; `groupId` is this service's
-    // extension (the hosted API always makes the id).
-    schema: z.strictObject({
-      groupId: id().optional(),
-      name: groupName(),
-      description: groupDescription().optional(),
-      agentIds: z.array(id()).max(MAX_GROUP_AGENTS).default([]),
-      metadata: z.record(z.string().max(256), z.unknown()).optional(),
-    }),
+    schema: z.object({ groupId: id(), agentIds: agentIdList().min(1) }),
     response: groupOnly,
     errors: ['NOT_FOUND'],
-    async handler(data, ctx) {
-      const { metadata: given, ...group } = data;
-      const { apiKey: _theirs, ...own } = given ?? {};
-      // The key is always `metadata.apiKey` (the hosted API merges it in server-side).
-      const metadata = { apiKey: ctx.apiKey, ...own };
-      const bytes = Buffer.byteLength(JSON.stringify(metadata), 'utf8');
-      if (bytes > MAX_GROUP_METADATA_BYTES) {
-        throw invalidArgument(`data.metadata is ${bytes} bytes as JSON; a group's metadata is limited to ${MAX_GROUP_METADATA_BYTES} bytes (16 KiB).`);
-      }
-      // Counted on the read model: two creates at the same instant may both see one slot left.
-      if ((await services.read.count(AGENT_GROUPS, { apiKey: ctx.apiKey })) >= MAX_AGENT_GROUPS) {
-        throw resourceExhausted(`This API key has reached its maximum of ${MAX_AGENT_GROUPS} agent groups.`);
-      }
-      await requireAgents(ctx, group.agentIds);
-      const groupId = group.groupId ?? newId();
-      const r = await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, groupId), {
-        type: 'CreateAgentGroup',
-        data: { ...group, groupId, metadata },
-      });
-      return { message: 'Agent group created successfully', data: { group: groupResult(ctx.apiKey, r.state) } };
-    },
+    handler: async (data, ctx) => ({ message, data: { group: await change(ctx, data) } }),
   });
 
-  const groupUpdate = defineRoute({
-    path: '/v2/agents/groups/update',
-    tag: TAG,
-    doc: {
-      summary: 'Rename or re-describe an agent group',
-      description:
-        'Only `name` and `description`, at least one of them. Members change through `/v2/agents/groups/add-agents` and `/remove-agents`; `metadata` is fixed at creation. Other fields are refused.',
-      example: { groupId: 'K3mR7pQxN2vB9wLdT4sY', name: 'Brand QA (v2)', description: 'Updated brand-quality agent set' },
-    },
-    mutates: true,
-    auth: 'apiKey',
-    // Only name and description; membership changes through add-agents/remove-agents, and
-    // metadata is fixed at creation: both refused here, as the hosted API does.
-    schema: z.strictObject({
-      groupId: id(),
-      name: groupName().optional(),
-      description: groupDescription().optional(),
-    }),
-    response: groupOnly,
-    errors: ['NOT_FOUND'],
-    async handler(data, ctx) {
-      const r = await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, data.groupId), {
-        type: 'UpdateAgentGroup',
-        data,
-      });
-      return { message: 'Agent group updated successfully', data: { group: groupResult(ctx.apiKey, r.state) } };
-    },
-  });
-
-  const groupDelete = defineRoute({
-    path: '/v2/agents/groups/delete',
-    tag: TAG,
-    doc: {
-      summary: 'Delete an agent group',
-      description: 'Its agents are not deleted. A group that does not exist (or no longer does) is `NOT_FOUND`.',
-      example: { groupId: 'K3mR7pQxN2vB9wLdT4sY' },
-    },
-    mutates: true,
-    auth: 'apiKey',
-    schema: z.object({ groupId: id() }),
-    response: z.object({ groupId: z.string() }),
-    errors: ['NOT_FOUND'],
-    async handler({ groupId }, ctx) {
-      await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, groupId), {
-        type: 'DeleteAgentGroup',
-        data: { groupId },
-      });
-      return { message: 'Agent group deleted successfully', data: { groupId } };
-    },
-  });
-
-  const membership = (path: string, type: 'AddAgentsToGroup' | 'RemoveAgentsFromGroup', message: string, doc: RouteDoc) =>
-    defineRoute({
-      path,
-      tag: TAG,
-      doc,
-      mutates: true,
-      auth: 'apiKey',
-      schema: z.object({ groupId: id(), agentIds: agentIdList().min(1) }),
-      response: groupOnly,
-      errors: ['NOT_FOUND'],
-      async handler(data, ctx) {
-        if (type === 'AddAgentsToGroup') await requireAgents(ctx, data.agentIds);
-        const r = await ctx.execute(agentGroupDecider, agentGroupStream(ctx.apiKey, data.groupId), {
-          type,
-          data,
-        });
-        return { message, data: { group: groupResult(ctx.apiKey, r.state) } };
-      },
-    });
-
-  const groupGet = defineRoute({
-    path: '/v2/agents/groups/get',
-    tag: TAG,
-    doc: {
-      summary: 'Fetch an agent group, or every group in full',
-      description: 'With `groupId`: `{ group }`. Without (this service\'s extension): `{ groups }`, every group of the API key with its members, oldest first.',
-      example: { groupId: 'K3mR7pQxN2vB9wLdT4sY' },
-    },
-    mutates: false,
-    auth: 'apiKey',
-    // Without groupId (this service's extension): every group of the key, in full.
-    schema: z.object({ groupId: id().optional() }),
-    response: z.union([groupOnly, z.object({ groups: z.array(groupAnswer) })]),
-    errors: ['NOT_FOUND'],
-    async handler({ groupId }, ctx) {
-      if (groupId !== undefined) {
-        const g = await getAgentGroup(services.read, ctx.apiKey, groupId);
-        if (!g) throw notFound('Agent group not found.');
-        return { message: 'Agent group fetched successfully', data: { group: agentGroupView(g) } };
-      }
-      return { message: 'Agent groups fetched successfully', data: { groups: await listAgentGroups(services.read, ctx.apiKey) } };
-    },
-  });
-
-  const groupList = defineRoute({
-    path: '/v2/agents/groups/list',
-    tag: TAG,
-    doc: {
-      summary: 'List the API key\'s agent groups',
-      description: `Every group, oldest first (at most ${MAX_AGENT_GROUPS}), with \`agentCount\` in place of the members.`,
-      example: {},
-    },
-    mutates: false,
-    auth: 'apiKey',
-    schema: z.object({}),
-    response: z.object({ groups: z.array(groupSummaryAnswer) }),
-    async handler(_data, ctx) {
-      return { message: 'Agent groups listed successfully', data: { groups: (await agentGroupsOf(services.read, ctx.apiKey)).map(agentGroupSummary) } };
-    },
-  });
-
+/** Every route takes the services; these need none beyond the request's context. */
+export function agentRoutes(_services: Services): AnyRoute[] {
   return [
     get,
     create,
@@ -459,12 +360,12 @@ export function agentRoutes(services: Services): AnyRoute[] {
     groupCreate,
     groupUpdate,
     groupDelete,
-    membership('/v2/agents/groups/add-agents', 'AddAgentsToGroup', 'Agents added to group successfully', {
+    membership('/v2/agents/groups/add-agents', addAgentsToGroup, 'Agents added to group successfully', {
       summary: 'Add agents to a group',
       description: `Appended in the order given; members already in are skipped. Each id must name an agent of this key (else \`NOT_FOUND\` naming the unknown ones, and nothing is added). A group holds at most ${MAX_GROUP_AGENTS} agents (\`RESOURCE_EXHAUSTED\`).`,
       example: { groupId: 'K3mR7pQxN2vB9wLdT4sY', agentIds: ['xyz789ghi012', 'grammar-check'] },
     }),
-    membership('/v2/agents/groups/remove-agents', 'RemoveAgentsFromGroup', 'Agents removed from group successfully', {
+    membership('/v2/agents/groups/remove-agents', removeAgentsFromGroup, 'Agents removed from group successfully', {
       summary: 'Remove agents from a group',
       description: 'Ids that are not members are ignored. The agents themselves are not deleted.',
       example: { groupId: 'K3mR7pQxN2vB9wLdT4sY', agentIds: ['spell-check'] },

@@ -16,12 +16,12 @@
  * All four take a user token (route.ts `userToken`): the front end of a user then keeps its
  * own entry and reads a document's presence itself, on documents its user may open
  * (src/http/acting-user.ts), writing only its own entry (`users`, `userIds` = its user) and
- * reading one document at a time (`documentId` required).
+ * reading one document at a time (`documentId` required). Those checks are made here; the
+ * rest is a use case (src/usecases/presence.ts).
  */
 import { z } from 'zod';
-import { presencePage, presenceView, removePresence, writePresence, type PresenceInput } from '../../presence/store.js';
-import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
 import type { Services } from '../../composition/services.js';
+import { addPresence, listPresence, removePresence, updatePresence } from '../../usecases/presence.js';
 import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { email, id, ids, items, text } from '../validation.js';
@@ -55,25 +55,16 @@ const presenceAnswer = z.object({
   expiresAt: z.number().describe('Unix seconds: the entry is gone after this unless refreshed.'),
 });
 
-export function presenceRoutes(services: Services): AnyRoute[] {
-  const ttlMs = services.config.presenceTtlSeconds * 1000;
+/** A user token writes only its own entry, on a document its user may open. */
+async function asTokenUser(data: z.output<typeof writeSchema>, ctx: RequestContext): Promise<void> {
+  onlySelf(ctx, 'data.users[].userId', data.users.map((u) => u.userId));
+  await mayOpenDocument(ctx, data.organizationId, data.documentId);
+}
 
-  /** Writes the users; returns the ids that had no live entry (update only). */
-  async function write(data: z.output<typeof writeSchema>, ctx: RequestContext, onlyPresent: boolean): Promise<string[]> {
-    const scope = { apiKey: ctx.apiKey, organizationId: data.organizationId, documentId: data.documentId };
-    const applied = await writePresence(services.read, scope, data.users as PresenceInput[], { now: ctx.now, ttlMs, onlyPresent });
-    return [...new Set(data.users.map((u) => u.userId).filter((u) => applied.get(u) !== true))];
-  }
+const TOKEN_WRITE = 'With a user token: only the token\'s own user, on a document that user may open (PERMISSION_DENIED otherwise).';
 
-  /** A user token writes only its own entry, on a document its user may open. */
-  async function asTokenUser(data: z.output<typeof writeSchema>, ctx: RequestContext): Promise<void> {
-    onlySelf(ctx, 'data.users[].userId', data.users.map((u) => u.userId));
-    await mayOpenDocument(ctx, data.organizationId, data.documentId);
-  }
-
-  const ttl = `${services.config.presenceTtlSeconds} seconds`;
-  const TOKEN_WRITE = 'With a user token: only the token\'s own user, on a document that user may open (PERMISSION_DENIED otherwise).';
-
+/** add and update, whose documentation names how long an entry lives (`ttl`, e.g. "60 seconds"). */
+function writeRoutes(ttl: string): AnyRoute[] {
   const add = defineRoute({
     path: '/v2/presence/add',
     tag: 'Presence',
@@ -96,7 +87,7 @@ export function presenceRoutes(services: Services): AnyRoute[] {
     response: done,
     async handler(data, ctx) {
       await asTokenUser(data, ctx);
-      await write(data, ctx, false);
+      await addPresence(ctx, data);
       return { message: 'Presence added successfully.', data: { success: true } };
     },
   });
@@ -128,7 +119,7 @@ export function presenceRoutes(services: Services): AnyRoute[] {
     ]),
     async handler(data, ctx) {
       await asTokenUser(data, ctx);
-      const notPresent = await write(data, ctx, true);
+      const notPresent = await updatePresence(ctx, data);
       if (notPresent.length === 0) return { message: 'Presence updated successfully.', data: { success: true } };
       return {
         message: 'Presence updated for the users present; the others are not present on this document (add them with /v2/presence/add).',
@@ -137,62 +128,61 @@ export function presenceRoutes(services: Services): AnyRoute[] {
     },
   });
 
-  const get = defineRoute({
-    path: '/v2/presence/get',
-    tag: 'Presence',
-    doc: {
-      summary: 'List who is present on a document, or on every document of an organization',
-      description:
-        'Live entries only, oldest join first; `userIds` narrows. Paged: `pageSize` 1 to 1000 (default 1000); `result.pageToken` while more may follow, sent back as `data.pageToken`. ' +
-        'With a user token: `documentId` is required and must be a document the token\'s user may open (PERMISSION_DENIED otherwise); everyone present there is listed.',
-      example: { organizationId: 'org-123', documentId: 'doc-456' },
-    },
-    mutates: false,
-    auth: 'apiKey',
-    userToken: true,
-    schema: z.object({
-      organizationId: id(),
-      documentId: id().optional(),
-      userIds: ids().optional(),
-      pageSize: pageSize(),
-      pageToken: pageToken(),
-    }),
-    response: z.array(presenceAnswer),
-    paged: 'pageToken',
-    async handler(data, ctx) {
-      // A user token reads one document it may open (everyone present there), never the whole organization.
-      requireField(ctx, 'data.documentId', data.documentId);
-      if (data.documentId !== undefined) await mayOpenDocument(ctx, data.organizationId, data.documentId);
-      const page = await presencePage(
-        services.read,
-        { apiKey: ctx.apiKey, organizationId: data.organizationId },
-        { documentId: data.documentId, userIds: data.userIds, pageSize: data.pageSize ?? DEFAULT_PAGE_SIZE, pageToken: data.pageToken },
-        ctx.now,
-      );
-      return { message: 'Presence retrieved successfully.', data: page.rows.map(presenceView), pageToken: page.pageToken };
-    },
-  });
+  return [add, update];
+}
 
-  const remove = defineRoute({
-    path: '/v2/presence/delete',
-    tag: 'Presence',
-    doc: {
-      summary: 'Remove users from a document\'s presence list',
-      description: `Removing a user who is not present is not an error. ${TOKEN_WRITE}`,
-      example: { organizationId: 'org-123', documentId: 'doc-456', userIds: ['user-1'] },
-    },
-    mutates: true,
-    auth: 'apiKey',
-    userToken: true,
-    schema: z.object({ organizationId: id(), documentId: id(), userIds: ids() }),
-    response: done,
-    async handler(data, ctx) {
-      onlySelf(ctx, 'data.userIds', data.userIds);
-      await mayOpenDocument(ctx, data.organizationId, data.documentId);
-      await removePresence(services.read, { apiKey: ctx.apiKey, organizationId: data.organizationId, documentId: data.documentId }, data.userIds, ctx.now);
-      return { message: 'Presence deleted successfully.', data: { success: true } };
-    },
-  });
+const get = defineRoute({
+  path: '/v2/presence/get',
+  tag: 'Presence',
+  doc: {
+    summary: 'List who is present on a document, or on every document of an organization',
+    description:
+      'Live entries only, oldest join first; `userIds` narrows. Paged: `pageSize` 1 to 1000 (default 1000); `result.pageToken` while more may follow, sent back as `data.pageToken`. ' +
+      'With a user token: `documentId` is required and must be a document the token\'s user may open (PERMISSION_DENIED otherwise); everyone present there is listed.',
+    example: { organizationId: 'org-123', documentId: 'doc-456' },
+  },
+  mutates: false,
+  auth: 'apiKey',
+  userToken: true,
+  schema: z.object({
+    organizationId: id(),
+    documentId: id().optional(),
+    userIds: ids().optional(),
+    pageSize: pageSize(),
+    pageToken: pageToken(),
+  }),
+  response: z.array(presenceAnswer),
+  paged: 'pageToken',
+  async handler(data, ctx) {
+    // A user token reads one document it may open (everyone present there), never the whole organization.
+    requireField(ctx, 'data.documentId', data.documentId);
+    if (data.documentId !== undefined) await mayOpenDocument(ctx, data.organizationId, data.documentId);
+    const page = await listPresence(ctx, data);
+    return { message: 'Presence retrieved successfully.', data: page.rows, pageToken: page.pageToken };
+  },
+});
 
-  return [add, update, get, remove];
+const remove = defineRoute({
+  path: '/v2/presence/delete',
+  tag: 'Presence',
+  doc: {
+    summary: 'Remove users from a document\'s presence list',
+    description: `Removing a user who is not present is not an error. ${TOKEN_WRITE}`,
+    example: { organizationId: 'org-123', documentId: 'doc-456', userIds: ['user-1'] },
+  },
+  mutates: true,
+  auth: 'apiKey',
+  userToken: true,
+  schema: z.object({ organizationId: id(), documentId: id(), userIds: ids() }),
+  response: done,
+  async handler(data, ctx) {
+    onlySelf(ctx, 'data.userIds', data.userIds);
+    await mayOpenDocument(ctx, data.organizationId, data.documentId);
+    await removePresence(ctx, data);
+    return { message: 'Presence deleted successfully.', data: { success: true } };
+  },
+});
+
+export function presenceRoutes(services: Services): AnyRoute[] {
+  return [...writeRoutes(`${services.config.presenceTtlSeconds} seconds`), get, remove];
 }
