@@ -118,7 +118,7 @@ export async function deleteAgent(ctx: TenantReadContext, agentId: string): Prom
 // ---- agent groups ----
 
 /** What /v2/agents/groups/create takes, validated (name and description trimmed). */
-export interface NewAgentGroup {
+interface NewAgentGroup {
   groupId?: string | undefined;
   name: string;
   description?: string | undefined;

@@ -25,7 +25,7 @@ import type { TenantContext, TenantReadContext } from './context.js';
 import { organizationTree } from './organization-tree.js';
 
 /** A document as documents/add and update take it. */
-export interface DocumentInput {
+interface DocumentInput {
   documentId: string;
   documentName?: string | undefined;
   accessType?: AccessType | undefined;

@@ -9,7 +9,7 @@ import { DEFAULT_PAGE_SIZE } from '../../queries/paging.js';
 import type { TenantReadContext } from './context.js';
 
 /** A presence write: users on one document of an organization. */
-export interface PresenceWrite {
+interface PresenceWrite {
   organizationId: string;
   documentId: string;
   users: PresenceInput[];

@@ -24,14 +24,14 @@ import type { TenantContext, TenantReadContext } from './context.js';
 import { organizationTree } from './organization-tree.js';
 
 /** Where a users call acts: an organization, and in it a document or a folder. */
-export interface UserScope {
+interface UserScope {
   organizationId: string;
   documentId?: string | undefined;
   folderId?: string | undefined;
 }
 
 /** A user as users/add and update take it. */
-export interface UserInput {
+interface UserInput {
   userId: string;
   name?: string | undefined;
   email?: string | undefined;
@@ -180,7 +180,7 @@ export async function removeUsers(ctx: TenantReadContext, input: UserScope & { u
 }
 
 /** What users/get takes. */
-export interface UsersListInput extends UserScope {
+interface UsersListInput extends UserScope {
   userIds?: string[] | undefined;
   organizationUserGroupIds?: string[] | undefined;
   allDocuments?: boolean | undefined;

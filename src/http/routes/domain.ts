@@ -13,7 +13,7 @@ import { id } from '../validation.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../../queries/paging.js';
 
 // The per-item helpers live with the use cases that run the batches; re-exported for the routes.
-export { eachItem, firstById, item, itemCode, keyed, unique, type Failure, type Outcome } from '../../usecases/batch.js';
+export { eachItem, item, keyed, unique, type Failure, type Outcome } from '../../usecases/batch.js';
 
 export const accessType = () => z.enum(ACCESS_TYPES);
 export const pageSize = () => z.number().int().min(1).max(MAX_PAGE_SIZE).optional();
@@ -42,7 +42,7 @@ export const idOutcome = z.object({
 /** `{ success, message }`: an item whose outcome names no id beyond its key. */
 export const bareOutcome = z.object({ success: succeeded(), message: itemMessage() });
 
-/** The per-item `code` of a refused documents item (see itemCode). */
+/** The per-item `code` of a refused documents item (`itemCode` in src/usecases/batch.ts). */
 export const failureCode = () =>
   z
     .string()
