@@ -17,8 +17,7 @@
  */
 import { assertNever } from '../src/shared/errors.js';
 import { key, streamName } from '../src/shared/ids.js';
-import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
-import type { Planned } from './outcomes.js';
+import type { Command, DomainEvent, Planned, PlanningDecider } from '../src/runtime/decider.js';
 
 /** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
 export const grantsStream = (apiKey: string, organizationId: string, userId: string) =>
@@ -242,9 +241,10 @@ function liveFieldCount(grants: Readonly<Record<string, Grant>>, nowMs: number):
 
 export const decide = (command: GrantsCommand, state: GrantsState): GrantEvent[] => plan(command, state).events;
 
-export const grantsDecider: Decider<GrantsState, GrantsCommand, GrantEvent> = {
+export const grantsDecider: PlanningDecider<GrantsState, GrantsCommand, GrantEvent, GrantOutcome> = {
   name: 'grants',
   initialState,
   evolve,
   decide,
+  plan,
 };

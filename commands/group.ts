@@ -23,8 +23,7 @@
  * on the read model): resolution looks at that many groups per user.
  */
 import { ApiError, assertNever, notFound } from '../src/shared/errors.js';
-import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
-import type { Planned } from './outcomes.js';
+import type { Command, DomainEvent, Planned, PlanningDecider } from '../src/runtime/decider.js';
 import { streamName } from '../src/shared/ids.js';
 import { resourceKey, type AccessRole, type Resource } from './grant.js';
 
@@ -248,4 +247,4 @@ export function plan(command: GroupCommand, state: GroupState): Planned<GroupEve
 
 export const decide = (command: GroupCommand, state: GroupState): GroupEvent[] => plan(command, state).events;
 
-export const groupDecider: Decider<GroupState, GroupCommand, GroupEvent> = { name: 'usergroup', initialState, evolve, decide };
+export const groupDecider: PlanningDecider<GroupState, GroupCommand, GroupEvent, MemberOutcome> = { name: 'usergroup', initialState, evolve, decide, plan };

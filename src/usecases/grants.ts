@@ -7,10 +7,10 @@
  */
 import { documentDecider, documentStream } from '../../commands/document.js';
 import { getFolder } from '../../commands/folder-tree.js';
-import { grantsDecider, plan, resourceKey, sortedUnique, grantsStream, type ACCESS_ROLES, type GrantOutcome, type GrantRequest, type GrantsCommand, type Resource, type ResourceType } from '../../commands/grant.js';
-import { groupDecider, groupStream, plan as groupPlan, type MemberOutcome } from '../../commands/group.js';
+import { grantsDecider, resourceKey, sortedUnique, grantsStream, type ACCESS_ROLES, type GrantOutcome, type GrantRequest, type GrantsCommand, type Resource, type ResourceType } from '../../commands/grant.js';
+import { groupDecider, groupStream, type GroupCommand, type MemberOutcome } from '../../commands/group.js';
+import { stamp, type Unstamped } from '../runtime/decider.js';
 import { organizationDecider, organizationStream } from '../../commands/organization.js';
-import { capturing } from '../../commands/outcomes.js';
 import type { TenantContext } from './context.js';
 
 /**
@@ -97,21 +97,17 @@ export async function perOrganization(
 }
 
 /** Runs `command` on the user's grants stream in `organizationId`; the outcomes it decided. */
-export async function onUserGrants(ctx: TenantContext, userId: string, organizationId: string, command: GrantsCommand) {
-  const run = capturing(grantsDecider, plan);
-  await ctx.execute(run.decider, grantsStream(ctx.apiKey, organizationId, userId), command);
-  return run.outcomes();
+export async function onUserGrants(ctx: TenantContext, userId: string, organizationId: string, command: Unstamped<GrantsCommand>) {
+  return (await ctx.executePlan(grantsDecider, grantsStream(ctx.apiKey, organizationId, userId), command)).outcomes;
 }
 
 /** Runs a group-grant command on the stream of the group `groupId` of `organizationId`. */
-export async function onGroupGrants(ctx: TenantContext, groupId: string, organizationId: string, command: Parameters<typeof groupPlan>[0]) {
-  const run = capturing(groupDecider, groupPlan);
-  await ctx.execute(run.decider, groupStream(ctx.apiKey, organizationId, groupId), command);
-  return run.outcomes();
+export async function onGroupGrants(ctx: TenantContext, groupId: string, organizationId: string, command: Unstamped<GroupCommand>) {
+  return (await ctx.executePlan(groupDecider, groupStream(ctx.apiKey, organizationId, groupId), command)).outcomes;
 }
 
 /** The Grant command for `rs`, resources of one organization. */
-function grantCommand(ctx: TenantContext, userId: string, organizationId: string, rs: GrantResource[]): GrantsCommand {
+function grantCommand(userId: string, organizationId: string, rs: GrantResource[]): Unstamped<GrantsCommand> {
   return {
     type: 'Grant',
     data: {
@@ -124,13 +120,12 @@ function grantCommand(ctx: TenantContext, userId: string, organizationId: string
         ...(r.context !== undefined ? { accessFields: accessFieldsOf(r) } : {}),
       })),
     },
-    metadata: { now: ctx.now },
   };
 }
 
 /** Grants `resources` to `userId` as /v2/auth/permissions/add does; outcomes keyed by resource id. */
 export function addGrants(ctx: TenantContext, userId: string, resources: GrantResource[]) {
-  return perOrganization(ctx, resources, (organizationId, rs) => onUserGrants(ctx, userId, organizationId, grantCommand(ctx, userId, organizationId, rs)));
+  return perOrganization(ctx, resources, (organizationId, rs) => onUserGrants(ctx, userId, organizationId, grantCommand(userId, organizationId, rs)));
 }
 
 /** Grants `resources` to the group `groupId` (of each resource's organization), as permissions/add with `group` does. */
@@ -142,7 +137,6 @@ export function addGroupGrants(ctx: TenantContext, groupId: string, resources: G
       groupId,
       grants: rs.map((r) => ({ ...toResource(r), accessRole: r.accessRole ?? 'editor', expiresAt: r.expiresAt ?? null })),
     },
-    metadata: { now: ctx.now },
   }));
 }
 
@@ -156,7 +150,7 @@ export async function accessFieldRefusals(ctx: TenantContext, userId: string, re
   const out: Array<[string, string]> = [];
   await Promise.all([...byOrg].map(async ([organizationId, rs]) => {
     const { state } = await ctx.services.commands.load(grantsDecider, grantsStream(ctx.apiKey, organizationId, userId));
-    const { outcomes } = plan(grantCommand(ctx, userId, organizationId, rs), state);
+    const { outcomes } = grantsDecider.plan(stamp<GrantsCommand>(grantCommand(userId, organizationId, rs), ctx.now), state);
     for (const r of rs) {
       const o = outcomes.get(resourceKey(toResource(r)));
       if (o?.refused === 'accessFieldLimit') out.push([r.id, o.message]);

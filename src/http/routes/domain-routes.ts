@@ -11,11 +11,11 @@ import { accessQueryRoutes } from './access-queries.js';
 
 export function domainRoutes(services: Services): AnyRoute[] {
   return [
-    ...organizationRoutes(services),
-    ...folderRoutes(services),
+    ...organizationRoutes(),
+    ...folderRoutes(),
     ...documentRoutes(services),
     ...userRoutes(services),
-    ...groupRoutes(services),
+    ...groupRoutes(),
     ...permissionRoutes(services),
     ...accessQueryRoutes(services),
   ];

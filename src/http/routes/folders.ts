@@ -6,27 +6,15 @@
  *
  * Top-level messages are the hosted API's, character for character (semantics §0;
  * rest-apis/v2/folders/*), including where they differ between two examples of one page.
+ * What each route does is src/usecases/folders.ts.
  */
 import { z } from 'zod';
-import { organizationDecider, plan, organizationNotFound, organizationStream, type OrganizationCommand } from '../../../commands/organization.js';
-import { capturing } from '../../../commands/outcomes.js';
-import { MAX_SUBTREE_FOLDERS, folderSubtree, foldersPage } from '../../../queries/folders.js';
-import { requireOrganization } from '../../../queries/organizations.js';
-import { DEFAULT_PAGE_SIZE } from '../../../queries/paging.js';
-import type { Services } from '../../composition/services.js';
-import { defineRoute, type AnyRoute } from '../route.js';
-import type { RequestContext } from '../context.js';
-import { id, ids, items, text } from '../validation.js';
-import { accessEcho, accessType, bareOutcome, folderRowSchema, idOutcome, keyed, outcomesById, PAGE_SIZE_DOC, pageSize, pageToken, type Outcome } from './domain.js';
 import { DEFAULT_FOLDER_MAX_DEPTH } from '../../../commands/folder-tree.js';
-
-/** Runs one folders batch command and returns its per-item outcomes, keyed by folder id. */
-async function batch(ctx: RequestContext, command: OrganizationCommand, folderIds: readonly string[]) {
-  const run = capturing(organizationDecider, plan);
-  await ctx.execute(run.decider, organizationStream(ctx.apiKey, command.data.organizationId), command);
-  const outcomes = run.outcomes();
-  return keyed(folderIds.map((f) => [f, outcomes.get(f) ?? ({ success: false, message: 'Folder was not processed.' } as Outcome)]));
-}
+import { MAX_SUBTREE_FOLDERS } from '../../../queries/folders.js';
+import { addFolders, deleteFolder, getFolders, setFolderAccess, updateFolders } from '../../usecases/folders.js';
+import { defineRoute, type AnyRoute } from '../route.js';
+import { id, ids, items, text } from '../validation.js';
+import { accessEcho, accessType, bareOutcome, folderRowSchema, idOutcome, outcomesById, PAGE_SIZE_DOC, pageSize, pageToken } from './domain.js';
 
 const parent = () => id().nullable().optional();
 
@@ -35,7 +23,7 @@ const BATCH = 'The batch is decided in order, each item against the tree the pre
   `A folder that would land deeper than the folder depth limit (${DEFAULT_FOLDER_MAX_DEPTH} levels unless the operator sets FOLDER_MAX_DEPTH) ` +
   'refuses the whole batch with INVALID_ARGUMENT, nothing written. An organization that does not exist is NOT_FOUND.';
 
-export function folderRoutes(services: Services): AnyRoute[] {
+export function folderRoutes(): AnyRoute[] {
   const add = defineRoute({
     path: '/v2/organizations/folders/add',
     tag: 'Folders',
@@ -55,19 +43,7 @@ export function folderRoutes(services: Services): AnyRoute[] {
     }),
     response: outcomesById(idOutcome),
     errors: ['NOT_FOUND'],
-    async handler(data, ctx) {
-      const results = await batch(ctx, {
-        type: 'AddFolders',
-        data: {
-          organizationId: data.organizationId,
-          createOrganization: data.createOrganization,
-          folders: data.folders,
-          maxDepth: services.config.folderMaxDepth,
-        },
-        metadata: { now: ctx.now },
-      }, data.folders.map((f) => f.folderId));
-      return { message: 'Folder created successfully.', data: results };
-    },
+    handler: async (data, ctx) => ({ message: 'Folder created successfully.', data: await addFolders(ctx, data) }),
   });
 
   const update = defineRoute({
@@ -88,14 +64,7 @@ export function folderRoutes(services: Services): AnyRoute[] {
     }),
     response: outcomesById(idOutcome),
     errors: ['NOT_FOUND'],
-    async handler(data, ctx) {
-      const results = await batch(ctx, {
-        type: 'UpdateFolders',
-        data: { organizationId: data.organizationId, folders: data.folders, maxDepth: services.config.folderMaxDepth },
-        metadata: { now: ctx.now },
-      }, data.folders.map((f) => f.folderId));
-      return { message: 'Folder Updated successfully.', data: results };
-    },
+    handler: async (data, ctx) => ({ message: 'Folder Updated successfully.', data: await updateFolders(ctx, data) }),
   });
 
   const access = defineRoute({
@@ -120,15 +89,7 @@ export function folderRoutes(services: Services): AnyRoute[] {
     response: outcomesById(bareOutcome.extend(accessEcho)),
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
-      const results = await batch(ctx, {
-        type: 'SetFolderAccess',
-        data: {
-          organizationId: data.organizationId,
-          folderIds: data.folderIds,
-          accessType: data.inheritFromParent ? null : (data.accessType ?? 'public'),
-        },
-        metadata: { now: ctx.now },
-      }, data.folderIds);
+      const results = await setFolderAccess(ctx, data.organizationId, data.folderIds, data.inheritFromParent ? null : (data.accessType ?? 'public'));
       // The hosted page shows one message per example: the inherit example's differs.
       return { message: data.inheritFromParent ? 'Folder access type updated.' : 'Updated access for folders successfully.', data: results };
     },
@@ -150,13 +111,7 @@ export function folderRoutes(services: Services): AnyRoute[] {
     response: z.null(),
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
-      const { organizationId, folderId } = data;
-      const stream = organizationStream(ctx.apiKey, organizationId);
-      const { state } = await services.commands.load(organizationDecider, stream);
-      if (state.status !== 'active') throw organizationNotFound();
-      // One event; the projections hide the subtree at once and queue the per-document
-      // deletions for the cascade worker (projections/cascade-work.ts).
-      await ctx.execute(organizationDecider, stream, { type: 'DeleteFolder', data: { organizationId, folderId }, metadata: { now: ctx.now } });
+      await deleteFolder(ctx, data.organizationId, data.folderId);
       return { message: 'Folder deletion initiated successfully.', data: null };
     },
   });
@@ -187,13 +142,9 @@ export function folderRoutes(services: Services): AnyRoute[] {
     paged: 'pageToken',
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
-      await requireOrganization(services.read, ctx.apiKey, data.organizationId);
-      if (data.folderId !== undefined) {
-        const rows = await folderSubtree(services.read, ctx.apiKey, data.organizationId, data.folderId, data.maxDepth ?? 1);
-        return { message: 'Folder(s) retrieved successfully.', data: rows };
-      }
-      const page = await foldersPage(services.read, ctx.apiKey, data.organizationId, data.pageSize ?? DEFAULT_PAGE_SIZE, data.pageToken);
-      return { message: 'Folders retrieved successfully.', data: page.rows, pageToken: page.pageToken };
+      const found = await getFolders(ctx, data);
+      if ('subtree' in found) return { message: 'Folder(s) retrieved successfully.', data: found.subtree };
+      return { message: 'Folders retrieved successfully.', data: found.page.rows, pageToken: found.page.pageToken };
     },
   });
 
