@@ -33,14 +33,14 @@ export type ResourceOutcome = { success: boolean; type: GrantResource['type']; m
 /** `{ [id]: outcome }`, built with own data properties (an id like "__proto__" stays a plain key). */
 const byId = (entries: ReadonlyArray<readonly [string, ResourceOutcome]>): Record<string, ResourceOutcome> => Object.fromEntries(entries);
 
-export const orgOf = (r: GrantResource) => (r.type === 'organization' ? r.id : r.organizationId!);
+const orgOf = (r: GrantResource) => (r.type === 'organization' ? r.id : r.organizationId!);
 
 /**
  * A resource's `context.access` as access fields: `{ widgetId: [1, "a"], team: "x" }` is
  * `["team:x", "widgetId:1", "widgetId:a"]` (numbers in JavaScript's own text form, sorted,
  * each once); undefined without `context`.
  */
-export function accessFieldsOf(r: GrantResource): string[] | undefined {
+function accessFieldsOf(r: GrantResource): string[] | undefined {
   if (r.context === undefined) return undefined;
   const out: string[] = [];
   for (const [name, v] of Object.entries(r.context.access ?? {})) {
@@ -48,7 +48,7 @@ export function accessFieldsOf(r: GrantResource): string[] | undefined {
   }
   return sortedUnique(out);
 }
-export const toResource = (r: GrantResource): Resource => ({ resourceType: r.type as ResourceType, resourceId: r.id });
+const toResource = (r: GrantResource): Resource => ({ resourceType: r.type as ResourceType, resourceId: r.id });
 
 /** Why a resource cannot carry a grant, or null when it exists. */
 async function missing(ctx: TenantContext, r: GrantResource): Promise<string | null> {
@@ -71,7 +71,7 @@ type Decided = { success: boolean; message: string; refused?: GrantOutcome['refu
  * each resource's outcome by `resourceKey`), keys outcomes by resource id; a missing resource
  * fails alone.
  */
-export async function perOrganization(
+async function perOrganization(
   ctx: TenantContext,
   resources: GrantResource[],
   run: (organizationId: string, rs: GrantResource[]) => Promise<Map<string, Decided>>,
@@ -97,12 +97,12 @@ export async function perOrganization(
 }
 
 /** Runs `command` on the user's grants stream in `organizationId`; the outcomes it decided. */
-export async function onUserGrants(ctx: TenantContext, userId: string, organizationId: string, command: Unstamped<GrantsCommand>) {
+async function onUserGrants(ctx: TenantContext, userId: string, organizationId: string, command: Unstamped<GrantsCommand>) {
   return (await ctx.executePlan(grantsDecider, grantsStream(ctx.apiKey, organizationId, userId), command)).outcomes;
 }
 
 /** Runs a group-grant command on the stream of the group `groupId` of `organizationId`. */
-export async function onGroupGrants(ctx: TenantContext, groupId: string, organizationId: string, command: Unstamped<GroupCommand>) {
+async function onGroupGrants(ctx: TenantContext, groupId: string, organizationId: string, command: Unstamped<GroupCommand>) {
   return (await ctx.executePlan(groupDecider, groupStream(ctx.apiKey, organizationId, groupId), command)).outcomes;
 }
 
@@ -137,6 +137,30 @@ export function addGroupGrants(ctx: TenantContext, groupId: string, resources: G
       groupId,
       grants: rs.map((r) => ({ ...toResource(r), accessRole: r.accessRole ?? 'editor', expiresAt: r.expiresAt ?? null })),
     },
+  }));
+}
+
+/**
+ * Revokes `userId`'s grants on `resources` as /v2/auth/permissions/remove does: a resource
+ * with `context` loses those access fields only; without, the grant goes. A missing resource
+ * fails alone (semantics §4a).
+ */
+export function removeGrants(ctx: TenantContext, userId: string, resources: GrantResource[]) {
+  return perOrganization(ctx, resources, (organizationId, rs) => onUserGrants(ctx, userId, organizationId, {
+    type: 'Revoke',
+    data: {
+      organizationId,
+      userId,
+      resources: rs.map((r) => ({ ...toResource(r), ...(r.context !== undefined ? { accessFields: accessFieldsOf(r) } : {}) })),
+    },
+  }));
+}
+
+/** Revokes the group `groupId`'s grants on `resources` (from every member at once). */
+export function removeGroupGrants(ctx: TenantContext, groupId: string, resources: GrantResource[]) {
+  return perOrganization(ctx, resources, (organizationId, rs) => onGroupGrants(ctx, groupId, organizationId, {
+    type: 'RevokeGroupAccess',
+    data: { organizationId, groupId, resources: rs.map(toResource) },
   }));
 }
 

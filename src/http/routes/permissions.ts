@@ -31,8 +31,7 @@ import { defineRoute, type AnyRoute } from '../route.js';
 import { onlySelf, permissionsForActingUser } from '../acting-user.js';
 import { id, ids, items } from '../validation.js';
 import { outcomesById, permissionEntry, resourceSchema, type Outcome, type ResourceInput } from './domain.js';
-import { accessFieldsOf, addGrants, addGroupGrants, onGroupGrants, onUserGrants, perOrganization, toResource } from '../../usecases/grants.js';
-
+import { addGrants, addGroupGrants, removeGrants, removeGroupGrants } from '../../usecases/grants.js';
 
 const principalSchema = {
   userId: id().optional(),
@@ -190,26 +189,9 @@ export function permissionRoutes(services: Services): AnyRoute[] {
     response: resourceOutcomes,
     async handler(data, ctx) {
       // semantics §4a: missing resources are per-resource failures in both add and remove.
-      const group = data.group;
-      if (group) {
-        const { outcomes } = await perOrganization(ctx, data.permissions.resources, (organizationId, rs) => onGroupGrants(ctx, group.groupId, organizationId, {
-          type: 'RevokeGroupAccess',
-          data: { organizationId, groupId: group.groupId, resources: rs.map(toResource) },
-          metadata: { now: ctx.now },
-        }));
-        return answer('Permissions removed successfully.', outcomes);
-      }
-      const userId = (data.userId ?? data.user?.userId)!;
-      // A resource with `context` loses those access fields only; without, the grant goes.
-      const { outcomes } = await perOrganization(ctx, data.permissions.resources, (organizationId, rs) => onUserGrants(ctx, userId, organizationId, {
-        type: 'Revoke',
-        data: {
-          organizationId,
-          userId,
-          resources: rs.map((r) => ({ ...toResource(r), ...(r.context !== undefined ? { accessFields: accessFieldsOf(r) } : {}) })),
-        },
-        metadata: { now: ctx.now },
-      }));
+      const { outcomes } = data.group
+        ? await removeGroupGrants(ctx, data.group.groupId, data.permissions.resources)
+        : await removeGrants(ctx, (data.userId ?? data.user?.userId)!, data.permissions.resources);
       return answer('Permissions removed successfully.', outcomes);
     },
   });
