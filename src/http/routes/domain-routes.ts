@@ -16,7 +16,7 @@ export function domainRoutes(services: Services): AnyRoute[] {
     ...documentRoutes(services),
     ...userRoutes(services),
     ...groupRoutes(),
-    ...permissionRoutes(services),
+    ...permissionRoutes(),
     ...accessQueryRoutes(services),
   ];
 }

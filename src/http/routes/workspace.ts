@@ -50,44 +50,81 @@ const workspaceAnswer = z.object({
     .describe('The workspace\'s first API key, keyed by its id: always one testing key.'),
 });
 
-export function workspaceRoutes(services: Services): AnyRoute[] {
+const createWorkspaceRoute = defineRoute({
+  path: '/v2/workspace/create',
+  tag: 'Workspace',
+  doc: {
+    summary: 'Create a workspace with its owner and a first testing API key',
+    description: [
+      'An operator call: it needs `x-service-admin-token` when the service runs with `ADMIN_TOKEN`, and no credentials otherwise.',
+      '',
+      '- `name` (the owner\'s) defaults to `ownerEmail`; `workspaceName` to `"<name> workspace"`.',
+      '- The first key is a testing key named after the part of `ownerEmail` before the `@` (`owner@example.com` gives "Owner Test API Key").',
+      '- The workspace auth token and the key\'s auth token are secrets shown only in this answer.',
+    ].join('\n'),
+    example: { ownerEmail: 'owner@example.com', name: 'John Doe', workspaceName: 'My Workspace', avatar: 'https://example.com/avatar.png' },
+  },
+  mutates: true,
+  auth: 'admin',
+  // Bounds as the hosted API documents them: names 1..200 characters, the avatar URL at
+  // most 2000.
+  schema: z.object({
+    ownerEmail: email(),
+    name: text(200).min(1).optional(),
+    workspaceName: text(200).min(1).optional(),
+    avatar: text(2000).optional(),
+  }),
+  response: workspaceAnswer,
+  handler: (data, ctx) => createWorkspace(ctx, data).then((created) => ({
+    message: 'Workspace created successfully',
+    data: created,
+  })),
+});
+
+const getAuthTokens = defineRoute({
+  path: '/v2/workspace/authtokens/get',
+  tag: 'API keys',
+  doc: {
+    summary: 'List an API key\'s auth tokens',
+    description: 'Tokens are listed without their secret (`token` reads `"__redacted__"`): a secret is shown once, by the call that creates it. `tokenId` names a token to `/v2/workspace/authtoken/reset`.',
+    example: { apiKey: 'velt_api_key_1' },
+  },
+  mutates: false,
+  auth: 'workspace',
+  schema: z.object({ apiKey: id() }),
+  response: z.object({ apiKey: z.string(), authTokens: z.array(listedAuthTokenAnswer) }),
+  errors: ['NOT_FOUND'],
+  handler: async (data, ctx) => ({ message: 'Auth tokens retrieved successfully.', data: await listAuthTokens(ctx, ctx.workspaceId!, data.apiKey) }),
+});
+
+const resetAuthTokenRoute = defineRoute({
+  path: '/v2/workspace/authtoken/reset',
+  tag: 'API keys',
+  doc: {
+    summary: 'Replace an API key\'s auth tokens with a new one',
+    description: [
+      '- Without `tokenId`: every auth token of the key stops at once, and one new token replaces them.',
+      '- With `tokenId` (from `/v2/workspace/authtokens/get`): only that token stops; the others keep working.',
+      '- The new token\'s secret is shown only in this answer.',
+    ].join('\n'),
+    example: { apiKey: 'velt_api_key_1' },
+  },
+  mutates: true,
+  auth: 'workspace',
+  schema: z.object({ apiKey: id(), tokenId: id().optional() }),
+  response: z.object({ apiKey: z.string(), newAuthToken: newAuthTokenAnswer }),
+  errors: ['NOT_FOUND'],
+  handler: async (data, ctx) => ({ message: 'Auth token reset successfully.', data: await resetAuthToken(ctx, ctx.workspaceId!, data.apiKey, data.tokenId) }),
+});
+
+/** apikey/create: its regions and URL checks are the service's configured ones. */
+function createApiKeyRoute(services: Services): AnyRoute {
   const regions = services.config.regions;
   const region = () => z.enum(regions as [string, ...string[]]).optional();
   const egress = egressPolicyOf(services.config);
   const httpUrl = () => webhookUrl(egress).optional();
 
-  const createWorkspaceRoute = defineRoute({
-    path: '/v2/workspace/create',
-    tag: 'Workspace',
-    doc: {
-      summary: 'Create a workspace with its owner and a first testing API key',
-      description: [
-        'An operator call: it needs `x-service-admin-token` when the service runs with `ADMIN_TOKEN`, and no credentials otherwise.',
-        '',
-        '- `name` (the owner\'s) defaults to `ownerEmail`; `workspaceName` to `"<name> workspace"`.',
-        '- The first key is a testing key named after the part of `ownerEmail` before the `@` (`owner@example.com` gives "Owner Test API Key").',
-        '- The workspace auth token and the key\'s auth token are secrets shown only in this answer.',
-      ].join('\n'),
-      example: { ownerEmail: 'owner@example.com', name: 'John Doe', workspaceName: 'My Workspace', avatar: 'https://example.com/avatar.png' },
-    },
-    mutates: true,
-    auth: 'admin',
-    // Bounds as the hosted API documents them: names 1..200 characters, the avatar URL at
-    // most 2000.
-    schema: z.object({
-      ownerEmail: email(),
-      name: text(200).min(1).optional(),
-      workspaceName: text(200).min(1).optional(),
-      avatar: text(2000).optional(),
-    }),
-    response: workspaceAnswer,
-    handler: (data, ctx) => createWorkspace(ctx, data).then((created) => ({
-      message: 'Workspace created successfully',
-      data: created,
-    })),
-  });
-
-  const createApiKeyRoute = defineRoute({
+  return defineRoute({
     path: '/v2/workspace/apikey/create',
     tag: 'API keys',
     doc: {
@@ -142,42 +179,8 @@ export function workspaceRoutes(services: Services): AnyRoute[] {
     errors: ['FAILED_PRECONDITION'],
     handler: async (data, ctx) => ({ message: 'API key created successfully.', data: await createApiKey(ctx, ctx.workspaceId!, data) }),
   });
+}
 
-  const getAuthTokens = defineRoute({
-    path: '/v2/workspace/authtokens/get',
-    tag: 'API keys',
-    doc: {
-      summary: 'List an API key\'s auth tokens',
-      description: 'Tokens are listed without their secret (`token` reads `"__redacted__"`): a secret is shown once, by the call that creates it. `tokenId` names a token to `/v2/workspace/authtoken/reset`.',
-      example: { apiKey: 'velt_api_key_1' },
-    },
-    mutates: false,
-    auth: 'workspace',
-    schema: z.object({ apiKey: id() }),
-    response: z.object({ apiKey: z.string(), authTokens: z.array(listedAuthTokenAnswer) }),
-    errors: ['NOT_FOUND'],
-    handler: async (data, ctx) => ({ message: 'Auth tokens retrieved successfully.', data: await listAuthTokens(ctx, ctx.workspaceId!, data.apiKey) }),
-  });
-
-  const resetAuthTokenRoute = defineRoute({
-    path: '/v2/workspace/authtoken/reset',
-    tag: 'API keys',
-    doc: {
-      summary: 'Replace an API key\'s auth tokens with a new one',
-      description: [
-        '- Without `tokenId`: every auth token of the key stops at once, and one new token replaces them.',
-        '- With `tokenId` (from `/v2/workspace/authtokens/get`): only that token stops; the others keep working.',
-        '- The new token\'s secret is shown only in this answer.',
-      ].join('\n'),
-      example: { apiKey: 'velt_api_key_1' },
-    },
-    mutates: true,
-    auth: 'workspace',
-    schema: z.object({ apiKey: id(), tokenId: id().optional() }),
-    response: z.object({ apiKey: z.string(), newAuthToken: newAuthTokenAnswer }),
-    errors: ['NOT_FOUND'],
-    handler: async (data, ctx) => ({ message: 'Auth token reset successfully.', data: await resetAuthToken(ctx, ctx.workspaceId!, data.apiKey, data.tokenId) }),
-  });
-
-  return [createWorkspaceRoute, createApiKeyRoute, getAuthTokens, resetAuthTokenRoute, ...allowedDomainRoutes()];
+export function workspaceRoutes(services: Services): AnyRoute[] {
+  return [createWorkspaceRoute, createApiKeyRoute(services), getAuthTokens, resetAuthTokenRoute, ...allowedDomainRoutes()];
 }
