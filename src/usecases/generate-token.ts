@@ -8,7 +8,7 @@ import type { TenantContext } from './context.js';
 import { accessFieldRefusals, addGrants, missingResources, type GrantResource } from './grants.js';
 import { issueUserToken } from './user-tokens.js';
 
-export interface GenerateTokenInput {
+interface GenerateTokenInput {
   userId: string;
   userProperties: { name: string; email: string; isAdmin?: boolean | undefined };
   resources: GrantResource[];

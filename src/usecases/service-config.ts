@@ -57,7 +57,7 @@ type Opt = string | undefined;
 type EmailFields = { type?: Opt; apiKey?: Opt; fromEmail?: Opt; fromCompany?: Opt; commentTemplateId?: Opt; tagTemplateId?: Opt };
 type WebhookFields = { authToken?: Opt; rawNotificationUrl?: Opt; processedNotificationUrl?: Opt };
 
-export type EmailConfigUpdate = EmailFields & {
+type EmailConfigUpdate = EmailFields & {
   useEmailService?: boolean | undefined;
   setDefaultEmailTriggers?: boolean | undefined;
   emailServiceConfig?: EmailFields | undefined;
@@ -79,7 +79,7 @@ export async function updateEmailConfig(ctx: KeyContext, data: EmailConfigUpdate
   return { useEmailService: s.enabled, emailServiceConfig: redactConfig(s.config), triggers: s.triggers };
 }
 
-export type WebhookConfigUpdate = WebhookFields & {
+type WebhookConfigUpdate = WebhookFields & {
   useWebhookService?: boolean | undefined;
   webhookServiceConfig?: WebhookFields | undefined;
   triggers?: Array<(typeof WEBHOOK_TRIGGERS)[number]> | undefined;

@@ -22,7 +22,7 @@ export const newToken = () => {
   return { secret, tokenId: newId(), tokenHash: hashSecret(secret) };
 };
 
-export const defaultSettings = (): ApiKeySettings => ({
+const defaultSettings = (): ApiKeySettings => ({
   allowedDomains: [],
   useEmailService: false,
   useWebhookService: false,
@@ -111,7 +111,7 @@ const tokenView = (token: string, tokenId: string, createdAt?: number) => ({
 
 type Opt = string | undefined;
 /** What apikey/create takes once validated. */
-export interface ApiKeyInput {
+interface ApiKeyInput {
   ownerEmail?: Opt;
   type: 'testing' | 'production';
   persistenceDBRegion?: Opt;
