@@ -17,8 +17,7 @@
  */
 import { assertNever } from '../src/shared/errors.js';
 import { key, streamName } from '../src/shared/ids.js';
-import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
-import type { Planned } from './outcomes.js';
+import type { Command, DomainEvent, Planned, PlanningDecider } from '../src/runtime/decider.js';
 
 /** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
 export const grantsStream = (apiKey: string, organizationId: string, userId: string) =>
@@ -140,97 +139,128 @@ export interface GrantOutcome {
   refused?: 'permanentExists' | 'accessFieldLimit';
 }
 
-export function plan(command: GrantsCommand, state: GrantsState): Planned<GrantEvent, GrantOutcome> {
+type GrantsCommandOf<T extends GrantsCommand['type']> = Extract<GrantsCommand, { type: T }>;
+type Plan = Planned<GrantEvent, GrantOutcome>;
+
+export function plan(command: GrantsCommand, state: GrantsState): Plan {
+  switch (command.type) {
+    case 'Grant':
+      return planGrant(command, state);
+    case 'Revoke':
+      return planRevoke(command, state);
+    case 'RevokeAll': {
+      const { organizationId, userId } = command.data;
+      return { events: Object.values(state.grants).map((r) => revoked(organizationId, userId, r, command.metadata.now)), outcomes: new Map() };
+    }
+    default:
+      return assertNever(command, 'grants command');
+  }
+}
+
+const revoked = (organizationId: string, userId: string, r: Resource, now: number): GrantEvent => ({
+  type: 'GrantRevoked',
+  data: { organizationId, userId, resourceType: r.resourceType, resourceId: r.resourceId, revokedAt: now },
+});
+
+/**
+ * The access fields a grant on `g` would hold (its live ones plus those asked), or the
+ * refusal when that passes a limit: MAX_ACCESS_FIELDS_PER_GRANT on the resource, or
+ * MAX_ACCESS_FIELDS_PER_USER over the `held` fields of the user's live grants.
+ */
+function fieldsAfter(g: GrantRequest, current: Grant | undefined, held: number, now: number): { accessFields: string[]; total: number } | GrantOutcome {
+  // An expired grant's fields died with it: the new grant starts from none.
+  const before = current && isLive(current, now) ? current.accessFields : [];
+  const accessFields = g.accessFields?.length ? sortedUnique([...before, ...g.accessFields]) : [...before];
+  if (accessFields.length > MAX_ACCESS_FIELDS_PER_GRANT) {
+    return {
+      success: false,
+      message: `The user would hold ${accessFields.length} access fields on this resource; a resource holds at most ${MAX_ACCESS_FIELDS_PER_GRANT}.`,
+      refused: 'accessFieldLimit',
+    };
+  }
+  const total = held - before.length + accessFields.length;
+  if (total > MAX_ACCESS_FIELDS_PER_USER) {
+    return {
+      success: false,
+      message: `The user would hold ${total} access fields in this organization; a user holds at most ${MAX_ACCESS_FIELDS_PER_USER} in one organization.`,
+      refused: 'accessFieldLimit',
+    };
+  }
+  return { accessFields, total };
+}
+
+/** Grants per resource, in order: a temporary grant never replaces a live permanent one; an access-field limit fails that resource. */
+function planGrant(command: GrantsCommandOf<'Grant'>, state: GrantsState): Plan {
   const now = command.metadata.now;
   const { organizationId, userId } = command.data;
   const events: GrantEvent[] = [];
   const outcomes = new Map<string, GrantOutcome>();
-  const revoke = (r: Resource): GrantEvent => ({
-    type: 'GrantRevoked',
-    data: { organizationId, userId, resourceType: r.resourceType, resourceId: r.resourceId, revokedAt: now },
-  });
-  switch (command.type) {
-    case 'Grant': {
-      const grants = { ...state.grants };
-      // The user's live access fields in this organization, kept current as items go.
-      let held = liveFieldCount(grants, now);
-      for (const g of command.data.grants) {
-        const k = resourceKey(g);
-        const current = grants[k];
-        const expiresAt = g.expiresAt ?? null;
-        if (expiresAt !== null && current && current.expiresAt === null) {
-          outcomes.set(k, { success: false, message: 'The user already has permanent access; a temporary grant does not replace it.', refused: 'permanentExists' });
-          continue;
-        }
-        // An expired grant's fields died with it: the new grant starts from none.
-        const before = current && isLive(current, now) ? current.accessFields : [];
-        const accessFields = g.accessFields?.length ? sortedUnique([...before, ...g.accessFields]) : [...before];
-        if (accessFields.length > MAX_ACCESS_FIELDS_PER_GRANT) {
-          outcomes.set(k, {
-            success: false,
-            message: `The user would hold ${accessFields.length} access fields on this resource; a resource holds at most ${MAX_ACCESS_FIELDS_PER_GRANT}.`,
-            refused: 'accessFieldLimit',
-          });
-          continue;
-        }
-        const total = held - before.length + accessFields.length;
-        if (total > MAX_ACCESS_FIELDS_PER_USER) {
-          outcomes.set(k, {
-            success: false,
-            message: `The user would hold ${total} access fields in this organization; a user holds at most ${MAX_ACCESS_FIELDS_PER_USER} in one organization.`,
-            refused: 'accessFieldLimit',
-          });
-          continue;
-        }
-        held = total;
-        grants[k] = { resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt, accessFields };
-        events.push({
-          type: 'GrantAdded',
-          data: {
-            organizationId, userId, resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt, grantedAt: now,
-            ...(accessFields.length > 0 ? { accessFields } : {}),
-          },
-        });
-        outcomes.set(k, { success: true, message: 'Permission added.' });
-      }
-      return { events, outcomes };
+  const grants = { ...state.grants };
+  // The user's live access fields in this organization, kept current as items go.
+  let held = liveFieldCount(grants, now);
+  for (const g of command.data.grants) {
+    const k = resourceKey(g);
+    const current = grants[k];
+    const expiresAt = g.expiresAt ?? null;
+    if (expiresAt !== null && current && current.expiresAt === null) {
+      outcomes.set(k, { success: false, message: 'The user already has permanent access; a temporary grant does not replace it.', refused: 'permanentExists' });
+      continue;
     }
-    case 'Revoke': {
-      const gone = new Set<string>();
-      // Fields removed so far in this command, per grant (a resource may be listed twice).
-      const removed = new Map<string, Set<string>>();
-      for (const r of command.data.resources) {
-        const k = resourceKey(r);
-        const current = state.grants[k];
-        if (!current || gone.has(k)) {
-          outcomes.set(k, { success: true, message: 'Permission does not exist.' });
-          continue;
-        }
-        if (r.accessFields !== undefined) {
-          const already = removed.get(k) ?? new Set<string>();
-          const accessFields = sortedUnique(r.accessFields).filter((f) => current.accessFields.includes(f) && !already.has(f));
-          for (const f of accessFields) already.add(f);
-          removed.set(k, already);
-          if (accessFields.length > 0) {
-            events.push({
-              type: 'AccessFieldsRemoved',
-              data: { organizationId, userId, resourceType: r.resourceType, resourceId: r.resourceId, accessFields, removedAt: now },
-            });
-          }
-          if (!outcomes.has(k)) outcomes.set(k, { success: true, message: 'Access fields removed.' });
-          continue;
-        }
-        gone.add(k);
-        events.push(revoke(r));
-        outcomes.set(k, { success: true, message: 'Permission removed.' });
-      }
-      return { events, outcomes };
+    const fields = fieldsAfter(g, current, held, now);
+    if ('success' in fields) {
+      outcomes.set(k, fields);
+      continue;
     }
-    case 'RevokeAll':
-      return { events: Object.values(state.grants).map(revoke), outcomes };
-    default:
-      return assertNever(command, 'grants command');
+    const { accessFields } = fields;
+    held = fields.total;
+    grants[k] = { resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt, accessFields };
+    events.push({
+      type: 'GrantAdded',
+      data: {
+        organizationId, userId, resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt, grantedAt: now,
+        ...(accessFields.length > 0 ? { accessFields } : {}),
+      },
+    });
+    outcomes.set(k, { success: true, message: 'Permission added.' });
   }
+  return { events, outcomes };
+}
+
+/** Revokes per resource: with `accessFields` only those fields go and the grant stays; a grant not there succeeds. */
+function planRevoke(command: GrantsCommandOf<'Revoke'>, state: GrantsState): Plan {
+  const now = command.metadata.now;
+  const { organizationId, userId } = command.data;
+  const events: GrantEvent[] = [];
+  const outcomes = new Map<string, GrantOutcome>();
+  const gone = new Set<string>();
+  // Fields removed so far in this command, per grant (a resource may be listed twice).
+  const removed = new Map<string, Set<string>>();
+  for (const r of command.data.resources) {
+    const k = resourceKey(r);
+    const current = state.grants[k];
+    if (!current || gone.has(k)) {
+      outcomes.set(k, { success: true, message: 'Permission does not exist.' });
+      continue;
+    }
+    if (r.accessFields !== undefined) {
+      const already = removed.get(k) ?? new Set<string>();
+      const accessFields = sortedUnique(r.accessFields).filter((f) => current.accessFields.includes(f) && !already.has(f));
+      for (const f of accessFields) already.add(f);
+      removed.set(k, already);
+      if (accessFields.length > 0) {
+        events.push({
+          type: 'AccessFieldsRemoved',
+          data: { organizationId, userId, resourceType: r.resourceType, resourceId: r.resourceId, accessFields, removedAt: now },
+        });
+      }
+      if (!outcomes.has(k)) outcomes.set(k, { success: true, message: 'Access fields removed.' });
+      continue;
+    }
+    gone.add(k);
+    events.push(revoked(organizationId, userId, r, now));
+    outcomes.set(k, { success: true, message: 'Permission removed.' });
+  }
+  return { events, outcomes };
 }
 
 /** How many access fields the live grants among `grants` carry. */
@@ -242,9 +272,10 @@ function liveFieldCount(grants: Readonly<Record<string, Grant>>, nowMs: number):
 
 export const decide = (command: GrantsCommand, state: GrantsState): GrantEvent[] => plan(command, state).events;
 
-export const grantsDecider: Decider<GrantsState, GrantsCommand, GrantEvent> = {
+export const grantsDecider: PlanningDecider<GrantsState, GrantsCommand, GrantEvent, GrantOutcome> = {
   name: 'grants',
   initialState,
   evolve,
   decide,
+  plan,
 };

@@ -23,8 +23,7 @@
  * on the read model): resolution looks at that many groups per user.
  */
 import { ApiError, assertNever, notFound } from '../src/shared/errors.js';
-import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
-import type { Planned } from './outcomes.js';
+import type { Command, DomainEvent, Planned, PlanningDecider } from '../src/runtime/decider.js';
 import { streamName } from '../src/shared/ids.js';
 import { resourceKey, type AccessRole, type Resource } from './grant.js';
 
@@ -142,110 +141,143 @@ export const groupNotFound = () => notFound('Organization user group does not ex
 /** A group grant on a group that does not exist fails that resource, as a missing resource does. */
 const groupMissing = (): MemberOutcome => ({ success: false, message: 'Organization user group does not exist.', refused: 'groupNotFound' });
 
-export function plan(command: GroupCommand, state: GroupState): Planned<GroupEvent, MemberOutcome> {
+type GroupCommandOf<T extends GroupCommand['type']> = Extract<GroupCommand, { type: T }>;
+type ActiveGroup = Extract<GroupState, { status: 'active' }>;
+type Plan = Planned<GroupEvent, MemberOutcome>;
+
+export function plan(command: GroupCommand, state: GroupState): Plan {
   const { organizationId, groupId } = command.data;
-  const outcomes = new Map<string, MemberOutcome>();
-  const events: GroupEvent[] = [];
+  const now = command.metadata.now;
   switch (command.type) {
     case 'AddGroup':
       if (state.status === 'active') throw new ApiError('ALREADY_EXISTS', 'Organization user group already exists.');
-      return { events: [{ type: 'UserGroupAdded', data: { organizationId, groupId, groupName: command.data.groupName, createdAt: command.metadata.now } }], outcomes };
+      return { events: [{ type: 'UserGroupAdded', data: { organizationId, groupId, groupName: command.data.groupName, createdAt: now } }], outcomes: new Map() };
     case 'DeleteGroup':
-      return { events: state.status === 'active' ? [{ type: 'UserGroupDeleted', data: { organizationId, groupId, deletedAt: command.metadata.now } }] : [], outcomes };
-    case 'AddMembers': {
+      return { events: state.status === 'active' ? [{ type: 'UserGroupDeleted', data: { organizationId, groupId, deletedAt: now } }] : [], outcomes: new Map() };
+    case 'AddMembers':
       if (state.status !== 'active') throw groupNotFound();
-      const allowed = new Set(command.data.members);
-      const full = new Set(command.data.atGroupLimit ?? []);
-      const joined = new Set(Object.keys(state.members));
-      for (const userId of command.data.userIds) {
-        if (!allowed.has(userId)) {
-          outcomes.set(userId, { success: false, message: 'User is not a member of the organization.' });
-          continue;
-        }
-        if (full.has(userId) && !joined.has(userId)) {
-          outcomes.set(userId, {
-            success: false,
-            message: `User is already in ${MAX_GROUPS_PER_USER} groups of this organization; a user belongs to at most ${MAX_GROUPS_PER_USER} groups in one organization.`,
-          });
-          continue;
-        }
-        if (!joined.has(userId)) events.push({ type: 'UserGroupMemberAdded', data: { organizationId, groupId, userId } });
-        joined.add(userId);
-        outcomes.set(userId, { success: true, message: 'User added to organization user group.' });
-      }
-      return { events, outcomes };
-    }
-    case 'RemoveMembers': {
+      return planAddMembers(command, state);
+    case 'RemoveMembers':
       if (state.status !== 'active') throw groupNotFound();
-      const left = new Set(Object.keys(state.members));
-      for (const userId of command.data.userIds ?? Object.keys(state.members)) {
-        if (!left.has(userId)) {
-          outcomes.set(userId, { success: false, message: 'User is not in the organization user group.' });
-          continue;
-        }
-        left.delete(userId);
-        events.push({ type: 'UserGroupMemberRemoved', data: { organizationId, groupId, userId } });
-        outcomes.set(userId, { success: true, message: 'User deleted from organization user group.' });
-      }
-      return { events, outcomes };
-    }
-    case 'GrantGroupAccess': {
-      const { grants: requested } = command.data;
-      if (state.status !== 'active') {
-        for (const g of requested) outcomes.set(resourceKey(g), groupMissing());
-        return { events, outcomes };
-      }
-      const grants: Record<string, GroupGrant> = { ...state.grants };
-      let held = Object.keys(grants).length;
-      for (const g of requested) {
-        const k = resourceKey(g);
-        const current = grants[k];
-        const expiresAt = g.expiresAt ?? null;
-        if (expiresAt !== null && current && current.expiresAt === null) {
-          outcomes.set(k, { success: false, message: 'The group already has permanent access; a temporary grant does not replace it.', refused: 'permanentExists' });
-          continue;
-        }
-        if (!current && held >= MAX_GRANTS_PER_GROUP) {
-          outcomes.set(k, {
-            success: false,
-            message: `The group already holds ${held} grants; a group holds at most ${MAX_GRANTS_PER_GROUP} (remove one first).`,
-            refused: 'grantLimit',
-          });
-          continue;
-        }
-        if (!current) held++;
-        grants[k] = { resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt };
-        events.push({
-          type: 'GroupAccessGranted',
-          data: { organizationId, groupId, resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt, grantedAt: command.metadata.now },
-        });
-        outcomes.set(k, { success: true, message: 'Permission added.' });
-      }
-      return { events, outcomes };
-    }
-    case 'RevokeGroupAccess': {
-      const gone = new Set<string>();
-      for (const r of command.data.resources) {
-        const k = resourceKey(r);
-        if (state.status !== 'active') {
-          outcomes.set(k, groupMissing());
-          continue;
-        }
-        if (!state.grants[k] || gone.has(k)) {
-          outcomes.set(k, { success: true, message: 'Permission does not exist.' });
-          continue;
-        }
-        gone.add(k);
-        events.push({ type: 'GroupAccessRevoked', data: { organizationId, groupId, resourceType: r.resourceType, resourceId: r.resourceId, revokedAt: command.metadata.now } });
-        outcomes.set(k, { success: true, message: 'Permission removed.' });
-      }
-      return { events, outcomes };
-    }
+      return planRemoveMembers(command, state);
+    case 'GrantGroupAccess':
+      return planGrantAccess(command, state);
+    case 'RevokeGroupAccess':
+      return planRevokeAccess(command, state);
     default:
       return assertNever(command, 'group command');
   }
 }
 
+/** Members join one by one: a user who is no organization member, or already in too many groups, fails alone. */
+function planAddMembers(command: GroupCommandOf<'AddMembers'>, state: ActiveGroup): Plan {
+  const { organizationId, groupId } = command.data;
+  const outcomes = new Map<string, MemberOutcome>();
+  const events: GroupEvent[] = [];
+  const allowed = new Set(command.data.members);
+  const full = new Set(command.data.atGroupLimit ?? []);
+  const joined = new Set(Object.keys(state.members));
+  for (const userId of command.data.userIds) {
+    if (!allowed.has(userId)) {
+      outcomes.set(userId, { success: false, message: 'User is not a member of the organization.' });
+      continue;
+    }
+    if (full.has(userId) && !joined.has(userId)) {
+      outcomes.set(userId, {
+        success: false,
+        message: `User is already in ${MAX_GROUPS_PER_USER} groups of this organization; a user belongs to at most ${MAX_GROUPS_PER_USER} groups in one organization.`,
+      });
+      continue;
+    }
+    if (!joined.has(userId)) events.push({ type: 'UserGroupMemberAdded', data: { organizationId, groupId, userId } });
+    joined.add(userId);
+    outcomes.set(userId, { success: true, message: 'User added to organization user group.' });
+  }
+  return { events, outcomes };
+}
+
+/** Members leave one by one (every member when `userIds` is null); one not in the group fails alone. */
+function planRemoveMembers(command: GroupCommandOf<'RemoveMembers'>, state: ActiveGroup): Plan {
+  const { organizationId, groupId } = command.data;
+  const outcomes = new Map<string, MemberOutcome>();
+  const events: GroupEvent[] = [];
+  const left = new Set(Object.keys(state.members));
+  for (const userId of command.data.userIds ?? Object.keys(state.members)) {
+    if (!left.has(userId)) {
+      outcomes.set(userId, { success: false, message: 'User is not in the organization user group.' });
+      continue;
+    }
+    left.delete(userId);
+    events.push({ type: 'UserGroupMemberRemoved', data: { organizationId, groupId, userId } });
+    outcomes.set(userId, { success: true, message: 'User deleted from organization user group.' });
+  }
+  return { events, outcomes };
+}
+
+/**
+ * Grants per resource: a temporary grant never replaces a live permanent one, and a new
+ * resource beyond MAX_GRANTS_PER_GROUP fails; on a group that does not exist every resource fails.
+ */
+function planGrantAccess(command: GroupCommandOf<'GrantGroupAccess'>, state: GroupState): Plan {
+  const { organizationId, groupId, grants: requested } = command.data;
+  const outcomes = new Map<string, MemberOutcome>();
+  const events: GroupEvent[] = [];
+  if (state.status !== 'active') {
+    for (const g of requested) outcomes.set(resourceKey(g), groupMissing());
+    return { events, outcomes };
+  }
+  const grants: Record<string, GroupGrant> = { ...state.grants };
+  let held = Object.keys(grants).length;
+  for (const g of requested) {
+    const k = resourceKey(g);
+    const current = grants[k];
+    const expiresAt = g.expiresAt ?? null;
+    if (expiresAt !== null && current && current.expiresAt === null) {
+      outcomes.set(k, { success: false, message: 'The group already has permanent access; a temporary grant does not replace it.', refused: 'permanentExists' });
+      continue;
+    }
+    if (!current && held >= MAX_GRANTS_PER_GROUP) {
+      outcomes.set(k, {
+        success: false,
+        message: `The group already holds ${held} grants; a group holds at most ${MAX_GRANTS_PER_GROUP} (remove one first).`,
+        refused: 'grantLimit',
+      });
+      continue;
+    }
+    if (!current) held++;
+    grants[k] = { resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt };
+    events.push({
+      type: 'GroupAccessGranted',
+      data: { organizationId, groupId, resourceType: g.resourceType, resourceId: g.resourceId, accessRole: g.accessRole, expiresAt, grantedAt: command.metadata.now },
+    });
+    outcomes.set(k, { success: true, message: 'Permission added.' });
+  }
+  return { events, outcomes };
+}
+
+/** Revokes per resource; a grant that is not there succeeds ("Permission does not exist."). */
+function planRevokeAccess(command: GroupCommandOf<'RevokeGroupAccess'>, state: GroupState): Plan {
+  const { organizationId, groupId } = command.data;
+  const outcomes = new Map<string, MemberOutcome>();
+  const events: GroupEvent[] = [];
+  const gone = new Set<string>();
+  for (const r of command.data.resources) {
+    const k = resourceKey(r);
+    if (state.status !== 'active') {
+      outcomes.set(k, groupMissing());
+      continue;
+    }
+    if (!state.grants[k] || gone.has(k)) {
+      outcomes.set(k, { success: true, message: 'Permission does not exist.' });
+      continue;
+    }
+    gone.add(k);
+    events.push({ type: 'GroupAccessRevoked', data: { organizationId, groupId, resourceType: r.resourceType, resourceId: r.resourceId, revokedAt: command.metadata.now } });
+    outcomes.set(k, { success: true, message: 'Permission removed.' });
+  }
+  return { events, outcomes };
+}
+
 export const decide = (command: GroupCommand, state: GroupState): GroupEvent[] => plan(command, state).events;
 
-export const groupDecider: Decider<GroupState, GroupCommand, GroupEvent> = { name: 'usergroup', initialState, evolve, decide };
+export const groupDecider: PlanningDecider<GroupState, GroupCommand, GroupEvent, MemberOutcome> = { name: 'usergroup', initialState, evolve, decide, plan };

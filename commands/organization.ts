@@ -11,7 +11,7 @@
  * sharing the stream with folder writes costs nothing measurable.
  */
 import { ApiError, assertNever, notFound } from '../src/shared/errors.js';
-import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
+import type { Command, DomainEvent, Planned, PlanningDecider } from '../src/runtime/decider.js';
 import {
   emptyTree,
   evolveTree,
@@ -27,7 +27,6 @@ import {
   type NewFolder,
   type Tree,
 } from './folder-tree.js';
-import type { Planned } from './outcomes.js';
 import { streamName } from '../src/shared/ids.js';
 
 /** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
@@ -115,7 +114,7 @@ function active(state: OrganizationState) {
 export type Outcome = ItemOutcome & Record<string, unknown>;
 const single = (events: OrganizationEvent[]): Planned<OrganizationEvent, Outcome> => ({ events, outcomes: new Map() });
 
-/** Events and per-item outcomes; `decide` keeps the events (commands/outcomes.ts). */
+/** Events and per-item outcomes (a folders batch answers per folder); `decide` keeps the events. */
 export function plan(command: OrganizationCommand, state: OrganizationState): Planned<OrganizationEvent, Outcome> {
   const now = command.metadata.now;
   const { organizationId } = command.data;
@@ -168,9 +167,10 @@ export function plan(command: OrganizationCommand, state: OrganizationState): Pl
 export const decide = (command: OrganizationCommand, state: OrganizationState): OrganizationEvent[] =>
   plan(command, state).events;
 
-export const organizationDecider: Decider<OrganizationState, OrganizationCommand, OrganizationEvent> = {
+export const organizationDecider: PlanningDecider<OrganizationState, OrganizationCommand, OrganizationEvent, Outcome> = {
   name: 'organization',
   initialState,
   evolve,
   decide,
+  plan,
 };

@@ -11,7 +11,7 @@ import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
 import { CommandHandler } from '../src/runtime/command-handler.js';
 import { ProjectionRunner } from '../src/runtime/projection-runner.js';
 import { defineProjection } from '../src/runtime/projection.js';
-import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
+import type { Command, Decider, DomainEvent, PlanningDecider } from '../src/runtime/decider.js';
 import type { EventMetadata, EventStore } from '../src/ports/event-store.js';
 import { ApiError, invalidArgument } from '../src/shared/errors.js';
 import { tempDir } from './support/app.js';
@@ -28,6 +28,12 @@ const counter: Decider<{ total: number }, CounterCommand, CounterEvent> = {
     if (s.total + c.data.by > c.data.limit) throw invalidArgument('limit reached');
     return c.data.by === 0 ? [] : [{ type: 'Incremented', data: { by: c.data.by } }];
   },
+};
+// The counter with an outcome per command: the total its decision saw, and whether it added.
+const planningCounter: PlanningDecider<{ total: number }, CounterCommand, CounterEvent, string> = {
+  ...counter,
+  name: 'counter',
+  plan: (c, s) => ({ events: counter.decide(c, s), outcomes: new Map([['seen', `${s.total}${c.data.by === 0 ? ' unchanged' : ''}`]]) }),
 };
 const inc = (by: number, limit = 1_000_000): CounterCommand => ({ type: 'Increment', data: { by, limit }, metadata: { now: 1 } });
 const meta: EventMetadata = { requestId: 'req-1', actor: 'test', time: 1, apiKey: 'k' };
@@ -90,6 +96,21 @@ H('concurrent commands from several processes are retried with fresh state: no l
   assert.ok(ok <= 6, 'the limit held under concurrency');
   const total = events.reduce((n, e) => n + (e.data.by as number), 0);
   assert.ok(total <= 6);
+});
+
+H('a planned command answers the outcomes of the decision appended: a conflict plans again on fresh state', async ({ store }) => {
+  const a = new CommandHandler(store);
+  await a.handle(counter, 'counter-p', inc(1), meta);
+  // Another process appends: a's cached state (total 1) is stale, its first plan's append conflicts.
+  await new CommandHandler(store).handle(counter, 'counter-p', inc(1), meta);
+  const r = await a.handlePlan(planningCounter, 'counter-p', inc(1), meta);
+  assert.equal([...r.outcomes], [['seen', '2']], 'the outcome of the plan that landed, not of the stale one');
+  assert.equal(r.state, { total: 3 });
+  assert.is(r.events.length, 1);
+  assert.ok(r.position);
+  const none = await a.handlePlan(planningCounter, 'counter-p', inc(0), meta);
+  assert.equal([...none.outcomes], [['seen', '3 unchanged']], 'a decision that appends nothing still answers its outcomes');
+  assert.is(none.position, undefined);
 });
 
 H('after the retry budget a conflict answers ABORTED', async ({ store }) => {

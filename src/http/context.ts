@@ -4,8 +4,8 @@
  * and remembers how far the log moved so the response can wait for the read models.
  */
 import type { EventMetadata, LogPosition } from '../ports/event-store.js';
-import { stamp, type Decider, type DomainEvent, type Unstamped } from '../runtime/decider.js';
-import type { HandleResult } from '../runtime/command-handler.js';
+import { stamp, type Decider, type DomainEvent, type PlanningDecider, type Unstamped } from '../runtime/decider.js';
+import type { HandleResult, PlannedResult } from '../runtime/command-handler.js';
 import type { Services } from '../composition/services.js';
 
 /** The API key a request in API-key mode acts for: the tenant every read and write is scoped to. */
@@ -69,6 +69,13 @@ export class RequestContext {
   /** Runs `command` with this request's metadata; a command without `metadata` gets `{ now: this.now }`. */
   async execute<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string, command: Unstamped<C>): Promise<HandleResult<S, E>> {
     const result = await this.services.commands.handle(decider, stream, stamp<C>(command, this.now), this.metadata());
+    if (result.position && (!this.lastPosition || result.position > this.lastPosition)) this.lastPosition = result.position;
+    return result;
+  }
+
+  /** `execute` for a planning decider: the result carries the per-item outcomes of the decision appended. */
+  async executePlan<S, C, E extends DomainEvent, O>(decider: PlanningDecider<S, C, E, O>, stream: string, command: Unstamped<C>): Promise<PlannedResult<S, E, O>> {
+    const result = await this.services.commands.handlePlan(decider, stream, stamp<C>(command, this.now), this.metadata());
     if (result.position && (!this.lastPosition || result.position > this.lastPosition)) this.lastPosition = result.position;
     return result;
   }

@@ -19,7 +19,7 @@ import {
   type LogPosition,
   type RecordedEvent,
 } from '../ports/event-store.js';
-import type { Decider, DomainEvent } from './decider.js';
+import type { Decider, DomainEvent, Planned, PlanningDecider } from './decider.js';
 import { newEventId } from '../shared/ids.js';
 import { evictOldest } from '../shared/evict.js';
 
@@ -30,6 +30,14 @@ export interface HandleResult<State, Event> {
   /** Log position of the last appended event; undefined when `decide` returned no events. */
   position?: LogPosition;
 }
+
+/** A planned command's result: what `handle` answers, with the outcomes of the decision that was kept. */
+export interface PlannedResult<State, Event, Outcome> extends HandleResult<State, Event> {
+  outcomes: Map<string, Outcome>;
+}
+
+/** One decision inside the handler: `decide`'s events, or a plan's events and outcomes. */
+type Decision<E, O> = { events: E[]; outcomes: O };
 
 interface CacheEntry {
   decider: string;
@@ -86,11 +94,30 @@ export class CommandHandler {
     command: C,
     metadata: EventMetadata,
   ): Promise<HandleResult<S, E>> {
+    const decide = (c: C, s: S): Decision<E, undefined> => ({ events: decider.decide(c, s), outcomes: undefined });
+    return this.enqueue(stream, () => this.decideAndAppend(decider, decide, stream, command, metadata)).then(({ result }) => result);
+  }
+
+  /**
+   * `handle` for a planning decider: the result carries the outcomes of the plan whose events
+   * were appended. A revision conflict plans again on fresh state, so the outcomes answered
+   * are always those of the decision that landed (or of the last one, when nothing did).
+   */
+  async handlePlan<S, C, E extends DomainEvent, O>(
+    decider: PlanningDecider<S, C, E, O>,
+    stream: string,
+    command: C,
+    metadata: EventMetadata,
+  ): Promise<PlannedResult<S, E, O>> {
+    const plan = (c: C, s: S): Planned<E, O> => decider.plan(c, s);
+    const { result, outcomes } = await this.enqueue(stream, () => this.decideAndAppend(decider, plan, stream, command, metadata));
+    return { ...result, outcomes };
+  }
+
+  /** Runs `work` after every earlier command on `stream` settled (the per-stream queue). */
+  private enqueue<T>(stream: string, work: () => Promise<T>): Promise<T> {
     const previous = this.queues.get(stream) ?? Promise.resolve();
-    const run = previous.then(
-      () => this.decideAndAppend(decider, stream, command, metadata),
-      () => this.decideAndAppend(decider, stream, command, metadata),
-    );
+    const run = previous.then(work, work);
     const settled = run.catch(() => undefined);
     this.queues.set(stream, settled);
     void settled.then(() => {
@@ -99,12 +126,13 @@ export class CommandHandler {
     return run;
   }
 
-  private async decideAndAppend<S, C, E extends DomainEvent>(
+  private async decideAndAppend<S, C, E extends DomainEvent, O>(
     decider: Decider<S, C, E>,
+    decide: (command: C, state: S) => Decision<E, O>,
     stream: string,
     command: C,
     metadata: EventMetadata,
-  ): Promise<HandleResult<S, E>> {
+  ): Promise<{ result: HandleResult<S, E>; outcomes: O }> {
     for (let attempt = 0; ; attempt++) {
       // First attempt: decide without asking the store, on the state this process has cached,
       // or, for a stream it has never seen, on the initial state (most such commands create
@@ -113,21 +141,22 @@ export class CommandHandler {
       // retry loads). Only an append can be checked that way: a refusal or a no-op on the
       // guessed state is decided again on a fresh one.
       let loaded = attempt === 0 ? this.cachedState(decider, stream) ?? { state: decider.initialState(), revision: -1 } : null;
-      let events: E[] = [];
+      let decision: Decision<E, O> | null = null;
       if (loaded) {
         try {
-          events = decider.decide(command, loaded.state);
+          decision = decide(command, loaded.state);
         } catch {
-          events = [];
+          decision = null;
         }
-        if (events.length === 0) loaded = null;
+        if (!decision || decision.events.length === 0) loaded = null;
       }
       if (!loaded) {
         loaded = await this.load(decider, stream);
-        events = decider.decide(command, loaded.state);
+        decision = decide(command, loaded.state);
       }
+      const { events, outcomes } = decision!;
       const { state, revision } = loaded;
-      if (events.length === 0) return { state, events };
+      if (events.length === 0) return { result: { state, events }, outcomes };
       const appendStarted = performance.now();
       try {
         const result = await this.store.append(
@@ -138,7 +167,7 @@ export class CommandHandler {
         this.onAppendTimed?.((performance.now() - appendStarted) / 1000);
         const next = events.reduce(decider.evolve, state);
         this.remember(stream, decider.name, next, result.nextRevision);
-        return { state: next, events, position: result.position };
+        return { result: { state: next, events, position: result.position }, outcomes };
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError)) throw error;
         if (attempt >= this.maxRetries) {

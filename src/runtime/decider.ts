@@ -36,3 +36,22 @@ export function stamp<C>(command: Unstamped<C>, now: number): C {
   const c = command as { metadata?: unknown };
   return (c.metadata ? command : { ...command, metadata: { now } }) as C;
 }
+
+/**
+ * What a batch command's decision returns: the events to append and each item's outcome,
+ * keyed by item (a folder id, a user id, a resource key). A folders batch, say, appends the
+ * folders that could be added and answers "Folder already exists" for the others.
+ */
+export interface Planned<E, O> {
+  events: E[];
+  outcomes: Map<string, O>;
+}
+
+/**
+ * A decider whose decision carries per-item outcomes beside its events: `plan` is pure like
+ * `decide`, and `decide` is `plan(...).events`. The command handler's `handlePlan` runs it
+ * and returns the outcomes of the decision whose events were appended.
+ */
+export interface PlanningDecider<S, C, E extends DomainEvent, O> extends Decider<S, C, E> {
+  plan: (command: C, state: S) => Planned<E, O>;
+}

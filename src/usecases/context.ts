@@ -3,16 +3,18 @@
  * (src/http/context.ts) satisfies these types, and so does the context the CLI builds, so a
  * use case runs the same from a route and from the command line without importing HTTP.
  */
-import type { Decider, DomainEvent, Unstamped } from '../runtime/decider.js';
-import type { HandleResult } from '../runtime/command-handler.js';
+import type { Decider, DomainEvent, PlanningDecider, Unstamped } from '../runtime/decider.js';
+import type { HandleResult, PlannedResult } from '../runtime/command-handler.js';
 import type { Services } from '../composition/services.js';
 
 export interface UseCaseContext {
   /** The clock reading every event of the call is stamped with. */
   readonly now: number;
-  readonly services: Pick<Services, 'commands' | 'secrets'>;
+  readonly services: Pick<Services, 'commands' | 'secrets' | 'read' | 'config'>;
   /** Runs a command with the caller's metadata (who, which request), `metadata.now` stamped from `now` when left out. */
   execute<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string, command: Unstamped<C>): Promise<HandleResult<S, E>>;
+  /** `execute` for a planning decider: the result carries the outcomes of the decision that was appended. */
+  executePlan<S, C, E extends DomainEvent, O>(decider: PlanningDecider<S, C, E, O>, stream: string, command: Unstamped<C>): Promise<PlannedResult<S, E, O>>;
 }
 
 /** A use case that acts inside one API key's data (its streams are named by the key). */

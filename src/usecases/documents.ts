@@ -20,7 +20,7 @@ import { documentsPage } from '../../queries/documents.js';
 import { requireOrganization } from '../../queries/organizations.js';
 import { DEFAULT_PAGE_SIZE } from '../../queries/paging.js';
 import { ApiError, invalidArgument, notFound, type StatusCode } from '../shared/errors.js';
-import { eachItem, item, itemCode, keyed, unique, type Failure, type Outcome } from './batch.js';
+import { eachItem, item, itemCode, keyed, unique, type Failure, type Outcome } from './items.js';
 import type { TenantContext, TenantReadContext } from './context.js';
 import { organizationTree } from './organization-tree.js';
 

@@ -7,10 +7,10 @@
  */
 import { documentDecider, documentStream } from '../../commands/document.js';
 import { getFolder } from '../../commands/folder-tree.js';
-import { grantsDecider, plan, resourceKey, sortedUnique, grantsStream, type ACCESS_ROLES, type GrantOutcome, type GrantRequest, type GrantsCommand, type Resource, type ResourceType } from '../../commands/grant.js';
-import { groupDecider, groupStream, plan as groupPlan, type MemberOutcome } from '../../commands/group.js';
+import { grantsDecider, resourceKey, sortedUnique, grantsStream, type ACCESS_ROLES, type GrantOutcome, type GrantRequest, type GrantsCommand, type Resource, type ResourceType } from '../../commands/grant.js';
+import { groupDecider, groupStream, type GroupCommand, type MemberOutcome } from '../../commands/group.js';
+import { stamp, type Unstamped } from '../runtime/decider.js';
 import { organizationDecider, organizationStream } from '../../commands/organization.js';
-import { capturing } from '../../commands/outcomes.js';
 import type { TenantContext } from './context.js';
 
 /**
@@ -33,14 +33,14 @@ export type ResourceOutcome = { success: boolean; type: GrantResource['type']; m
 /** `{ [id]: outcome }`, built with own data properties (an id like "__proto__" stays a plain key). */
 const byId = (entries: ReadonlyArray<readonly [string, ResourceOutcome]>): Record<string, ResourceOutcome> => Object.fromEntries(entries);
 
-export const orgOf = (r: GrantResource) => (r.type === 'organization' ? r.id : r.organizationId!);
+const orgOf = (r: GrantResource) => (r.type === 'organization' ? r.id : r.organizationId!);
 
 /**
  * A resource's `context.access` as access fields: `{ widgetId: [1, "a"], team: "x" }` is
  * `["team:x", "widgetId:1", "widgetId:a"]` (numbers in JavaScript's own text form, sorted,
  * each once); undefined without `context`.
  */
-export function accessFieldsOf(r: GrantResource): string[] | undefined {
+function accessFieldsOf(r: GrantResource): string[] | undefined {
   if (r.context === undefined) return undefined;
   const out: string[] = [];
   for (const [name, v] of Object.entries(r.context.access ?? {})) {
@@ -48,7 +48,7 @@ export function accessFieldsOf(r: GrantResource): string[] | undefined {
   }
   return sortedUnique(out);
 }
-export const toResource = (r: GrantResource): Resource => ({ resourceType: r.type as ResourceType, resourceId: r.id });
+const toResource = (r: GrantResource): Resource => ({ resourceType: r.type as ResourceType, resourceId: r.id });
 
 /** Why a resource cannot carry a grant, or null when it exists. */
 async function missing(ctx: TenantContext, r: GrantResource): Promise<string | null> {
@@ -71,7 +71,7 @@ type Decided = { success: boolean; message: string; refused?: GrantOutcome['refu
  * each resource's outcome by `resourceKey`), keys outcomes by resource id; a missing resource
  * fails alone.
  */
-export async function perOrganization(
+async function perOrganization(
   ctx: TenantContext,
   resources: GrantResource[],
   run: (organizationId: string, rs: GrantResource[]) => Promise<Map<string, Decided>>,
@@ -97,21 +97,17 @@ export async function perOrganization(
 }
 
 /** Runs `command` on the user's grants stream in `organizationId`; the outcomes it decided. */
-export async function onUserGrants(ctx: TenantContext, userId: string, organizationId: string, command: GrantsCommand) {
-  const run = capturing(grantsDecider, plan);
-  await ctx.execute(run.decider, grantsStream(ctx.apiKey, organizationId, userId), command);
-  return run.outcomes();
+async function onUserGrants(ctx: TenantContext, userId: string, organizationId: string, command: Unstamped<GrantsCommand>) {
+  return (await ctx.executePlan(grantsDecider, grantsStream(ctx.apiKey, organizationId, userId), command)).outcomes;
 }
 
 /** Runs a group-grant command on the stream of the group `groupId` of `organizationId`. */
-export async function onGroupGrants(ctx: TenantContext, groupId: string, organizationId: string, command: Parameters<typeof groupPlan>[0]) {
-  const run = capturing(groupDecider, groupPlan);
-  await ctx.execute(run.decider, groupStream(ctx.apiKey, organizationId, groupId), command);
-  return run.outcomes();
+async function onGroupGrants(ctx: TenantContext, groupId: string, organizationId: string, command: Unstamped<GroupCommand>) {
+  return (await ctx.executePlan(groupDecider, groupStream(ctx.apiKey, organizationId, groupId), command)).outcomes;
 }
 
 /** The Grant command for `rs`, resources of one organization. */
-function grantCommand(ctx: TenantContext, userId: string, organizationId: string, rs: GrantResource[]): GrantsCommand {
+function grantCommand(userId: string, organizationId: string, rs: GrantResource[]): Unstamped<GrantsCommand> {
   return {
     type: 'Grant',
     data: {
@@ -124,13 +120,12 @@ function grantCommand(ctx: TenantContext, userId: string, organizationId: string
         ...(r.context !== undefined ? { accessFields: accessFieldsOf(r) } : {}),
       })),
     },
-    metadata: { now: ctx.now },
   };
 }
 
 /** Grants `resources` to `userId` as /v2/auth/permissions/add does; outcomes keyed by resource id. */
 export function addGrants(ctx: TenantContext, userId: string, resources: GrantResource[]) {
-  return perOrganization(ctx, resources, (organizationId, rs) => onUserGrants(ctx, userId, organizationId, grantCommand(ctx, userId, organizationId, rs)));
+  return perOrganization(ctx, resources, (organizationId, rs) => onUserGrants(ctx, userId, organizationId, grantCommand(userId, organizationId, rs)));
 }
 
 /** Grants `resources` to the group `groupId` (of each resource's organization), as permissions/add with `group` does. */
@@ -142,7 +137,30 @@ export function addGroupGrants(ctx: TenantContext, groupId: string, resources: G
       groupId,
       grants: rs.map((r) => ({ ...toResource(r), accessRole: r.accessRole ?? 'editor', expiresAt: r.expiresAt ?? null })),
     },
-    metadata: { now: ctx.now },
+  }));
+}
+
+/**
+ * Revokes `userId`'s grants on `resources` as /v2/auth/permissions/remove does: a resource
+ * with `context` loses those access fields only; without, the grant goes. A missing resource
+ * fails alone (semantics §4a).
+ */
+export function removeGrants(ctx: TenantContext, userId: string, resources: GrantResource[]) {
+  return perOrganization(ctx, resources, (organizationId, rs) => onUserGrants(ctx, userId, organizationId, {
+    type: 'Revoke',
+    data: {
+      organizationId,
+      userId,
+      resources: rs.map((r) => ({ ...toResource(r), ...(r.context !== undefined ? { accessFields: accessFieldsOf(r) } : {}) })),
+    },
+  }));
+}
+
+/** Revokes the group `groupId`'s grants on `resources` (from every member at once). */
+export function removeGroupGrants(ctx: TenantContext, groupId: string, resources: GrantResource[]) {
+  return perOrganization(ctx, resources, (organizationId, rs) => onGroupGrants(ctx, groupId, organizationId, {
+    type: 'RevokeGroupAccess',
+    data: { organizationId, groupId, resources: rs.map(toResource) },
   }));
 }
 
@@ -156,7 +174,7 @@ export async function accessFieldRefusals(ctx: TenantContext, userId: string, re
   const out: Array<[string, string]> = [];
   await Promise.all([...byOrg].map(async ([organizationId, rs]) => {
     const { state } = await ctx.services.commands.load(grantsDecider, grantsStream(ctx.apiKey, organizationId, userId));
-    const { outcomes } = plan(grantCommand(ctx, userId, organizationId, rs), state);
+    const { outcomes } = grantsDecider.plan(stamp<GrantsCommand>(grantCommand(userId, organizationId, rs), ctx.now), state);
     for (const r of rs) {
       const o = outcomes.get(resourceKey(toResource(r)));
       if (o?.refused === 'accessFieldLimit') out.push([r.id, o.message]);

@@ -19,7 +19,7 @@ import { requireOrganization } from '../../queries/organizations.js';
 import { DEFAULT_PAGE_SIZE } from '../../queries/paging.js';
 import { documentUsersPage, usersPage } from '../../queries/users.js';
 import { invalidArgument, notFound } from '../shared/errors.js';
-import { eachItem, firstById, item, keyed, unique, type Outcome } from './batch.js';
+import { eachItem, firstById, item, keyed, unique, type Outcome } from './items.js';
 import type { TenantContext, TenantReadContext } from './context.js';
 import { organizationTree } from './organization-tree.js';
 

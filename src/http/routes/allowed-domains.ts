@@ -1,7 +1,8 @@
 /**
  * `/v2/workspace/domains/add`, `delete`, `get` (API-key mode, as the hosted API): the calling
  * key's allowed domains, the origins whose browser pages may call the user-token routes
- * (src/http/cors.ts). What an entry is and how it is normalized: commands/allowed-domains.ts.
+ * (src/http/cors.ts). What an entry is and how it is normalized: commands/allowed-domains.ts;
+ * what each route does: src/usecases/allowed-domains.ts.
  *
  * Messages and shapes are the hosted API's. One deliberate difference (docs/compatibility.md):
  * when some entries were already there (add) or not there (delete), the hosted API answers
@@ -10,44 +11,12 @@
  * two lists in `data`, since nothing failed and a client retrying on a 500 would loop.
  */
 import { z } from 'zod';
-import { API_KEY_NOT_FOUND, workspaceDecider, workspaceStream } from '../../../commands/workspace.js';
-import { MAX_DOMAIN_INPUT, MAX_DOMAINS_PER_CALL, MAX_DOMAINS_PER_KEY, domainToRemove, normalizeDomain } from '../../../commands/allowed-domains.js';
-import { allowedDomainsOf } from '../../../queries/allowed-domains.js';
-import { BugError, invalidArgument, notFound } from '../../shared/errors.js';
+import { MAX_DOMAIN_INPUT, MAX_DOMAINS_PER_CALL, MAX_DOMAINS_PER_KEY } from '../../../commands/allowed-domains.js';
+import { addAllowedDomains, listAllowedDomains, removeAllowedDomains } from '../../usecases/allowed-domains.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import type { RequestContext } from '../context.js';
 import { text } from '../validation.js';
 
 const domainsInput = () => z.object({ domains: z.array(text(MAX_DOMAIN_INPUT)).min(1).max(MAX_DOMAINS_PER_CALL) });
-
-/** Each entry in stored form, or INVALID_ARGUMENT naming the first that is none (`data.<field>[i]`). */
-export function normalizeAllowedDomains(domains: readonly string[], fieldName = 'domains'): string[] {
-  return domains.map((d, i) => {
-    const n = normalizeDomain(d);
-    if (!n.ok) {
-      const field = `data.${fieldName}[${i}]`;
-      throw invalidArgument(`${field} (${JSON.stringify(d)}) ${n.reason}.`, { fields: [{ field, code: 'invalid_domain' }] });
-    }
-    return n.entry;
-  });
-}
-
-/** The distinct entries of `entries` that `changed` does not hold, in request order. */
-const skipped = (entries: readonly string[], changed: readonly string[]) => [...new Set(entries)].filter((e) => !changed.includes(e));
-
-/** The entries an allowed-domain event of this call carries (none when nothing changed). */
-async function change(ctx: RequestContext, type: 'AddAllowedDomains' | 'RemoveAllowedDomains', domains: string[]): Promise<string[]> {
-  const r = await ctx.execute(workspaceDecider, workspaceStream(ctx.tenant!.workspaceId), {
-    type,
-    data: { apiKey: ctx.apiKey, domains },
-  });
-  const event = r.events[0];
-  if (!event) return [];
-  if (event.type !== 'ApiKeyAllowedDomainsAdded' && event.type !== 'ApiKeyAllowedDomainsRemoved') {
-    throw new BugError(`${type} decided ${event.type}`);
-  }
-  return event.data.domains;
-}
 
 const entryList = (what: string) => z.array(z.string()).describe(what);
 
@@ -83,12 +52,10 @@ export function allowedDomainRoutes(): AnyRoute[] {
     // NOT_FOUND: the calling key was deleted since it authenticated this request.
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
-      const entries = normalizeAllowedDomains(data.domains);
-      const added = await change(ctx, 'AddAllowedDomains', entries);
-      const skippedDomains = skipped(entries, added);
-      return skippedDomains.length === 0
+      const { added, skipped } = await addAllowedDomains(ctx, data.domains);
+      return skipped.length === 0
         ? { message: 'Domain(s) added successfully to allowed domains.', data: { domainsAdded: added } }
-        : { message: 'Domain(s) added successfully to allowed domains. Skipped existing domains.', data: { domainsAdded: added, skippedDomains } };
+        : { message: 'Domain(s) added successfully to allowed domains. Skipped existing domains.', data: { domainsAdded: added, skippedDomains: skipped } };
     },
   });
 
@@ -114,12 +81,10 @@ export function allowedDomainRoutes(): AnyRoute[] {
     }),
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
-      const entries = data.domains.map(domainToRemove);
-      const removed = await change(ctx, 'RemoveAllowedDomains', entries);
-      const skippedDomains = skipped(entries, removed);
-      return skippedDomains.length === 0
+      const { removed, skipped } = await removeAllowedDomains(ctx, data.domains);
+      return skipped.length === 0
         ? { message: 'Domain(s) removed successfully from allowed domains.', data: { domainsRemoved: removed } }
-        : { message: 'Domain(s) removed successfully from allowed domains. Skipped non-existing domains.', data: { domainsRemoved: removed, skippedDomains } };
+        : { message: 'Domain(s) removed successfully from allowed domains. Skipped non-existing domains.', data: { domainsRemoved: removed, skippedDomains: skipped } };
     },
   });
 
@@ -136,13 +101,7 @@ export function allowedDomainRoutes(): AnyRoute[] {
     schema: z.object({}),
     response: z.object({ allowedDomains: entryList('The key\'s entries.') }),
     errors: ['NOT_FOUND'],
-    async handler(_data, ctx) {
-      const allowedDomains = await allowedDomainsOf(ctx.services.read, ctx.apiKey);
-      // The caller's key authenticated this request; it can only be gone when it was
-      // deleted in between.
-      if (!allowedDomains) throw notFound(API_KEY_NOT_FOUND);
-      return { message: 'Allowed domains retrieved successfully.', data: { allowedDomains } };
-    },
+    handler: async (_data, ctx) => ({ message: 'Allowed domains retrieved successfully.', data: { allowedDomains: await listAllowedDomains(ctx) } }),
   });
 
   return [add, remove, get];

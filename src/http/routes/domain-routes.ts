@@ -11,12 +11,12 @@ import { accessQueryRoutes } from './access-queries.js';
 
 export function domainRoutes(services: Services): AnyRoute[] {
   return [
-    ...organizationRoutes(services),
-    ...folderRoutes(services),
+    ...organizationRoutes(),
+    ...folderRoutes(),
     ...documentRoutes(services),
     ...userRoutes(services),
-    ...groupRoutes(services),
-    ...permissionRoutes(services),
+    ...groupRoutes(),
+    ...permissionRoutes(),
     ...accessQueryRoutes(services),
   ];
 }

@@ -12,8 +12,6 @@ import { ACCESS_ROLES, MAX_ACCESS_FIELDS_PER_GRANT } from '../../../commands/gra
 import { id } from '../validation.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../../queries/paging.js';
 
-// The per-item helpers live with the use cases that run the batches; re-exported for the routes.
-export { eachItem, item, keyed, unique, type Failure, type Outcome } from '../../usecases/batch.js';
 
 export const accessType = () => z.enum(ACCESS_TYPES);
 export const pageSize = () => z.number().int().min(1).max(MAX_PAGE_SIZE).optional();
@@ -100,6 +98,10 @@ export function pageAnswer(message: string, page: { rows: unknown; pageToken?: s
     ...(page.pageToken ? { extra: { nextPageToken: page.pageToken } } : {}),
   };
 }
+
+// Per-item outcomes and how a batch collects them are the use cases' (src/usecases/items.ts);
+// re-exported for the routes that build their answers with them.
+export { eachItem, firstById, item, itemCode, keyed, unique, type Failure, type Outcome } from '../../usecases/items.js';
 
 // ---- grants (permissions/add|remove and generate_token take resources; permissions/get and access/explain answer entries) ----
 

@@ -1,37 +1,18 @@
 /**
  * Organization user groups (spec: usergroups/add, usergroups/users/delete; companion
  * usergroups/users/add). Membership changes of one group are one command on its stream,
- * with per-user outcomes (commands/outcomes.ts).
+ * with per-user outcomes (src/usecases/groups.ts does what each route does).
  *
  * Top-level messages are the hosted API's, character for character (semantics §0;
  * rest-apis/v2/user-groups/*).
  */
 import { z } from 'zod';
-import { grantsDecider, isLive, resourceKey, grantsStream } from '../../../commands/grant.js';
-import { groupDecider, MAX_GROUPS_PER_USER, plan, groupStream, type GroupCommand } from '../../../commands/group.js';
-import { GROUP_MEMBERS } from '../../../projections/groups.js';
-import { organizationDecider, organizationStream } from '../../../commands/organization.js';
-import { capturing } from '../../../commands/outcomes.js';
-import type { Services } from '../../composition/services.js';
+import { MAX_GROUPS_PER_USER } from '../../../commands/group.js';
 import { invalidArgument } from '../../shared/errors.js';
+import { addGroupMembers, addGroups, removeGroupMembers } from '../../usecases/groups.js';
 import { defineRoute, type AnyRoute } from '../route.js';
-import type { RequestContext } from '../context.js';
 import { id, ids, items, text } from '../validation.js';
-import { organizationTree } from '../../usecases/organization-tree.js';
-import { eachItem, idOutcome, keyed, outcomesById, unique } from './domain.js';
-
-async function members(ctx: RequestContext, command: GroupCommand, userIds: readonly string[] | null) {
-  const run = capturing(groupDecider, plan);
-  const r = await ctx.execute(run.decider, groupStream(ctx.apiKey, command.data.organizationId, command.data.groupId), command);
-  const outcomes = run.outcomes();
-  const groupId = command.data.groupId;
-  // deleteAll reports every user it removed.
-  const reported = userIds ?? r.events.map((e) => (e.data as { userId: string }).userId);
-  return keyed(reported.map((u) => {
-    const o = outcomes.get(u) ?? { success: false, message: 'User was not processed.' };
-    return [u, { success: o.success, organizationUserGroupId: groupId, message: o.message }];
-  }));
-}
+import { idOutcome, outcomesById } from './domain.js';
 
 /** Membership changes answer per user: `{ [userId]: { success, organizationUserGroupId, message } }`. */
 const memberOutcomes = outcomesById(
@@ -42,7 +23,7 @@ const memberOutcomes = outcomesById(
   }),
 );
 
-export function groupRoutes(services: Services): AnyRoute[] {
+export function groupRoutes(): AnyRoute[] {
   const add = defineRoute({
     path: '/v2/organizations/usergroups/add',
     tag: 'User groups',
@@ -62,20 +43,7 @@ export function groupRoutes(services: Services): AnyRoute[] {
     }),
     response: outcomesById(idOutcome),
     errors: ['NOT_FOUND'],
-    async handler(data, ctx) {
-      const { organizationId } = data;
-      if (data.createOrganization) {
-        await ctx.execute(organizationDecider, organizationStream(ctx.apiKey, organizationId), {
-          type: 'CreateOrganization', data: { organizationId, ifMissing: true }, metadata: { now: ctx.now },
-        });
-      }
-      await organizationTree(services, ctx.apiKey, organizationId);
-      const results = await eachItem(data.organizationUserGroups, (g) => g.groupId, (g) =>
-        ctx.execute(groupDecider, groupStream(ctx.apiKey, organizationId, g.groupId), {
-          type: 'AddGroup', data: { organizationId, groupId: g.groupId, groupName: g.groupName }, metadata: { now: ctx.now },
-        }), 'Organization user group added.');
-      return { message: 'Organization User Groups added successfully.', data: results };
-    },
+    handler: async (data, ctx) => ({ message: 'Organization User Groups added successfully.', data: await addGroups(ctx, data) }),
   });
 
   const addUsers = defineRoute({
@@ -94,29 +62,10 @@ export function groupRoutes(services: Services): AnyRoute[] {
     schema: z.object({ organizationId: id(), organizationUserGroupId: id(), userIds: ids() }),
     response: memberOutcomes,
     errors: ['NOT_FOUND'],
-    async handler(data, ctx) {
-      const { organizationId } = data;
-      await organizationTree(services, ctx.apiKey, organizationId);
-      const userIds = unique(data.userIds);
-      // semantics §5: only organization members (a live organization grant) can join.
-      const orgKey = resourceKey({ resourceType: 'organization', resourceId: organizationId });
-      const allowed = await Promise.all(userIds.map(async (u) => {
-        const { state } = await services.commands.load(grantsDecider, grantsStream(ctx.apiKey, organizationId, u));
-        const g = state.grants[orgKey];
-        return g && isLive(g, ctx.now) ? [u] : [];
-      }));
-      // commands/group.ts MAX_GROUPS_PER_USER: permission resolution looks at that many
-      // groups per user, so joins beyond it are refused (the decider lets a user already in
-      // this group through). Counted on the read model, as agent groups per key are.
-      const full = await Promise.all(allowed.flat().map(async (u) =>
-        (await services.read.count(GROUP_MEMBERS, { apiKey: ctx.apiKey, organizationId, userId: u })) >= MAX_GROUPS_PER_USER ? [u] : []));
-      const results = await members(ctx, {
-        type: 'AddMembers',
-        data: { organizationId, groupId: data.organizationUserGroupId, userIds, members: allowed.flat(), atGroupLimit: full.flat() },
-        metadata: { now: ctx.now },
-      }, userIds);
-      return { message: 'Added organization users to group successfully.', data: results };
-    },
+    handler: async (data, ctx) => ({
+      message: 'Added organization users to group successfully.',
+      data: await addGroupMembers(ctx, data.organizationId, data.organizationUserGroupId, data.userIds),
+    }),
   });
 
   const removeUsers = defineRoute({
@@ -135,15 +84,8 @@ export function groupRoutes(services: Services): AnyRoute[] {
     response: memberOutcomes,
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
-      const { organizationId } = data;
       if (!data.deleteAll && !data.userIds) throw invalidArgument('data.userIds is required unless data.deleteAll is true');
-      await organizationTree(services, ctx.apiKey, organizationId);
-      const userIds = data.deleteAll ? null : unique(data.userIds!);
-      const results = await members(ctx, {
-        type: 'RemoveMembers',
-        data: { organizationId, groupId: data.organizationUserGroupId, userIds },
-        metadata: { now: ctx.now },
-      }, userIds);
+      const results = await removeGroupMembers(ctx, data.organizationId, data.organizationUserGroupId, data.deleteAll ? null : data.userIds!);
       return { message: 'Deleted users from group successfully.', data: results };
     },
   });

@@ -26,13 +26,11 @@ import { MAX_ACCESS_FIELDS_PER_GRANT, MAX_ACCESS_FIELDS_PER_USER } from '../../.
 import { MAX_GRANTS_PER_GROUP } from '../../../commands/group.js';
 import { MAX_PERMISSION_CELLS, MAX_PERMISSION_USERS, MAX_REPORTED_ACCESS_FIELDS, resolvePermissions } from '../../../queries/permissions.js';
 import { Deadline, Pacer } from '../../../queries/cost.js';
-import type { Services } from '../../composition/services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { onlySelf, permissionsForActingUser } from '../acting-user.js';
 import { id, ids, items } from '../validation.js';
 import { outcomesById, permissionEntry, resourceSchema, type Outcome, type ResourceInput } from './domain.js';
-import { accessFieldsOf, addGrants, addGroupGrants, onGroupGrants, onUserGrants, perOrganization, toResource } from '../../usecases/grants.js';
-
+import { addGrants, addGroupGrants, removeGrants, removeGroupGrants } from '../../usecases/grants.js';
 
 const principalSchema = {
   userId: id().optional(),
@@ -108,111 +106,94 @@ const GROUPS = 'In place of the user, `group: { groupId }` (never both: INVALID_
   '`context` (INVALID_ARGUMENT). Example: `{ "group": { "groupId": "design" }, "permissions": { "resources": [{ "type": "folder", ' +
   '"id": "specs", "organizationId": "acme", "accessRole": "viewer" }] } }`.';
 
-export function permissionRoutes(services: Services): AnyRoute[] {
-  const get = defineRoute({
-    path: '/v2/auth/permissions/get',
-    tag: 'Permissions',
-    doc: {
-      summary: 'Resolve what users may open',
-      description: `For each of \`userIds\` (at most ${MAX_PERMISSION_USERS}): their organization membership, and an entry per folder and document asked for, ` +
-        'resolved through inheritance: grants on the resource, on each folder above it (nearest first), then on the organization, ' +
-        'decided by the resource\'s effective access type (`public`: everyone; `organizationPrivate`: any grant, membership included; ' +
-        '`restricted`: a grant on the resource or a folder above it). A disabled document, or any document of a disabled organization, ' +
-        `is denied. At most ${MAX_PERMISSION_CELLS} cells (users x folders and documents): INVALID_ARGUMENT beyond. ` +
-        'A folder or document that does not exist fails the whole query with NOT_FOUND, the entries in `error.details` ' +
-        '(missing ones with `errorCode: does_not_exist`); so does an organization that does not exist. ' +
-        'With a user token, `userIds` must be exactly the token\'s user (PERMISSION_DENIED otherwise), and the answer is never NOT_FOUND: ' +
-        'a folder, document or organization the user may not open, missing ones included, is `{ error: "User does not have access to <kind>", ' +
-        'errorCode: "permission_denied" }` without its access type.',
-      example: { organizationId: 'org1', userIds: ['samarth'], documentIds: ['freestyle-comments1'] },
-    },
-    mutates: false,
-    auth: 'apiKey',
-    // A front end holding a user token asks what its own user may open.
-    userToken: true,
-    // semantics §1 Limits: 100 userIds and 10,000 cells (queries/permissions.ts), refused
-    // before any resolution work.
-    schema: z.object({ organizationId: id(), userIds: ids(MAX_PERMISSION_USERS), folderIds: ids().optional(), documentIds: ids().optional() }),
-    response: userPermissions,
-    errors: ['NOT_FOUND'],
-    async handler(data, ctx) {
-      onlySelf(ctx, 'data.userIds', data.userIds);
-      // Past the deadline, measured from the request's start, the query ends RESOURCE_EXHAUSTED.
-      const pacer = new Pacer(new Deadline(services.config.queryDeadlineMs, services.clock, ctx.now), 'permissions/get');
-      // A user token: what the user may not open answers as what does not exist (acting-user.ts).
-      const result = await permissionsForActingUser(ctx, data, () => resolvePermissions(services.read, ctx.apiKey, ctx.now, data, { pacer }));
-      return { message: 'User permissions retrieved successfully.', data: result };
-    },
-  });
+const get = defineRoute({
+  path: '/v2/auth/permissions/get',
+  tag: 'Permissions',
+  doc: {
+    summary: 'Resolve what users may open',
+    description: `For each of \`userIds\` (at most ${MAX_PERMISSION_USERS}): their organization membership, and an entry per folder and document asked for, ` +
+      'resolved through inheritance: grants on the resource, on each folder above it (nearest first), then on the organization, ' +
+      'decided by the resource\'s effective access type (`public`: everyone; `organizationPrivate`: any grant, membership included; ' +
+      '`restricted`: a grant on the resource or a folder above it). A disabled document, or any document of a disabled organization, ' +
+      `is denied. At most ${MAX_PERMISSION_CELLS} cells (users x folders and documents): INVALID_ARGUMENT beyond. ` +
+      'A folder or document that does not exist fails the whole query with NOT_FOUND, the entries in `error.details` ' +
+      '(missing ones with `errorCode: does_not_exist`); so does an organization that does not exist. ' +
+      'With a user token, `userIds` must be exactly the token\'s user (PERMISSION_DENIED otherwise), and the answer is never NOT_FOUND: ' +
+      'a folder, document or organization the user may not open, missing ones included, is `{ error: "User does not have access to <kind>", ' +
+      'errorCode: "permission_denied" }` without its access type.',
+    example: { organizationId: 'org1', userIds: ['samarth'], documentIds: ['freestyle-comments1'] },
+  },
+  mutates: false,
+  auth: 'apiKey',
+  // A front end holding a user token asks what its own user may open.
+  userToken: true,
+  // semantics §1 Limits: 100 userIds and 10,000 cells (queries/permissions.ts), refused
+  // before any resolution work.
+  schema: z.object({ organizationId: id(), userIds: ids(MAX_PERMISSION_USERS), folderIds: ids().optional(), documentIds: ids().optional() }),
+  response: userPermissions,
+  errors: ['NOT_FOUND'],
+  async handler(data, ctx) {
+    onlySelf(ctx, 'data.userIds', data.userIds);
+    // Past the deadline, measured from the request's start, the query ends RESOURCE_EXHAUSTED.
+    const pacer = new Pacer(new Deadline(ctx.services.config.queryDeadlineMs, ctx.services.clock, ctx.now), 'permissions/get');
+    // A user token: what the user may not open answers as what does not exist (acting-user.ts).
+    const result = await permissionsForActingUser(ctx, data, () => resolvePermissions(ctx.services.read, ctx.apiKey, ctx.now, data, { pacer }));
+    return { message: 'User permissions retrieved successfully.', data: result };
+  },
+});
 
-  const add = defineRoute({
-    path: '/v2/auth/permissions/add',
-    tag: 'Permissions',
-    doc: {
-      summary: 'Grant a user or a user group access to resources',
-      description: `${RESOURCES} \`accessRole\` defaults to \`editor\`; \`expiresAt\` (Unix seconds) makes the grant temporary, and a ` +
-        'temporary grant never replaces a live permanent one (that resource fails). `context.access` (`{ field: value | value[] }`) adds ' +
-        `access fields to the grant: at most ${MAX_ACCESS_FIELDS_PER_GRANT} per resource and ${MAX_ACCESS_FIELDS_PER_USER} ` +
-        `per user in one organization, beyond which that resource fails. ${GROUPS} A group holds at most ${MAX_GRANTS_PER_GROUP} grants; ` +
-        'beyond, a new resource fails.',
-      example: {
-        user: { userId: 'some-user-id' },
-        permissions: { resources: [{ type: 'folder', id: 'YOUR_FOLDER_ID', organizationId: 'YOUR_ORGANIZATION_ID', accessRole: 'editor' }] },
-      },
+const add = defineRoute({
+  path: '/v2/auth/permissions/add',
+  tag: 'Permissions',
+  doc: {
+    summary: 'Grant a user or a user group access to resources',
+    description: `${RESOURCES} \`accessRole\` defaults to \`editor\`; \`expiresAt\` (Unix seconds) makes the grant temporary, and a ` +
+      'temporary grant never replaces a live permanent one (that resource fails). `context.access` (`{ field: value | value[] }`) adds ' +
+      `access fields to the grant: at most ${MAX_ACCESS_FIELDS_PER_GRANT} per resource and ${MAX_ACCESS_FIELDS_PER_USER} ` +
+      `per user in one organization, beyond which that resource fails. ${GROUPS} A group holds at most ${MAX_GRANTS_PER_GROUP} grants; ` +
+      'beyond, a new resource fails.',
+    example: {
+      user: { userId: 'some-user-id' },
+      permissions: { resources: [{ type: 'folder', id: 'YOUR_FOLDER_ID', organizationId: 'YOUR_ORGANIZATION_ID', accessRole: 'editor' }] },
     },
-    mutates: true,
-    auth: 'apiKey',
-    schema: withPrincipal(z.object(principalSchema)),
-    response: resourceOutcomes,
-    async handler(data, ctx) {
-      const { outcomes } = data.group
-        ? await addGroupGrants(ctx, data.group.groupId, data.permissions.resources)
-        : await addGrants(ctx, (data.userId ?? data.user?.userId)!, data.permissions.resources);
-      return answer('Permissions added successfully.', outcomes);
-    },
-  });
+  },
+  mutates: true,
+  auth: 'apiKey',
+  schema: withPrincipal(z.object(principalSchema)),
+  response: resourceOutcomes,
+  async handler(data, ctx) {
+    const { outcomes } = data.group
+      ? await addGroupGrants(ctx, data.group.groupId, data.permissions.resources)
+      : await addGrants(ctx, (data.userId ?? data.user?.userId)!, data.permissions.resources);
+    return answer('Permissions added successfully.', outcomes);
+  },
+});
 
-  const remove = defineRoute({
-    path: '/v2/auth/permissions/remove',
-    tag: 'Permissions',
-    doc: {
-      summary: 'Revoke a user\'s or a user group\'s access to resources',
-      description: `${RESOURCES} A resource with \`context.access\` loses only those access fields, the grant stays; without, the grant goes ` +
-        `(a grant that was not there succeeds with "Permission does not exist."). ${GROUPS} Removing a group's grant takes it from every member at once.`,
-      example: {
-        userId: 'USER_ID',
-        permissions: { resources: [{ type: 'organization', id: 'ORGANIZATION_ID' }, { type: 'document', id: 'DOCUMENT_ID', organizationId: 'ORGANIZATION_ID' }] },
-      },
+const remove = defineRoute({
+  path: '/v2/auth/permissions/remove',
+  tag: 'Permissions',
+  doc: {
+    summary: 'Revoke a user\'s or a user group\'s access to resources',
+    description: `${RESOURCES} A resource with \`context.access\` loses only those access fields, the grant stays; without, the grant goes ` +
+      `(a grant that was not there succeeds with "Permission does not exist."). ${GROUPS} Removing a group's grant takes it from every member at once.`,
+    example: {
+      userId: 'USER_ID',
+      permissions: { resources: [{ type: 'organization', id: 'ORGANIZATION_ID' }, { type: 'document', id: 'DOCUMENT_ID', organizationId: 'ORGANIZATION_ID' }] },
     },
-    mutates: true,
-    auth: 'apiKey',
-    schema: withPrincipal(z.object(principalSchema)),
-    response: resourceOutcomes,
-    async handler(data, ctx) {
-      // semantics §4a: missing resources are per-resource failures in both add and remove.
-      const group = data.group;
-      if (group) {
-        const { outcomes } = await perOrganization(ctx, data.permissions.resources, (organizationId, rs) => onGroupGrants(ctx, group.groupId, organizationId, {
-          type: 'RevokeGroupAccess',
-          data: { organizationId, groupId: group.groupId, resources: rs.map(toResource) },
-          metadata: { now: ctx.now },
-        }));
-        return answer('Permissions removed successfully.', outcomes);
-      }
-      const userId = (data.userId ?? data.user?.userId)!;
-      // A resource with `context` loses those access fields only; without, the grant goes.
-      const { outcomes } = await perOrganization(ctx, data.permissions.resources, (organizationId, rs) => onUserGrants(ctx, userId, organizationId, {
-        type: 'Revoke',
-        data: {
-          organizationId,
-          userId,
-          resources: rs.map((r) => ({ ...toResource(r), ...(r.context !== undefined ? { accessFields: accessFieldsOf(r) } : {}) })),
-        },
-        metadata: { now: ctx.now },
-      }));
-      return answer('Permissions removed successfully.', outcomes);
-    },
-  });
+  },
+  mutates: true,
+  auth: 'apiKey',
+  schema: withPrincipal(z.object(principalSchema)),
+  response: resourceOutcomes,
+  async handler(data, ctx) {
+    // semantics §4a: missing resources are per-resource failures in both add and remove.
+    const { outcomes } = data.group
+      ? await removeGroupGrants(ctx, data.group.groupId, data.permissions.resources)
+      : await removeGrants(ctx, (data.userId ?? data.user?.userId)!, data.permissions.resources);
+    return answer('Permissions removed successfully.', outcomes);
+  },
+});
 
+export function permissionRoutes(): AnyRoute[] {
   return [get, add, remove];
 }

@@ -10,19 +10,16 @@
  * and, for any refused request, "Invalid email service configuration." (webhook alike); what
  * exactly is wrong is in `details.reason` (and `details.fields` for validation), e.g.
  * `{ reason: "data.emailServiceConfig.fromEmail must be a valid email", fields: [...] }`.
+ * The update itself is src/usecases/service-config.ts.
  */
 import { z } from 'zod';
-import { workspaceDecider, workspaceStream, type WorkspaceState } from '../../../commands/workspace.js';
-import type { ServiceName } from '../../../commands/service-config.js';
-import { redactConfig } from '../../../projections/workspaces.js';
-import { DEFAULT_EMAIL_TRIGGERS, DEFAULT_WEBHOOK_TRIGGERS, WEBHOOK_TRIGGERS } from '../../webhooks/triggers.js';
+import { WEBHOOK_TRIGGERS } from '../../webhooks/triggers.js';
 import { egressPolicyOf } from '../../adapters/egress.js';
 import type { Services } from '../../composition/services.js';
-import type { RequestContext } from '../context.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { parseBody, text, webhookUrl } from '../validation.js';
 import { ApiError, invalidArgument } from '../../shared/errors.js';
-import { legacyServiceSecrets, sealServiceConfig } from '../../secrets/configs.js';
+import { updateEmailConfig, updateWebhookConfig } from '../../usecases/service-config.js';
 
 /** A config value; `''` removes the stored one. */
 const value = () => z.string().max(2048).optional();
@@ -37,42 +34,6 @@ const emailFields = {
   commentTemplateId: value(),
   tagTemplateId: value(),
 };
-
-const defined = (o: Record<string, string | undefined>): Record<string, string> =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Record<string, string>;
-
-async function update(
-  ctx: RequestContext,
-  service: ServiceName,
-  data: { enabled?: boolean; config: Record<string, string>; triggers?: string[] },
-) {
-  const { secrets, commands } = ctx.services;
-  const stream = workspaceStream(ctx.tenant!.workspaceId);
-  // Secrets are sealed here (src/secrets/configs.ts); clear ones stored before encryption at
-  // rest are sealed as the update carries them into its event.
-  const config = await sealServiceConfig(secrets, ctx.apiKey, data.config);
-  const { state } = await commands.load(workspaceDecider, stream);
-  const stored = state.status === 'active' && Object.hasOwn(state.keys, ctx.apiKey) ? state.keys[ctx.apiKey]!.services[service].config : undefined;
-  const legacySealed = await legacyServiceSecrets(secrets, ctx.apiKey, stored);
-  const r = await ctx.execute(workspaceDecider, stream, {
-    type: 'UpdateServiceConfig',
-    data: {
-      apiKey: ctx.apiKey,
-      service,
-      ...(data.enabled !== undefined ? { enabled: data.enabled } : {}),
-      config,
-      ...(legacySealed ? { legacySealed } : {}),
-      ...(data.triggers ? { triggers: data.triggers } : {}),
-      defaultTriggers: service === 'email' ? DEFAULT_EMAIL_TRIGGERS : DEFAULT_WEBHOOK_TRIGGERS,
-    },
-  });
-  return serviceOf(r.state, ctx.apiKey, service);
-}
-
-function serviceOf(state: WorkspaceState, apiKey: string, service: ServiceName) {
-  if (state.status !== 'active' || !state.keys[apiKey]) throw new Error('bug: the caller\'s key is not in its workspace');
-  return state.keys[apiKey].services[service];
-}
 
 export const INVALID_EMAIL_CONFIG = 'Invalid email service configuration.';
 export const INVALID_WEBHOOK_CONFIG = 'Invalid webhook service configuration.';
@@ -163,22 +124,10 @@ export function serviceConfigRoutes(services: Services): AnyRoute[] {
       emailServiceConfig: emailConfigAnswer,
       triggers: triggersAnswer(z.string()),
     }),
-    handler: (raw, ctx) => withHostedFailure(INVALID_EMAIL_CONFIG, emailSchema, raw, async (data) => {
-      const { useEmailService, emailServiceConfig, triggers, setDefaultEmailTriggers, ...flat } = data;
-      const config = { ...defined(flat), ...defined(emailServiceConfig ?? {}) };
-      if (useEmailService === undefined && emailServiceConfig === undefined && Object.keys(config).length === 0 && !triggers && !setDefaultEmailTriggers) {
-        throw invalidArgument('At least one of useEmailService or emailServiceConfig must be provided.');
-      }
-      const s = await update(ctx, 'email', {
-        enabled: useEmailService,
-        config,
-        triggers: triggers ?? (setDefaultEmailTriggers ? DEFAULT_EMAIL_TRIGGERS : undefined),
-      });
-      return {
-        message: 'Email configuration updated successfully.',
-        data: { useEmailService: s.enabled, emailServiceConfig: redactConfig(s.config), triggers: s.triggers },
-      };
-    }),
+    handler: (raw, ctx) => withHostedFailure(INVALID_EMAIL_CONFIG, emailSchema, raw, async (data) => ({
+      message: 'Email configuration updated successfully.',
+      data: await updateEmailConfig(ctx, data),
+    })),
   });
 
   const webhookSchema = z.object({
@@ -213,27 +162,10 @@ export function serviceConfigRoutes(services: Services): AnyRoute[] {
         .array(z.enum(['raw', 'processed']))
         .describe('Endpoints not delivered to since their receiver answered 410 Gone; setting the endpoint\'s URL enables it again.'),
     }),
-    handler: (raw, ctx) => withHostedFailure(INVALID_WEBHOOK_CONFIG, webhookSchema, raw, async (data) => {
-      const { useWebhookService, webhookServiceConfig, triggers, ...flat } = data;
-      const config = { ...defined(flat), ...defined(webhookServiceConfig ?? {}) };
-      if (useWebhookService === undefined && webhookServiceConfig === undefined && Object.keys(config).length === 0 && !triggers) {
-        throw invalidArgument('At least one of useWebhookService or webhookServiceConfig must be provided.');
-      }
-      const s = await update(ctx, 'webhook', {
-        enabled: useWebhookService,
-        config,
-        triggers: triggers ? [...new Set(triggers)] : undefined,
-      });
-      return {
-        message: 'Webhook configuration updated successfully.',
-        data: {
-          useWebhookService: s.enabled,
-          webhookServiceConfig: redactConfig(s.config),
-          triggers: s.triggers,
-          disabledEndpoints: s.disabledEndpoints,
-        },
-      };
-    }),
+    handler: (raw, ctx) => withHostedFailure(INVALID_WEBHOOK_CONFIG, webhookSchema, raw, async (data) => ({
+      message: 'Webhook configuration updated successfully.',
+      data: await updateWebhookConfig(ctx, data),
+    })),
   });
 
   return [email, webhook];

@@ -1,17 +1,16 @@
 /**
  * `/v2/auth/generate_token` (semantics §4a), API-key mode: a signed JWT (HS256, the key's
  * own secret, 48 h) naming the API key, the user and the resources (src/tokens/); the
- * resources become grants like /v2/auth/permissions/add.
+ * resources become grants like /v2/auth/permissions/add. What it does is
+ * src/usecases/generate-token.ts.
  */
 import { z } from 'zod';
-import { issueUserToken } from '../../usecases/user-tokens.js';
 import { TOKEN_LIFETIME_SECONDS } from '../../../commands/token-lifetime.js';
 import type { Services } from '../../composition/services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { email, id, items, text } from '../validation.js';
-import { invalidArgument, notFound } from '../../shared/errors.js';
 import { resourceSchema as resource } from './domain.js';
-import { accessFieldRefusals, addGrants, missingResources } from '../../usecases/grants.js';
+import { generateToken } from '../../usecases/generate-token.js';
 
 export function tokenRoutes(_services: Services): AnyRoute[] {
   const generate = defineRoute({
@@ -46,33 +45,10 @@ export function tokenRoutes(_services: Services): AnyRoute[] {
     }),
     response: z.object({ token: z.string().describe('The signed JWT (claims: `sub` the user, `apiKey`, `user`, `resources`, `exp`).') }),
     errors: ['NOT_FOUND', 'FAILED_PRECONDITION'],
-    async handler(data, ctx) {
-      // The resources become grants exactly as with /v2/auth/permissions/add. All or
-      // nothing: a token must never name a resource it does not grant, so a missing one
-      // fails the call before any grant is written or any token signed.
-      const requested = data.permissions?.resources ?? [];
-      const missing = await missingResources(ctx, requested);
-      if (Object.keys(missing).length > 0) {
-        throw notFound('One or more resources do not exist.', { resources: missing });
-      }
-      // Nor may it name access fields (context.access) the user would not hold: a resource
-      // beyond an access-field limit (semantics §1) refuses the call before anything is written.
-      const refused = await accessFieldRefusals(ctx, data.userId, requested);
-      if (Object.keys(refused).length > 0) {
-        throw invalidArgument('One or more resources would hold more access fields than allowed.', { resources: refused });
-      }
-      if (requested.length > 0) await addGrants(ctx, data.userId, requested);
-      const resources = requested.map((r) => ({
-        ...r,
-        organizationId: r.type === 'organization' ? r.id : r.organizationId,
-      }));
-      const { token } = await issueUserToken(ctx, {
-        userId: data.userId,
-        user: { name: data.userProperties.name, email: data.userProperties.email, isAdmin: data.userProperties.isAdmin ?? false },
-        resources,
-      });
-      return { message: 'Token generated successfully.', data: { token } };
-    },
+    handler: async (data, ctx) => ({
+      message: 'Token generated successfully.',
+      data: { token: await generateToken(ctx, { userId: data.userId, userProperties: data.userProperties, resources: data.permissions?.resources ?? [] }) },
+    }),
   });
   return [generate];
 }

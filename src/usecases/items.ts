@@ -1,8 +1,8 @@
 /**
- * How a batch use case collects its per-item outcomes (semantics §1): each id once (its
- * first occurrence), each item run on its own, a refusal (ApiError) failing only that item.
- * The answer schemas that describe these outcomes stay with the routes
- * (src/http/routes/domain.ts `idOutcome`, `outcomesById`).
+ * Per-item outcomes of a batch (semantics §1): each id once (its first occurrence), each item
+ * run on its own, a refusal (ApiError) failing only its item. Used by the batch use cases
+ * (organizations, folders, groups, documents, users) and re-exported to their routes by
+ * src/http/routes/domain.ts.
  */
 import { ApiError } from '../shared/errors.js';
 
@@ -11,7 +11,7 @@ export type Outcome = { success: boolean; message: string } & Record<string, unk
 /**
  * How a refused item reads: its message, and the fields after it. Most endpoints show the
  * refusal's own message; the documents endpoints show the hosted API's strings and a `code`
- * (see `documentFailure` in src/usecases/documents.ts).
+ * (see `documentFailure` in documents.ts).
  */
 export type Failure = (error: ApiError) => { message: string } & Record<string, unknown>;
 const ownMessage: Failure = (error) => ({ message: error.message });
