@@ -21,7 +21,7 @@ import * as assert from 'uvu/assert';
 import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tempDir } from './support/app.js';
-import { waitHealthy, type Service } from './support/process.js';
+import { waitHealthy } from './support/process.js';
 import { startPostgres, type PostgresServer } from './support/postgres.js';
 import { createNetwork, type Host, type Network } from './support/netns.js';
 import { IDLE_IN_TRANSACTION_TIMEOUT_MS } from '../src/adapters/postgres-common.js';

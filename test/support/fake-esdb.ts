@@ -31,7 +31,6 @@ const clientRequire = createRequire(createRequire(import.meta.url).resolve('@eve
 const grpc = clientRequire('@grpc/grpc-js') as typeof Grpc;
 const streamsPb = clientRequire('../generated/streams_pb.js') as typeof StreamsPb;
 const sharedPb = clientRequire('../generated/shared_pb.js') as typeof SharedPb;
-/* eslint-disable @typescript-eslint/no-explicit-any */
 const statusPb = clientRequire('../generated/status_pb.js') as any;
 const gossipPb = clientRequire('../generated/gossip_pb.js') as any;
 const featuresPb = clientRequire('../generated/serverfeatures_pb.js') as any;
