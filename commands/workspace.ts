@@ -35,7 +35,7 @@ export const workspaceStream = (workspaceId: string) => streamName('workspace', 
 
 // ---- events ----
 
-export type Plan = 'free' | 'paid';
+type Plan = 'free' | 'paid';
 export type ApiKeyType = 'testing' | 'production';
 
 export interface ApiKeySettings {
@@ -147,7 +147,7 @@ export interface SigningKey {
 /** The `kid` of a signing key created before key ids existed; tokens without a `kid` name it. */
 export const LEGACY_KID = 'k0';
 
-export interface KeyState {
+interface KeyState {
   type: ApiKeyType;
   tokenIds: string[];
   services: KeyServices;
@@ -173,7 +173,7 @@ export type WorkspaceState =
 /** Until the operator says otherwise, a workspace that may create production keys gets this many. */
 export const DEFAULT_MAX_PRODUCTION_KEYS = 3;
 
-export const initialState = (): WorkspaceState => ({ status: 'none' });
+const initialState = (): WorkspaceState => ({ status: 'none' });
 
 /**
  * A key's state, by own property only: API keys come from clients, and `keys["__proto__"]`
@@ -185,7 +185,7 @@ function keyOf(state: { keys: Record<string, KeyState> }, apiKey: string): KeySt
 
 // ---- evolve ----
 
-export function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceState {
+function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceState {
   if (event.type === 'WorkspaceCreated') {
     if (state.status !== 'none') return state;
     return {
@@ -478,7 +478,7 @@ function decideOnKey(command: KeyCommand, state: WorkspaceState, now: number): W
   }
 }
 
-export function decide(command: WorkspaceCommand, state: WorkspaceState): WorkspaceEvent[] {
+function decide(command: WorkspaceCommand, state: WorkspaceState): WorkspaceEvent[] {
   const now = command.metadata.now;
   switch (command.type) {
     case 'CreateWorkspace': {

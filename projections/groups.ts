@@ -15,7 +15,7 @@ import { queueCascade } from './cascade-work.js';
 export const USER_GROUPS = 'user_groups';
 export const GROUP_MEMBERS = 'user_group_members';
 
-export interface GroupDoc extends Doc {
+interface GroupDoc extends Doc {
   apiKey: string;
   organizationId: string;
   groupId: string;
@@ -30,7 +30,7 @@ export interface MemberDoc extends Doc {
   userId: string;
 }
 
-export const groupKey = (apiKey: string, organizationId: string, groupId: string) => key(apiKey, organizationId, groupId);
+const groupKey = (apiKey: string, organizationId: string, groupId: string) => key(apiKey, organizationId, groupId);
 export const memberKey = (apiKey: string, organizationId: string, groupId: string, userId: string) =>
   key(apiKey, organizationId, groupId, userId);
 

@@ -34,7 +34,7 @@ export interface WorkspaceDoc extends Doc {
   createdAt: number;
 }
 
-export interface TokenMeta {
+interface TokenMeta {
   tokenId: string;
   hash: string;
   createdAt: number;
@@ -59,7 +59,7 @@ export function redactConfig(config: Record<string, string> | undefined): Record
   return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, SERVICE_SECRET_FIELDS.has(k) && v ? REDACTED : v]));
 }
 
-export interface AllowedDomainDoc extends Doc {
+interface AllowedDomainDoc extends Doc {
   apiKey: string;
   domain: string;
 }
@@ -68,7 +68,10 @@ export interface AllowedDomainDoc extends Doc {
 const pairId = (apiKey: string, domain: string) => `${apiKey} ${domain}`;
 
 async function holdAll(tx: ReadTx, apiKey: string, domains: readonly string[]): Promise<void> {
-  for (const domain of domains) await tx.upsert(ALLOWED_DOMAINS, { _id: pairId(apiKey, domain), apiKey, domain });
+  for (const domain of domains) {
+    const doc: AllowedDomainDoc = { _id: pairId(apiKey, domain), apiKey, domain };
+    await tx.upsert(ALLOWED_DOMAINS, doc);
+  }
 }
 
 

@@ -60,7 +60,7 @@ const letOthersRun = () => new Promise<void>((resolve) => setImmediate(resolve))
 // ---- reads, counted ----
 
 /** A ReadView that counts what it reads (see ACCESS_READ_BUDGET). */
-export class ReadMeter implements ReadView {
+class ReadMeter implements ReadView {
   spent = 0;
   constructor(private readonly inner: ReadView, readonly budget = ACCESS_READ_BUDGET) {}
   get exhausted() {
@@ -96,7 +96,7 @@ const meets = (role: AccessRole, min: AccessRole | undefined) => min !== 'editor
  * differs from JavaScript's UTF-16 `<` past the Basic Multilingual Plane. Merging keyset
  * pages in JavaScript must use the store's order, or a cutoff could skip a row.
  */
-export const storeOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+const storeOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 
 async function organizationOf(read: ReadView, apiKey: string, organizationId: string) {
   const organization = await read.get<OrganizationDoc>(ORGANIZATIONS, organizationKey(apiKey, organizationId));
@@ -179,7 +179,7 @@ function candidateResources(target: Target, organizationId: string): Array<{ lev
  * their grants and their keys on R's levels: what permissions/get reads for the same users
  * and resource.
  */
-export async function candidateGrants(read: ReadView, apiKey: string, organizationId: string, target: Target, userIds: readonly string[], nowMs: number) {
+async function candidateGrants(read: ReadView, apiKey: string, organizationId: string, target: Target, userIds: readonly string[], nowMs: number) {
   const resources = candidateResources(target, organizationId);
   const keys = userIds.flatMap((u) => resources.map((r) => grantKey(apiKey, organizationId, u, r.type, r.id)));
   const found = new Map((await read.getMany<GrantDoc>(GRANTS, keys)).map((g) => [g._id, g]));
@@ -231,7 +231,7 @@ export async function candidateGrants(read: ReadView, apiKey: string, organizati
  * (semantics §3 rule 4): the most specific live grant; under `restricted`, the most specific
  * live one below the organization. Undefined when none decides (public, no grant: editor).
  */
-export function decidingCandidate(accessType: AccessType, candidates: readonly GrantCandidate[]): number | undefined {
+function decidingCandidate(accessType: AccessType, candidates: readonly GrantCandidate[]): number | undefined {
   const i = candidates.findIndex((c) => c.live && (accessType !== 'restricted' || c.level !== 'organization'));
   return i < 0 ? undefined : i;
 }
@@ -246,7 +246,7 @@ export function decidingCandidate(accessType: AccessType, candidates: readonly G
  * the resources that filled their limit; `exhausted` when none did (no holder is left).
  * Users let in through a group only are found by usersPage's second walk (UsersPosition).
  */
-export async function grantHolders(read: ReadView, apiKey: string, organizationId: string, resources: ReadonlyArray<{ type: ResourceType; id: string }>, after: string | undefined, limit: number) {
+async function grantHolders(read: ReadView, apiKey: string, organizationId: string, resources: ReadonlyArray<{ type: ResourceType; id: string }>, after: string | undefined, limit: number) {
   const lists = await Promise.all(resources.map((r) =>
     read.find<GrantDoc>(GRANTS, { apiKey, organizationId, resourceType: r.type, resourceId: r.id }, {
       sort: 'userId',
@@ -276,7 +276,7 @@ export interface ResourcesQuery {
   pageToken?: string;
 }
 
-export interface ResourceRow {
+interface ResourceRow {
   id: string;
   accessRole: AccessRole;
   accessType: AccessType;
@@ -678,7 +678,7 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
 
 export type ExplainQuery = { organizationId: string; userId: string } & ResourceRef;
 
-export type DecidingRule = '3.2 disabled' | '3.4 public' | '3.4 organizationPrivate' | '3.4 restricted';
+type DecidingRule = '3.2 disabled' | '3.4 public' | '3.4 organizationPrivate' | '3.4 restricted';
 
 /**
  * Why U can or cannot open R: the permissions/get entry, where R's effective access type

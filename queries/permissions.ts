@@ -57,13 +57,13 @@ export interface Target {
   disabled: boolean;
 }
 
-export type Level = 'resource' | 'ancestor' | 'organization';
+type Level = 'resource' | 'ancestor' | 'organization';
 
 /**
  * The grant that counts at one level for one user: their own (`via: 'user'`), else the best
  * of their groups' (`via: 'group'`, semantics §3 rule 7).
  */
-export type Candidate =
+type Candidate =
   | { level: Level; via: 'user'; grant: GrantDoc }
   | { level: Level; via: 'group'; grant: GroupGrantDoc };
 
@@ -94,7 +94,7 @@ export function folderTarget(folder: FolderDoc): Target {
 }
 
 // Rule 1: R does not exist: its entry says so, and the whole query fails (NOT_FOUND).
-export const missingEntry = (kind: 'folder' | 'document'): Entry => ({
+const missingEntry = (kind: 'folder' | 'document'): Entry => ({
   error: kind === 'folder' ? 'Folder does not exist' : 'Document does not exist',
   errorCode: 'does_not_exist',
 });
@@ -106,36 +106,17 @@ export const isBlocked = (target: Target, organization: OrganizationDoc) =>
 // Rule 7 at one level: the user's own live grant decides over any group's; else the best
 // live grant of the user's groups (`groupGrants`: theirs on this resource), see
 // queries/group-grants.ts `compareGroupGrants`. An expired grant counts as absent.
-export function levelCandidate(level: Level, own: GrantDoc | undefined, groupGrants: Iterable<GroupGrantDoc>, nowMs: number): Candidate | undefined {
+function levelCandidate(level: Level, own: GrantDoc | undefined, groupGrants: Iterable<GroupGrantDoc>, nowMs: number): Candidate | undefined {
   if (own && isLive(own, nowMs)) return { level, via: 'user', grant: own };
   const g = bestGroupGrant(groupGrants, nowMs);
   return g ? { level, via: 'group', grant: g } : undefined;
 }
 
-// Rule 3 (candidates): U's grants on R itself, then on each ancestor folder nearest first,
-// then on the organization; at each level U's own grant, else their groups' (rule 7).
-// `groupGrantsOf` gives the grants of U's groups on one resource (none when omitted).
-export function candidates(
-  target: Target,
-  organizationId: string,
-  grantOf: (t: ResourceType, id: string) => GrantDoc | undefined,
-  nowMs: number,
-  groupGrantsOf: (t: ResourceType, id: string) => Iterable<GroupGrantDoc> = () => [],
-): Candidate[] {
-  const out: Candidate[] = [];
-  const at = (level: Level, t: ResourceType, id: string) => {
-    const c = levelCandidate(level, grantOf(t, id), groupGrantsOf(t, id), nowMs);
-    if (c) out.push(c);
-  };
-  at('resource', target.kind, target.id);
-  for (const a of target.ancestors) at('ancestor', 'folder', a);
-  at('organization', 'organization', organizationId);
-  return out;
-}
-
 /**
- * `candidates` over one user's grants aligned with the query's resource slots (see
- * resolvePermissions): `grants[slot]` their own, `groups.get(slot)` the best of their groups'.
+ * Rule 3 (candidates): U's grants on R itself, then on each ancestor folder nearest first,
+ * then on the organization; at each level U's own grant, else their groups' (rule 7). Over one
+ * user's grants aligned with the query's resource slots (see resolvePermissions):
+ * `grants[slot]` their own, `groups.get(slot)` the best of their groups'.
  */
 function candidatesAt(slots: readonly number[], grants: ReadonlyArray<GrantDoc | undefined>, groups: ReadonlyMap<number, GroupGrantDoc>, nowMs: number): Candidate[] {
   const out: Candidate[] = [];
@@ -171,7 +152,7 @@ const denied = (target: Target, error = `User does not have access to ${target.k
 //  - public: everyone; role of the most specific grant, else editor.
 //  - organizationPrivate: any candidate grant (organization membership counts).
 //  - restricted: a grant on R or an ancestor folder; organization membership alone is not enough.
-export function decideAccess(target: Target, organization: OrganizationDoc, found: Candidate[]): Entry {
+function decideAccess(target: Target, organization: OrganizationDoc, found: Candidate[]): Entry {
   if (isBlocked(target, organization)) return denied(target, 'Document is disabled');
   switch (target.accessType) {
     case 'public':
@@ -187,7 +168,7 @@ export function decideAccess(target: Target, organization: OrganizationDoc, foun
 
 // Rule 6: the organization entry: members get their role; others are denied. Membership is
 // the organization-level candidate (rule 7: the user's own grant, else a group's).
-export function organizationEntry(candidate: Candidate | undefined): Entry {
+function organizationEntry(candidate: Candidate | undefined): Entry {
   if (candidate) {
     const g = candidate.grant;
     return { accessRole: g.accessRole, ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}) };
@@ -207,7 +188,7 @@ export const MAX_PERMISSION_USERS = 100;
 export const MAX_PERMISSION_CELLS = 10_000;
 
 /** Refuses a query beyond the limits above, before any resolution work. */
-export function checkPermissionsQueryBounds(q: PermissionsQuery): void {
+function checkPermissionsQueryBounds(q: PermissionsQuery): void {
   const users = new Set(q.userIds).size;
   if (users > MAX_PERMISSION_USERS) {
     throw invalidArgument(`data.userIds must have at most ${MAX_PERMISSION_USERS} items (permissions/get resolves at most ${MAX_PERMISSION_USERS} users per call).`);
@@ -262,7 +243,7 @@ interface CostShape {
  * The lookups resolution spends over `slots` slots: the users' own grant keys, each group's
  * grant reads, and each user's groups' grants weighed (at most one per group and slot).
  */
-export function resolutionCost(shape: CostShape, slots: number): number {
+function resolutionCost(shape: CostShape, slots: number): number {
   let cost = shape.users * slots;
   for (const held of shape.held.values()) cost += groupGrantReads(held, slots);
   for (const groups of shape.groupsOf.values()) for (const g of groups) cost += Math.min(shape.held.get(g)!, slots);
@@ -299,7 +280,7 @@ export const MAX_REPORTED_ACCESS_FIELDS = 200;
  * The sorted, unique access fields of the grants at `slots` (the first 200), or undefined
  * when there are none. Example: slots holding ["b:1", "a:2"] and ["a:2"] give ["a:2", "b:1"].
  */
-export function reportedAccessFields(slots: Iterable<number>, grants: ReadonlyArray<GrantDoc | undefined>): string[] | undefined {
+function reportedAccessFields(slots: Iterable<number>, grants: ReadonlyArray<GrantDoc | undefined>): string[] | undefined {
   const all = new Set<string>();
   for (const i of slots) for (const f of grants[i]?.accessFields ?? []) all.add(f);
   return all.size === 0 ? undefined : [...all].sort().slice(0, MAX_REPORTED_ACCESS_FIELDS);

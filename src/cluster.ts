@@ -28,7 +28,7 @@ import os from 'node:os';
 import { ConfigError } from './config/config.js';
 import { CLUSTER_RELAY_ENV, isNoticeMessage, relayNotice, type NoticeMessage } from './runtime/notices.js';
 
-export const MAX_WORKERS = 64;
+const MAX_WORKERS = 64;
 
 /** `--workers` value: an integer 1..64, or `auto` (the CPUs this process may use, at most 64). */
 export function parseWorkers(value: string): number {
@@ -44,7 +44,7 @@ export function parseWorkers(value: string): number {
  * each enforces its share of every request limit (src/http/rate-limit.ts `limitsPerProcess`),
  * so the service as a whole holds the configured one.
  */
-export const API_PROCESSES_ENV = 'COLLAB_API_PROCESSES';
+const API_PROCESSES_ENV = 'COLLAB_API_PROCESSES';
 
 /** The number of API processes this cluster child shares its limits with; 1 outside a cluster. */
 export function sharedLimitProcesses(env: NodeJS.ProcessEnv = process.env): number {
@@ -54,7 +54,7 @@ export function sharedLimitProcesses(env: NodeJS.ProcessEnv = process.env): numb
 }
 
 /** The message a child sends its primary once it serves (API) or works (background). */
-export const SERVING_MESSAGE = 'collab:serving';
+const SERVING_MESSAGE = 'collab:serving';
 
 export function tellPrimaryServing(role: string): void {
   if (cluster.isWorker) process.send?.({ type: SERVING_MESSAGE, role });

@@ -153,7 +153,7 @@ export class ConfigError extends Error {
  * `realtimeDBRegion: "europe-west1"`). `nam5` (the United States multi-region) comes first:
  * it is the default for a production key that names none (docs/compatibility.md).
  */
-export const HOSTED_REGIONS = [
+const HOSTED_REGIONS = [
   'nam5', 'eur3',
   'us-west1', 'us-west2', 'us-west3', 'us-west4', 'us-central1', 'northamerica-northeast1', 'northamerica-northeast2',
   'northamerica-south1', 'us-east1', 'us-east4', 'us-east5', 'us-south1',
@@ -168,7 +168,7 @@ export const HOSTED_REGIONS = [
 ];
 
 /** The names earlier versions of this service used; still accepted so their clients keep working. */
-export const LEGACY_REGIONS = ['usa', 'canada', 'europe', 'uk', 'india', 'singapore', 'japan', 'australia'];
+const LEGACY_REGIONS = ['usa', 'canada', 'europe', 'uk', 'india', 'singapore', 'japan', 'australia'];
 
 export const DEFAULT_REGIONS = [...HOSTED_REGIONS, ...LEGACY_REGIONS];
 

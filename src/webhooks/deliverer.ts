@@ -71,12 +71,12 @@ const DAY = 24 * H;
  * Delay before retry n (after failed attempt n): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h,
  * each ±20 % jitter: 8 attempts over about 27.6 hours, then the delivery is failed.
  */
-export const DEFAULT_RETRY_SCHEDULE = [5 * S, 5 * MIN, 30 * MIN, 2 * H, 5 * H, 10 * H, 10 * H];
-export const DEFAULT_TIMEOUT_MS = 10 * S;
-export const DEFAULT_CONCURRENCY = 16;
-export const DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT = 4;
-export const DEFAULT_DISABLE_AFTER_MS = 5 * DAY;
-export const DEFAULT_RETENTION_MS = 7 * DAY;
+const DEFAULT_RETRY_SCHEDULE = [5 * S, 5 * MIN, 30 * MIN, 2 * H, 5 * H, 10 * H, 10 * H];
+const DEFAULT_TIMEOUT_MS = 10 * S;
+const DEFAULT_CONCURRENCY = 16;
+const DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT = 4;
+const DEFAULT_DISABLE_AFTER_MS = 5 * DAY;
+const DEFAULT_RETENTION_MS = 7 * DAY;
 
 export interface WebhookOptions {
   retrySchedule?: number[];
