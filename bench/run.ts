@@ -38,6 +38,8 @@ import { ProjectionRunner } from '../src/runtime/projection-runner.js';
 import { allProjections } from '../projections/index.js';
 import { PostgresEventStore } from '../src/adapters/postgres-event-store.js';
 import { PostgresReadStore } from '../src/adapters/postgres-read-store.js';
+import type { EventStore } from '../src/ports/event-store.js';
+import type { ReadStore } from '../src/ports/read-store.js';
 // The bench's PostgreSQL is the suites' throwaway server: one starter to keep working (both
 // are dev-only; neither the bench nor the tests are part of the build).
 import { startPostgres } from '../test/support/postgres.js';
@@ -130,6 +132,21 @@ async function startService(dataDir: string, serveArgs: string[] = [], env: Reco
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error('service did not start');
+}
+
+/**
+ * The rebuild scenario: the whole log of `events` replayed into the fresh `read` by a runner in
+ * this process, timed from the first batch to the last; closes both stores.
+ */
+async function timedRebuild(events: EventStore, read: ReadStore): Promise<{ replayed: number; seconds: number }> {
+  const runner = new ProjectionRunner(events, read, allProjections, { batchSize: 2000 });
+  await runner.init();
+  const t0 = Date.now();
+  const replayed = await runner.catchUp();
+  const seconds = (Date.now() - t0) / 1000;
+  await events.close();
+  await read.close();
+  return { replayed, seconds };
 }
 
 const stop = (child: ChildProcess) =>
@@ -513,15 +530,7 @@ async function postgresBeside(sqlite: SqliteFigures) {
     // fresh read store, here a database of its own on the same server.
     if (want('rebuild') && sqlite.rebuild) {
       console.log('rebuilding the read models from the PostgreSQL log');
-      const events = new PostgresEventStore(url);
-      const read = new PostgresReadStore(await server.freshDatabase('bench_rebuild'));
-      const runner = new ProjectionRunner(events, read, allProjections, { batchSize: 2000 });
-      await runner.init();
-      const t2 = Date.now();
-      const replayed = await runner.catchUp();
-      const seconds = (Date.now() - t2) / 1000;
-      await events.close();
-      await read.close();
+      const { replayed, seconds } = await timedRebuild(new PostgresEventStore(url), new PostgresReadStore(await server.freshDatabase('bench_rebuild')));
       const eps = replayed / seconds;
       const sqEps = sqlite.rebuild.replayed / sqlite.rebuild.seconds;
       rows.push({
@@ -789,16 +798,7 @@ async function main() {
 
   // Projection rebuild: replay the whole log written above into a fresh read store.
   if (want('rebuild')) {
-    const events = new SqliteEventStore(path.join(dataDir, 'events.db'));
-    const rebuildFile = path.join(dataDir, 'rebuild.db');
-    const read = new SqliteReadStore(rebuildFile);
-    const runner = new ProjectionRunner(events, read, allProjections, { batchSize: 2000 });
-    await runner.init();
-    const t0 = Date.now();
-    const replayed = await runner.catchUp();
-    const seconds = (Date.now() - t0) / 1000;
-    await events.close();
-    await read.close();
+    const { replayed, seconds } = await timedRebuild(new SqliteEventStore(path.join(dataDir, 'events.db')), new SqliteReadStore(path.join(dataDir, 'rebuild.db')));
     const eps = replayed / seconds;
     sqlite.rebuild = { replayed, seconds };
     rows.push({

@@ -8,14 +8,14 @@
 /** `managedBy` of every built-in agent: the service operator (semantics §6). */
 export const BUILT_IN_MANAGED_BY = 'service';
 
-export interface UserContextField {
+interface UserContextField {
   id: string;
   title: string;
   type: string;
   required: boolean;
 }
 
-export interface AgentInput {
+interface AgentInput {
   inputRequirements: { requires: string[] };
   userContextFields: UserContextField[];
 }

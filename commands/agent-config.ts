@@ -51,7 +51,7 @@ const toggle = () => z.looseObject({ enabled: z.boolean().optional() });
 /** Knowledge limits as the hosted docs give them (1-20 each). */
 const knowledgeCount = () => z.number().int().min(1).max(20).optional();
 
-export const mcpServerSchema = z.looseObject({
+const mcpServerSchema = z.looseObject({
   id: str().min(1).optional(),
   name: str().min(1).optional(),
   description: z.string().max(4096).optional(),
@@ -61,7 +61,7 @@ export const mcpServerSchema = z.looseObject({
   allowedTools: list().optional(),
 });
 
-export const agentSections = {
+const agentSections = {
   rawInstructions: z.string().max(100_000).optional(),
   instructions: z.string().max(100_000).optional(),
   phaseTimeoutMs: z.number().int().positive().optional(),
@@ -158,7 +158,7 @@ export const agentChangesSchema = z.looseObject({
 
 export type AgentConfig = z.output<typeof agentConfigSchema>;
 export type AgentChanges = z.output<typeof agentChangesSchema>;
-export type McpServer = z.output<typeof mcpServerSchema>;
+type McpServer = z.output<typeof mcpServerSchema>;
 
 /** The identity fields: changing only these makes no new version (the hosted API's agents/update). */
 export const IDENTITY_FIELDS: ReadonlySet<string> = new Set(['name', 'description', 'enabled']);

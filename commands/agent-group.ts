@@ -43,11 +43,11 @@ export type AgentGroupState =
     }
   | { status: 'deleted' };
 
-export const initialState = (): AgentGroupState => ({ status: 'none' });
+const initialState = (): AgentGroupState => ({ status: 'none' });
 
 // ---- evolve ----
 
-export function evolve(state: AgentGroupState, event: AgentGroupEvent): AgentGroupState {
+function evolve(state: AgentGroupState, event: AgentGroupEvent): AgentGroupState {
   switch (event.type) {
     case 'AgentGroupCreated': {
       const { groupId, name, description, agentIds, metadata, createdAt } = event.data;
@@ -82,13 +82,13 @@ export type AgentGroupCommand =
 
 // ---- decide ----
 
-export const groupNotFound = () => notFound('Agent group not found.');
+const groupNotFound = () => notFound('Agent group not found.');
 /** The hosted API's bound on a group's members. */
 export const MAX_GROUP_AGENTS = 100;
 /** First occurrence wins: `[a, b, a]` is `[a, b]`. */
 const unique = (ids: string[]) => [...new Set(ids)];
 
-export function decide(command: AgentGroupCommand, state: AgentGroupState): AgentGroupEvent[] {
+function decide(command: AgentGroupCommand, state: AgentGroupState): AgentGroupEvent[] {
   const now = command.metadata.now;
   const { groupId } = command.data;
   if (command.type === 'CreateAgentGroup') {

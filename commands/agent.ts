@@ -41,11 +41,11 @@ export type AgentState =
   | { status: 'deleted'; agentId: string }
   | { status: 'builtIn'; agentId: string; enabled: boolean };
 
-export const initialState = (): AgentState => ({ status: 'none' });
+const initialState = (): AgentState => ({ status: 'none' });
 
 // ---- evolve ----
 
-export function evolve(state: AgentState, event: AgentEvent): AgentState {
+function evolve(state: AgentState, event: AgentEvent): AgentState {
   switch (event.type) {
     case 'AgentCreated':
     case 'AgentUpdated':
@@ -69,7 +69,7 @@ export type AgentCommand =
 
 // ---- decide ----
 
-export const agentNotFound = () => notFound('Agent not found.');
+const agentNotFound = () => notFound('Agent not found.');
 
 function decideBuiltIn(command: Extract<AgentCommand, { type: 'UpdateAgent' }>, state: AgentState, now: number): AgentEvent[] {
   const { agentId, changes } = command.data;
@@ -91,7 +91,7 @@ function checkSize(config: AgentConfig): void {
   }
 }
 
-export function decide(command: AgentCommand, state: AgentState): AgentEvent[] {
+function decide(command: AgentCommand, state: AgentState): AgentEvent[] {
   const now = command.metadata.now;
   const { agentId } = command.data;
   switch (command.type) {

@@ -91,14 +91,14 @@ function withBucket(tree: Tree, id: string, change: (b: Record<string, FolderNod
   return { buckets, size: tree.size + delta };
 }
 
-export const setFolder = (tree: Tree, id: string, node: FolderNode): Tree =>
+const setFolder = (tree: Tree, id: string, node: FolderNode): Tree =>
   withBucket(tree, id, (b) => {
     const added = getFolder(tree, id) ? 0 : 1;
     b[id] = node;
     return added;
   });
 
-export function removeFolders(tree: Tree, ids: readonly string[]): Tree {
+function removeFolders(tree: Tree, ids: readonly string[]): Tree {
   if (ids.length === 0) return tree;
   const buckets = tree.buckets.slice();
   const copied = new Set<number>();
@@ -117,12 +117,12 @@ export function removeFolders(tree: Tree, ids: readonly string[]): Tree {
   return { buckets, size };
 }
 
-export function* folderEntries(tree: Tree): Generator<[string, FolderNode]> {
+function* folderEntries(tree: Tree): Generator<[string, FolderNode]> {
   for (const b of tree.buckets) if (b) for (const id of Object.keys(b)) yield [id, b[id]!];
 }
 
 /** True when `candidate` is `folderId` itself or one of its descendants (walks up from candidate: O(depth)). */
-export function isInSubtree(tree: Tree, folderId: string, candidate: string): boolean {
+function isInSubtree(tree: Tree, folderId: string, candidate: string): boolean {
   let cur: string | null = candidate;
   for (let guard = 0; cur !== null && guard <= tree.size; guard++) {
     if (cur === folderId) return true;
@@ -137,7 +137,7 @@ export function isInSubtree(tree: Tree, folderId: string, candidate: string): bo
  * answers `cap + 1`, so the walk costs O(cap) even in a tree stored before the limit
  * existed.
  */
-export function levelOf(tree: Tree, folderId: string | null, cap: number): number {
+function levelOf(tree: Tree, folderId: string | null, cap: number): number {
   let level = 0;
   let cur = folderId;
   while (cur !== null && level <= cap) {
@@ -150,9 +150,9 @@ export function levelOf(tree: Tree, folderId: string | null, cap: number): numbe
 }
 
 /** Children by parent id, as sets (a move takes one out and puts it in elsewhere in O(1)). */
-export type ChildIndex = Map<string, Set<string>>;
+type ChildIndex = Map<string, Set<string>>;
 
-export function childIndex(tree: Tree): ChildIndex {
+function childIndex(tree: Tree): ChildIndex {
   const children: ChildIndex = new Map();
   for (const [id, node] of folderEntries(tree)) {
     if (node.parentFolderId === null) continue;
@@ -169,7 +169,7 @@ export function childIndex(tree: Tree): ChildIndex {
  * visits only the top of a deep subtree. Example: a chain a -> b -> c has c 2 levels below
  * a: `hasDescendantsBelow(children, 'a', 1)` is true, with 2 it is false.
  */
-export function hasDescendantsBelow(children: ChildIndex, folderId: string, levels: number): boolean {
+function hasDescendantsBelow(children: ChildIndex, folderId: string, levels: number): boolean {
   let frontier = [folderId];
   for (let depth = 1; frontier.length > 0; depth++) {
     const next: string[] = [];

@@ -47,11 +47,11 @@ export type OrganizationState =
   | { status: 'none' }
   | { status: 'active'; organizationName: string; disabled: boolean; tree: Tree };
 
-export const initialState = (): OrganizationState => ({ status: 'none' });
+const initialState = (): OrganizationState => ({ status: 'none' });
 
 // ---- evolve ----
 
-export function evolve(state: OrganizationState, event: OrganizationEvent): OrganizationState {
+function evolve(state: OrganizationState, event: OrganizationEvent): OrganizationState {
   switch (event.type) {
     case 'OrganizationCreated':
       return state.status === 'none'
@@ -99,7 +99,7 @@ export type OrganizationCommand =
 
 export const organizationNotFound = () => notFound('Organization does not exist.');
 /** The spec's own shape for this one failure: `{ error: { code: "not-found", message } }`. */
-export const folderNotFound = () => new ApiError('NOT_FOUND', 'Folder not found.', undefined, undefined, { code: 'not-found' });
+const folderNotFound = () => new ApiError('NOT_FOUND', 'Folder not found.', undefined, undefined, { code: 'not-found' });
 
 const created = (organizationId: string, organizationName: string | undefined, now: number): OrganizationEvent => ({
   type: 'OrganizationCreated',
@@ -164,7 +164,7 @@ export function plan(command: OrganizationCommand, state: OrganizationState): Pl
   }
 }
 
-export const decide = (command: OrganizationCommand, state: OrganizationState): OrganizationEvent[] =>
+const decide = (command: OrganizationCommand, state: OrganizationState): OrganizationEvent[] =>
   plan(command, state).events;
 
 export const organizationDecider: PlanningDecider<OrganizationState, OrganizationCommand, OrganizationEvent, Outcome> = {

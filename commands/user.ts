@@ -10,7 +10,7 @@ import { streamName } from '../src/shared/ids.js';
 /** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
 export const userStream = (apiKey: string, userId: string) => streamName('user', apiKey, userId);
 
-export type Profile = {
+type Profile = {
   name: string;
   email: string;
   initial: string;
@@ -26,11 +26,11 @@ export type UserEvent =
 
 export type UserState = { status: 'none' } | ({ status: 'active' } & Profile);
 
-export const initialState = (): UserState => ({ status: 'none' });
+const initialState = (): UserState => ({ status: 'none' });
 
 // ---- evolve ----
 
-export function evolve(state: UserState, event: UserEvent): UserState {
+function evolve(state: UserState, event: UserEvent): UserState {
   switch (event.type) {
     case 'UserAdded': {
       const { name, email, initial } = event.data;
@@ -70,7 +70,7 @@ function changes(state: Extract<UserState, { status: 'active' }>, d: Partial<Pro
   return out;
 }
 
-export function decide(command: UserCommand, state: UserState): UserEvent[] {
+function decide(command: UserCommand, state: UserState): UserEvent[] {
   const { userId, ...profile } = command.data;
   switch (command.type) {
     case 'SaveUser': {

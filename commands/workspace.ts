@@ -35,7 +35,7 @@ export const workspaceStream = (workspaceId: string) => streamName('workspace', 
 
 // ---- events ----
 
-export type Plan = 'free' | 'paid';
+type Plan = 'free' | 'paid';
 export type ApiKeyType = 'testing' | 'production';
 
 export interface ApiKeySettings {
@@ -147,7 +147,7 @@ export interface SigningKey {
 /** The `kid` of a signing key created before key ids existed; tokens without a `kid` name it. */
 export const LEGACY_KID = 'k0';
 
-export interface KeyState {
+interface KeyState {
   type: ApiKeyType;
   tokenIds: string[];
   services: KeyServices;
@@ -173,7 +173,7 @@ export type WorkspaceState =
 /** Until the operator says otherwise, a workspace that may create production keys gets this many. */
 export const DEFAULT_MAX_PRODUCTION_KEYS = 3;
 
-export const initialState = (): WorkspaceState => ({ status: 'none' });
+const initialState = (): WorkspaceState => ({ status: 'none' });
 
 /**
  * A key's state, by own property only: API keys come from clients, and `keys["__proto__"]`
@@ -185,7 +185,7 @@ function keyOf(state: { keys: Record<string, KeyState> }, apiKey: string): KeySt
 
 // ---- evolve ----
 
-export function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceState {
+function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceState {
   if (event.type === 'WorkspaceCreated') {
     if (state.status !== 'none') return state;
     return {
@@ -401,7 +401,84 @@ function revokedOnRotation(key: KeyState, revokePrevious: boolean, now: number):
     .map((k) => k.kid);
 }
 
-export function decide(command: WorkspaceCommand, state: WorkspaceState): WorkspaceEvent[] {
+/** The commands on one existing API key of an active workspace, each naming it by `apiKey`. */
+type KeyCommand = Extract<
+  WorkspaceCommand,
+  { type: 'ResetAuthToken' | 'UpdateServiceConfig' | 'DisableWebhookEndpoint' | 'AddAllowedDomains' | 'RemoveAllowedDomains' | 'EnsureTokenSigningSecret' | 'RotateTokenSigningKey' }
+>;
+
+function decideOnKey(command: KeyCommand, state: WorkspaceState, now: number): WorkspaceEvent[] {
+  if (state.status !== 'active') throw workspaceNotFound();
+  const key = keyOf(state, command.data.apiKey);
+  // authtoken/reset answers with the hosted API's own message (API_KEY_NOT_FOUND).
+  if (!key) throw notFound(command.type === 'ResetAuthToken' ? API_KEY_NOT_FOUND : 'API key not found in this workspace.');
+  const { workspaceId } = state;
+  switch (command.type) {
+    case 'ResetAuthToken': {
+      const { apiKey, revokeTokenId, tokenId, tokenHash } = command.data;
+      if (revokeTokenId !== undefined && !key.tokenIds.includes(revokeTokenId)) {
+        throw notFound('Auth token not found for this API key.');
+      }
+      const revoke = revokeTokenId !== undefined ? [revokeTokenId] : key.tokenIds;
+      return [
+        ...revoke.map((t): WorkspaceEvent => ({ type: 'ApiKeyAuthTokenRevoked', data: { apiKey, tokenId: t, revokedAt: now } })),
+        { type: 'ApiKeyAuthTokenCreated', data: { apiKey, tokenId, tokenHash, createdAt: now } },
+      ];
+    }
+    case 'UpdateServiceConfig': {
+      const { apiKey, ...update } = command.data;
+      const next = mergeServiceConfig(key.services[update.service], update);
+      if (sameService(next, key.services[update.service])) return [];
+      const data = { workspaceId, apiKey, service: update.service, ...next, updatedAt: now };
+      return [{ type: 'ApiKeyServiceConfigUpdated', data }];
+    }
+    case 'DisableWebhookEndpoint': {
+      const { apiKey, endpoint, reason } = command.data;
+      if (key.services.webhook.disabledEndpoints.includes(endpoint)) return [];
+      return [{ type: 'WebhookEndpointDisabled', data: { workspaceId, apiKey, endpoint, reason, disabledAt: now } }];
+    }
+    case 'AddAllowedDomains': {
+      const { apiKey } = command.data;
+      const added = [...new Set(command.data.domains)].filter((d) => !key.allowedDomains.includes(d));
+      if (added.length === 0) return [];
+      const total = key.allowedDomains.length + added.length;
+      if (total > MAX_DOMAINS_PER_KEY) {
+        throw resourceExhausted(
+          `The API key would have ${total} allowed domains; an API key has at most ${MAX_DOMAINS_PER_KEY} (it has ${key.allowedDomains.length}; remove some first, or use a wildcard such as *.example.com).`,
+        );
+      }
+      return [{ type: 'ApiKeyAllowedDomainsAdded', data: { workspaceId, apiKey, domains: added, addedAt: now } }];
+    }
+    case 'RemoveAllowedDomains': {
+      const { apiKey } = command.data;
+      const removed = [...new Set(command.data.domains)].filter((d) => key.allowedDomains.includes(d));
+      if (removed.length === 0) return [];
+      return [{ type: 'ApiKeyAllowedDomainsRemoved', data: { workspaceId, apiKey, domains: removed, removedAt: now } }];
+    }
+    case 'EnsureTokenSigningSecret': {
+      const { apiKey, kid, secret, publicKey } = command.data;
+      const current = key.signingKeys.find((k) => k.retiredAt === null);
+      if (current?.alg === 'ES256') return [];
+      if (key.signingKeys.length === 0) {
+        return [{ type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId, apiKey, kid, secret, alg: 'ES256', publicKey, createdAt: now } }];
+      }
+      // An HS256 key from before asymmetric signing: new tokens must be verifiable with a
+      // published key, so an ES256 key takes over; the HS256 one verifies its tokens until
+      // they expire, as after any rotation.
+      const revokedKids = revokedOnRotation(key, false, now);
+      return [{ type: 'ApiKeyTokenSigningKeyRotated', data: { workspaceId, apiKey, kid, secret, alg: 'ES256', publicKey, revokedKids, rotatedAt: now } }];
+    }
+    case 'RotateTokenSigningKey': {
+      const { apiKey, kid, secret, publicKey, revokePrevious } = command.data;
+      const revokedKids = revokedOnRotation(key, revokePrevious, now);
+      return [{ type: 'ApiKeyTokenSigningKeyRotated', data: { workspaceId, apiKey, kid, secret, alg: 'ES256', publicKey, revokedKids, rotatedAt: now } }];
+    }
+    default:
+      return assertNever(command, 'workspace key command');
+  }
+}
+
+function decide(command: WorkspaceCommand, state: WorkspaceState): WorkspaceEvent[] {
   const now = command.metadata.now;
   switch (command.type) {
     case 'CreateWorkspace': {
@@ -437,86 +514,14 @@ export function decide(command: WorkspaceCommand, state: WorkspaceState): Worksp
       if (command.data.type === 'production') guardProductionKey(state);
       return keyEvents(state.workspaceId, command.data, now);
     }
-    case 'ResetAuthToken': {
-      if (state.status !== 'active') throw workspaceNotFound();
-      const { apiKey, revokeTokenId, tokenId, tokenHash } = command.data;
-      const key = keyOf(state, apiKey);
-      if (!key) throw notFound(API_KEY_NOT_FOUND);
-      if (revokeTokenId !== undefined && !key.tokenIds.includes(revokeTokenId)) {
-        throw notFound('Auth token not found for this API key.');
-      }
-      const revoke = revokeTokenId !== undefined ? [revokeTokenId] : key.tokenIds;
-      return [
-        ...revoke.map((t): WorkspaceEvent => ({ type: 'ApiKeyAuthTokenRevoked', data: { apiKey, tokenId: t, revokedAt: now } })),
-        { type: 'ApiKeyAuthTokenCreated', data: { apiKey, tokenId, tokenHash, createdAt: now } },
-      ];
-    }
-    case 'UpdateServiceConfig': {
-      if (state.status !== 'active') throw workspaceNotFound();
-      const { apiKey, ...update } = command.data;
-      const key = keyOf(state, apiKey);
-      if (!key) throw notFound('API key not found in this workspace.');
-      const next = mergeServiceConfig(key.services[update.service], update);
-      if (sameService(next, key.services[update.service])) return [];
-      const data = { workspaceId: state.workspaceId, apiKey, service: update.service, ...next, updatedAt: now };
-      return [{ type: 'ApiKeyServiceConfigUpdated', data }];
-    }
-    case 'DisableWebhookEndpoint': {
-      if (state.status !== 'active') throw workspaceNotFound();
-      const { apiKey, endpoint, reason } = command.data;
-      const key = keyOf(state, apiKey);
-      if (!key) throw notFound('API key not found in this workspace.');
-      if (key.services.webhook.disabledEndpoints.includes(endpoint)) return [];
-      return [{ type: 'WebhookEndpointDisabled', data: { workspaceId: state.workspaceId, apiKey, endpoint, reason, disabledAt: now } }];
-    }
-    case 'AddAllowedDomains': {
-      if (state.status !== 'active') throw workspaceNotFound();
-      const { apiKey } = command.data;
-      const key = keyOf(state, apiKey);
-      if (!key) throw notFound('API key not found in this workspace.');
-      const added = [...new Set(command.data.domains)].filter((d) => !key.allowedDomains.includes(d));
-      if (added.length === 0) return [];
-      const total = key.allowedDomains.length + added.length;
-      if (total > MAX_DOMAINS_PER_KEY) {
-        throw resourceExhausted(
-          `The API key would have ${total} allowed domains; an API key has at most ${MAX_DOMAINS_PER_KEY} (it has ${key.allowedDomains.length}; remove some first, or use a wildcard such as *.example.com).`,
-        );
-      }
-      return [{ type: 'ApiKeyAllowedDomainsAdded', data: { workspaceId: state.workspaceId, apiKey, domains: added, addedAt: now } }];
-    }
-    case 'RemoveAllowedDomains': {
-      if (state.status !== 'active') throw workspaceNotFound();
-      const { apiKey } = command.data;
-      const key = keyOf(state, apiKey);
-      if (!key) throw notFound('API key not found in this workspace.');
-      const removed = [...new Set(command.data.domains)].filter((d) => key.allowedDomains.includes(d));
-      if (removed.length === 0) return [];
-      return [{ type: 'ApiKeyAllowedDomainsRemoved', data: { workspaceId: state.workspaceId, apiKey, domains: removed, removedAt: now } }];
-    }
-    case 'EnsureTokenSigningSecret': {
-      if (state.status !== 'active') throw workspaceNotFound();
-      const { apiKey, kid, secret, publicKey } = command.data;
-      const key = keyOf(state, apiKey);
-      if (!key) throw notFound('API key not found in this workspace.');
-      const current = key.signingKeys.find((k) => k.retiredAt === null);
-      if (current?.alg === 'ES256') return [];
-      if (key.signingKeys.length === 0) {
-        return [{ type: 'ApiKeyTokenSigningSecretCreated', data: { workspaceId: state.workspaceId, apiKey, kid, secret, alg: 'ES256', publicKey, createdAt: now } }];
-      }
-      // An HS256 key from before asymmetric signing: new tokens must be verifiable with a
-      // published key, so an ES256 key takes over; the HS256 one verifies its tokens until
-      // they expire, as after any rotation.
-      const revokedKids = revokedOnRotation(key, false, now);
-      return [{ type: 'ApiKeyTokenSigningKeyRotated', data: { workspaceId: state.workspaceId, apiKey, kid, secret, alg: 'ES256', publicKey, revokedKids, rotatedAt: now } }];
-    }
-    case 'RotateTokenSigningKey': {
-      if (state.status !== 'active') throw workspaceNotFound();
-      const { apiKey, kid, secret, publicKey, revokePrevious } = command.data;
-      const key = keyOf(state, apiKey);
-      if (!key) throw notFound('API key not found in this workspace.');
-      const revokedKids = revokedOnRotation(key, revokePrevious, now);
-      return [{ type: 'ApiKeyTokenSigningKeyRotated', data: { workspaceId: state.workspaceId, apiKey, kid, secret, alg: 'ES256', publicKey, revokedKids, rotatedAt: now } }];
-    }
+    case 'ResetAuthToken':
+    case 'UpdateServiceConfig':
+    case 'DisableWebhookEndpoint':
+    case 'AddAllowedDomains':
+    case 'RemoveAllowedDomains':
+    case 'EnsureTokenSigningSecret':
+    case 'RotateTokenSigningKey':
+      return decideOnKey(command, state, now);
     default:
       return assertNever(command, 'workspace command');
   }

@@ -51,11 +51,9 @@ export interface AgentGroupDoc extends Doc {
 }
 
 type Ev = AgentEvent | AgentGroupEvent | Extract<WorkspaceEvent, { type: 'ApiKeyDeleted' }>;
-type Of<T extends Ev['type']> = Extract<Ev, { type: T }>['data'];
-const data = <T extends Ev['type']>(e: RecordedEvent) => e.data as Of<T>;
 const apiKeyOf = (e: RecordedEvent) => e.metadata.apiKey ?? '';
 
-export const agentsProjection = defineProjection({
+export const agentsProjection = defineProjection<Ev>({
   name: 'agents',
   indexes: [
     { collection: AGENTS, fields: ['apiKey', 'createdAt'] },
@@ -64,11 +62,11 @@ export const agentsProjection = defineProjection({
   ],
   handlers: {
     async ApiKeyDeleted(e, tx) {
-      const { apiKey } = data<'ApiKeyDeleted'>(e);
+      const { apiKey } = e.data;
       for (const c of [AGENTS, AGENT_BUILTIN_SETTINGS, AGENT_GROUPS]) await tx.deleteMany(c, { apiKey });
     },
     async AgentCreated(e, tx) {
-      const d = data<'AgentCreated'>(e);
+      const d = e.data;
       const apiKey = apiKeyOf(e);
       const doc: AgentDoc = {
         _id: key(apiKey, d.agentId),
@@ -84,7 +82,7 @@ export const agentsProjection = defineProjection({
       await tx.upsert(AGENTS, doc);
     },
     async AgentUpdated(e, tx) {
-      const d = data<'AgentUpdated'>(e);
+      const d = e.data;
       await tx.patch(AGENTS, key(apiKeyOf(e), d.agentId), {
         config: redactAgentConfig(d.config),
         version: d.version,
@@ -92,16 +90,16 @@ export const agentsProjection = defineProjection({
       });
     },
     async AgentDeleted(e, tx) {
-      await tx.delete(AGENTS, key(apiKeyOf(e), data<'AgentDeleted'>(e).agentId));
+      await tx.delete(AGENTS, key(apiKeyOf(e), e.data.agentId));
     },
     async BuiltInAgentEnabledChanged(e, tx) {
-      const d = data<'BuiltInAgentEnabledChanged'>(e);
+      const d = e.data;
       const apiKey = apiKeyOf(e);
       const doc: BuiltInSettingDoc = { _id: key(apiKey, d.agentId), apiKey, agentId: d.agentId, enabled: d.enabled };
       await tx.upsert(AGENT_BUILTIN_SETTINGS, doc);
     },
     async AgentGroupCreated(e, tx) {
-      const d = data<'AgentGroupCreated'>(e);
+      const d = e.data;
       const apiKey = apiKeyOf(e);
       const doc: AgentGroupDoc = {
         _id: key(apiKey, d.groupId),
@@ -117,7 +115,7 @@ export const agentsProjection = defineProjection({
       await tx.upsert(AGENT_GROUPS, doc);
     },
     async AgentGroupUpdated(e, tx) {
-      const d = data<'AgentGroupUpdated'>(e);
+      const d = e.data;
       await tx.patch(AGENT_GROUPS, key(apiKeyOf(e), d.groupId), {
         name: d.name,
         description: d.description,
@@ -126,10 +124,10 @@ export const agentsProjection = defineProjection({
       });
     },
     async AgentGroupDeleted(e, tx) {
-      await tx.delete(AGENT_GROUPS, key(apiKeyOf(e), data<'AgentGroupDeleted'>(e).groupId));
+      await tx.delete(AGENT_GROUPS, key(apiKeyOf(e), e.data.groupId));
     },
     async AgentsAddedToGroup(e, tx) {
-      const d = data<'AgentsAddedToGroup'>(e);
+      const d = e.data;
       const id = key(apiKeyOf(e), d.groupId);
       const group = await tx.get<AgentGroupDoc>(AGENT_GROUPS, id);
       if (!group) return;
@@ -138,7 +136,7 @@ export const agentsProjection = defineProjection({
       await tx.patch(AGENT_GROUPS, id, { agentIds, updatedAt: d.at });
     },
     async AgentsRemovedFromGroup(e, tx) {
-      const d = data<'AgentsRemovedFromGroup'>(e);
+      const d = e.data;
       const id = key(apiKeyOf(e), d.groupId);
       const group = await tx.get<AgentGroupDoc>(AGENT_GROUPS, id);
       if (!group) return;

@@ -69,7 +69,7 @@ export interface AuditSubjectDoc extends Doc {
 }
 
 /** `<category>-<json ids>` (src/shared/ids.ts streamName) split; null for anything else. */
-export function parseStream(stream: string): { category: string; ids: string[] } | null {
+function parseStream(stream: string): { category: string; ids: string[] } | null {
   const i = stream.indexOf('-');
   if (i < 0) return null;
   try {
@@ -85,7 +85,7 @@ const str = (v: unknown): v is string => typeof v === 'string';
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter(str) : []);
 
 /** The owning API key and the subjects of one event; null when it is no tenant's data. */
-export function auditSubjectsOf(e: RecordedEvent): { apiKey: string; category: string; streamIds: string[]; subjects: string[] } | null {
+function auditSubjectsOf(e: RecordedEvent): { apiKey: string; category: string; streamIds: string[]; subjects: string[] } | null {
   const s = parseStream(e.stream);
   if (!s) return null;
   const d = e.data as Record<string, unknown>;

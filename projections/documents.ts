@@ -8,10 +8,9 @@
  * deletion drops all of them. The effective access type is not stored: it is read through
  * the folder (queries/documents.ts), so folder moves never rewrite documents.
  */
-import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc } from '../src/ports/read-store.js';
 import { key } from '../src/shared/ids.js';
-import { defineProjection } from '../src/runtime/projection.js';
+import { defineProjection, type RecordedOf } from '../src/runtime/projection.js';
 import type { AccessType } from '../commands/folder-tree.js';
 import type { DocumentEvent } from '../commands/document.js';
 import type { OrganizationEvent } from '../commands/organization.js';
@@ -35,14 +34,9 @@ export interface DocumentDoc extends Doc {
 export const documentKey = (apiKey: string, organizationId: string, documentId: string) => key(apiKey, organizationId, documentId);
 
 type Ev = DocumentEvent | OrganizationEvent;
-type Of<T extends Ev['type']> = Extract<Ev, { type: T }>['data'];
-const data = <T extends Ev['type']>(e: RecordedEvent) => e.data as Of<T>;
-const idOf = (e: RecordedEvent) => {
-  const d = e.data as { organizationId: string; documentId: string };
-  return documentKey(apiKeyOf(e), d.organizationId, d.documentId);
-};
+const idOf = (e: RecordedOf<DocumentEvent>) => documentKey(apiKeyOf(e), e.data.organizationId, e.data.documentId);
 
-export const documentsProjection = defineProjection({
+export const documentsProjection = defineProjection<Ev>({
   name: 'documents',
   indexes: [
     ...cascadeWorkIndexes,
@@ -51,7 +45,7 @@ export const documentsProjection = defineProjection({
   ],
   handlers: {
     async DocumentAdded(e, tx) {
-      const d = data<'DocumentAdded'>(e);
+      const d = e.data;
       const doc: DocumentDoc = {
         _id: idOf(e),
         apiKey: apiKeyOf(e),
@@ -67,22 +61,22 @@ export const documentsProjection = defineProjection({
       await tx.upsert(DOCUMENTS, doc);
     },
     async DocumentRenamed(e, tx) {
-      await tx.patch(DOCUMENTS, idOf(e), { documentName: data<'DocumentRenamed'>(e).documentName });
+      await tx.patch(DOCUMENTS, idOf(e), { documentName: e.data.documentName });
     },
     async DocumentMoved(e, tx) {
-      await tx.patch(DOCUMENTS, idOf(e), { folderId: data<'DocumentMoved'>(e).folderId });
+      await tx.patch(DOCUMENTS, idOf(e), { folderId: e.data.folderId });
     },
     async DocumentAccessChanged(e, tx) {
-      await tx.patch(DOCUMENTS, idOf(e), { accessType: data<'DocumentAccessChanged'>(e).accessType });
+      await tx.patch(DOCUMENTS, idOf(e), { accessType: e.data.accessType });
     },
     async DocumentDisabledStateChanged(e, tx) {
-      await tx.patch(DOCUMENTS, idOf(e), { disabled: data<'DocumentDisabledStateChanged'>(e).disabled });
+      await tx.patch(DOCUMENTS, idOf(e), { disabled: e.data.disabled });
     },
     async DocumentDeleted(e, tx) {
       await tx.delete(DOCUMENTS, idOf(e));
     },
     async FolderDeleted(e, tx) {
-      const d = data<'FolderDeleted'>(e);
+      const d = e.data;
       for (const folderId of d.folderIds) {
         const filter = { apiKey: apiKeyOf(e), organizationId: d.organizationId, folderId };
         await queueCascade(tx, e, { collection: DOCUMENTS, filter, sort: 'seq', field: 'documentId' }, 'document', d.organizationId, 'folderDeleted');
@@ -90,7 +84,7 @@ export const documentsProjection = defineProjection({
       }
     },
     async OrganizationDeleted(e, tx) {
-      const organizationId = data<'OrganizationDeleted'>(e).organizationId;
+      const organizationId = e.data.organizationId;
       const filter = { apiKey: apiKeyOf(e), organizationId };
       await queueCascade(tx, e, { collection: DOCUMENTS, filter, sort: 'seq', field: 'documentId' }, 'document', organizationId, 'organizationDeleted');
       await tx.deleteMany(DOCUMENTS, filter);

@@ -40,8 +40,6 @@ export interface FolderDoc extends Doc {
 
 export const folderKey = (apiKey: string, organizationId: string, folderId: string) => key(apiKey, organizationId, folderId);
 
-type Of<T extends OrganizationEvent['type']> = Extract<OrganizationEvent, { type: T }>['data'];
-const data = <T extends OrganizationEvent['type']>(e: RecordedEvent) => e.data as Of<T>;
 
 /** Where a folder sits under `parent` (null: the root). */
 const placement = (own: AccessType | null, parent: FolderDoc | null) => ({
@@ -86,7 +84,7 @@ async function existing(tx: ReadTx, e: RecordedEvent, organizationId: string, fo
   return tx.get<FolderDoc>(FOLDERS, folderKey(apiKeyOf(e), organizationId, folderId));
 }
 
-export const foldersProjection = defineProjection({
+export const foldersProjection = defineProjection<OrganizationEvent>({
   name: 'folders',
   indexes: [
     // With seq: folders/get reads a folder's children in creation order, at most as many as it can answer.
@@ -95,7 +93,7 @@ export const foldersProjection = defineProjection({
   ],
   handlers: {
     async FolderAdded(e, tx) {
-      const d = data<'FolderAdded'>(e);
+      const d = e.data;
       await replace(tx, {
         _id: folderKey(apiKeyOf(e), d.organizationId, d.folderId),
         apiKey: apiKeyOf(e),
@@ -112,25 +110,25 @@ export const foldersProjection = defineProjection({
     },
     // The time of a change is the event's own (metadata.time): the same on every replay.
     async FolderRenamed(e, tx) {
-      const d = data<'FolderRenamed'>(e);
+      const d = e.data;
       await tx.patch(FOLDERS, folderKey(apiKeyOf(e), d.organizationId, d.folderId), { folderName: d.folderName, lastUpdated: e.metadata.time });
     },
     async FolderMoved(e, tx) {
-      const d = data<'FolderMoved'>(e);
+      const d = e.data;
       const f = await existing(tx, e, d.organizationId, d.folderId);
       if (f) await replace(tx, { ...f, parentFolderId: d.parentFolderId }, e.metadata.time);
     },
     async FolderAccessChanged(e, tx) {
-      const d = data<'FolderAccessChanged'>(e);
+      const d = e.data;
       const f = await existing(tx, e, d.organizationId, d.folderId);
       if (f) await replace(tx, { ...f, accessType: d.accessType }, e.metadata.time);
     },
     async FolderDeleted(e, tx) {
-      const d = data<'FolderDeleted'>(e);
+      const d = e.data;
       for (const id of d.folderIds) await tx.delete(FOLDERS, folderKey(apiKeyOf(e), d.organizationId, id));
     },
     async OrganizationDeleted(e, tx) {
-      await tx.deleteMany(FOLDERS, { apiKey: apiKeyOf(e), organizationId: data<'OrganizationDeleted'>(e).organizationId });
+      await tx.deleteMany(FOLDERS, { apiKey: apiKeyOf(e), organizationId: e.data.organizationId });
     },
   },
 });

@@ -4,7 +4,6 @@
  * Grants on a removed resource go with it: folder deletion, document deletion, organization
  * deletion.
  */
-import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc } from '../src/ports/read-store.js';
 import { key } from '../src/shared/ids.js';
 import { defineProjection } from '../src/runtime/projection.js';
@@ -33,10 +32,8 @@ export const grantKey = (apiKey: string, organizationId: string, userId: string,
   key(apiKey, organizationId, userId, resourceType, resourceId);
 
 type Ev = GrantEvent | OrganizationEvent | DocumentEvent;
-type Of<T extends Ev['type']> = Extract<Ev, { type: T }>['data'];
-const data = <T extends Ev['type']>(e: RecordedEvent) => e.data as Of<T>;
 
-export const grantsProjection = defineProjection({
+export const grantsProjection = defineProjection<Ev>({
   name: 'grants',
   indexes: [
     { collection: GRANTS, fields: ['apiKey', 'organizationId', 'userId'] },
@@ -44,7 +41,7 @@ export const grantsProjection = defineProjection({
   ],
   handlers: {
     async GrantAdded(e, tx) {
-      const d = data<'GrantAdded'>(e);
+      const d = e.data;
       const doc: GrantDoc = {
         _id: grantKey(apiKeyOf(e), d.organizationId, d.userId, d.resourceType, d.resourceId),
         apiKey: apiKeyOf(e),
@@ -60,7 +57,7 @@ export const grantsProjection = defineProjection({
       await tx.upsert(GRANTS, doc);
     },
     async AccessFieldsRemoved(e, tx) {
-      const d = data<'AccessFieldsRemoved'>(e);
+      const d = e.data;
       const id = grantKey(apiKeyOf(e), d.organizationId, d.userId, d.resourceType, d.resourceId);
       const doc = await tx.get<GrantDoc>(GRANTS, id);
       if (!doc) return;
@@ -71,14 +68,14 @@ export const grantsProjection = defineProjection({
       else await tx.patch(GRANTS, id, undefined, ['accessFields']);
     },
     async GrantRevoked(e, tx) {
-      const d = data<'GrantRevoked'>(e);
+      const d = e.data;
       await tx.delete(GRANTS, grantKey(apiKeyOf(e), d.organizationId, d.userId, d.resourceType, d.resourceId));
     },
     // The grants go from reads at once, and the cascade revokes each on the write side too
     // (semantics §4: "grants on them go too"), so a folder or document re-created with the
     // same id never finds, extends or is refused by the old one.
     async FolderDeleted(e, tx) {
-      const d = data<'FolderDeleted'>(e);
+      const d = e.data;
       for (const resourceId of d.folderIds) {
         const filter = { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'folder', resourceId };
         await queueCascade(tx, e, { collection: GRANTS, filter, sort: 'userId', field: 'userId' }, 'resourceGrants', d.organizationId, 'folderDeleted', { resourceType: 'folder', resourceId });
@@ -86,14 +83,14 @@ export const grantsProjection = defineProjection({
       }
     },
     async DocumentDeleted(e, tx) {
-      const d = data<'DocumentDeleted'>(e);
+      const d = e.data;
       const filter = { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'document', resourceId: d.documentId };
       const reason = d.reason === 'request' ? 'documentDeleted' : d.reason;
       await queueCascade(tx, e, { collection: GRANTS, filter, sort: 'userId', field: 'userId' }, 'resourceGrants', d.organizationId, reason, { resourceType: 'document', resourceId: d.documentId });
       await tx.deleteMany(GRANTS, filter);
     },
     async OrganizationDeleted(e, tx) {
-      const organizationId = data<'OrganizationDeleted'>(e).organizationId;
+      const organizationId = e.data.organizationId;
       const filter = { apiKey: apiKeyOf(e), organizationId };
       await queueCascade(tx, e, { collection: GRANTS, filter, sort: 'userId', field: 'userId' }, 'grants', organizationId, 'organizationDeleted');
       await tx.deleteMany(GRANTS, filter);

@@ -12,7 +12,6 @@
  * DocumentDeleted: the cascade revokes each on the write side too, so a folder re-created
  * with the same id never finds the old grant) and their organization.
  */
-import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc } from '../src/ports/read-store.js';
 import { key } from '../src/shared/ids.js';
 import { defineProjection } from '../src/runtime/projection.js';
@@ -40,10 +39,8 @@ export const groupGrantKey = (apiKey: string, organizationId: string, groupId: s
   key(apiKey, organizationId, groupId, resourceType, resourceId);
 
 type Ev = GroupEvent | OrganizationEvent | DocumentEvent;
-type Of<T extends Ev['type']> = Extract<Ev, { type: T }>['data'];
-const data = <T extends Ev['type']>(e: RecordedEvent) => e.data as Of<T>;
 
-export const groupGrantsProjection = defineProjection({
+export const groupGrantsProjection = defineProjection<Ev>({
   name: 'groupGrants',
   indexes: [
     { collection: GROUP_GRANTS, fields: ['apiKey', 'organizationId', 'groupId'] },
@@ -51,7 +48,7 @@ export const groupGrantsProjection = defineProjection({
   ],
   handlers: {
     async GroupAccessGranted(e, tx) {
-      const d = data<'GroupAccessGranted'>(e);
+      const d = e.data;
       const doc: GroupGrantDoc = {
         _id: groupGrantKey(apiKeyOf(e), d.organizationId, d.groupId, d.resourceType, d.resourceId),
         apiKey: apiKeyOf(e),
@@ -65,17 +62,17 @@ export const groupGrantsProjection = defineProjection({
       await tx.upsert(GROUP_GRANTS, doc);
     },
     async GroupAccessRevoked(e, tx) {
-      const d = data<'GroupAccessRevoked'>(e);
+      const d = e.data;
       await tx.delete(GROUP_GRANTS, groupGrantKey(apiKeyOf(e), d.organizationId, d.groupId, d.resourceType, d.resourceId));
     },
     // The group's state forgets its grants in the same event (commands/group.ts): nothing to
     // cascade.
     async UserGroupDeleted(e, tx) {
-      const d = data<'UserGroupDeleted'>(e);
+      const d = e.data;
       await tx.deleteMany(GROUP_GRANTS, { apiKey: apiKeyOf(e), organizationId: d.organizationId, groupId: d.groupId });
     },
     async FolderDeleted(e, tx) {
-      const d = data<'FolderDeleted'>(e);
+      const d = e.data;
       for (const resourceId of d.folderIds) {
         const filter = { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'folder', resourceId };
         await queueCascade(tx, e, { collection: GROUP_GRANTS, filter, sort: 'groupId', field: 'groupId' }, 'resourceGroupGrants', d.organizationId, 'folderDeleted', { resourceType: 'folder', resourceId });
@@ -83,7 +80,7 @@ export const groupGrantsProjection = defineProjection({
       }
     },
     async DocumentDeleted(e, tx) {
-      const d = data<'DocumentDeleted'>(e);
+      const d = e.data;
       const filter = { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'document', resourceId: d.documentId };
       const reason = d.reason === 'request' ? 'documentDeleted' : d.reason;
       await queueCascade(tx, e, { collection: GROUP_GRANTS, filter, sort: 'groupId', field: 'groupId' }, 'resourceGroupGrants', d.organizationId, reason, { resourceType: 'document', resourceId: d.documentId });
@@ -92,7 +89,7 @@ export const groupGrantsProjection = defineProjection({
     // The groups projection queues each group's deletion (projections/groups.ts), which
     // clears its grants on the write side.
     async OrganizationDeleted(e, tx) {
-      const organizationId = data<'OrganizationDeleted'>(e).organizationId;
+      const organizationId = e.data.organizationId;
       await tx.deleteMany(GROUP_GRANTS, { apiKey: apiKeyOf(e), organizationId });
     },
   },

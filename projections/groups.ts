@@ -4,7 +4,6 @@
  * group" are both indexed lookups). Group grants are their own read model
  * (projections/group-grants.ts).
  */
-import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc } from '../src/ports/read-store.js';
 import { key } from '../src/shared/ids.js';
 import { defineProjection } from '../src/runtime/projection.js';
@@ -16,7 +15,7 @@ import { queueCascade } from './cascade-work.js';
 export const USER_GROUPS = 'user_groups';
 export const GROUP_MEMBERS = 'user_group_members';
 
-export interface GroupDoc extends Doc {
+interface GroupDoc extends Doc {
   apiKey: string;
   organizationId: string;
   groupId: string;
@@ -31,15 +30,13 @@ export interface MemberDoc extends Doc {
   userId: string;
 }
 
-export const groupKey = (apiKey: string, organizationId: string, groupId: string) => key(apiKey, organizationId, groupId);
+const groupKey = (apiKey: string, organizationId: string, groupId: string) => key(apiKey, organizationId, groupId);
 export const memberKey = (apiKey: string, organizationId: string, groupId: string, userId: string) =>
   key(apiKey, organizationId, groupId, userId);
 
 type Ev = GroupEvent | OrganizationEvent;
-type Of<T extends Ev['type']> = Extract<Ev, { type: T }>['data'];
-const data = <T extends Ev['type']>(e: RecordedEvent) => e.data as Of<T>;
 
-export const groupsProjection = defineProjection({
+export const groupsProjection = defineProjection<Ev>({
   name: 'groups',
   indexes: [
     { collection: USER_GROUPS, fields: ['apiKey', 'organizationId', 'seq'] },
@@ -50,7 +47,7 @@ export const groupsProjection = defineProjection({
   ],
   handlers: {
     async UserGroupAdded(e, tx) {
-      const d = data<'UserGroupAdded'>(e);
+      const d = e.data;
       const doc: GroupDoc = {
         _id: groupKey(apiKeyOf(e), d.organizationId, d.groupId),
         apiKey: apiKeyOf(e),
@@ -62,7 +59,7 @@ export const groupsProjection = defineProjection({
       await tx.upsert(USER_GROUPS, doc);
     },
     async UserGroupMemberAdded(e, tx) {
-      const d = data<'UserGroupMemberAdded'>(e);
+      const d = e.data;
       const doc: MemberDoc = {
         _id: memberKey(apiKeyOf(e), d.organizationId, d.groupId, d.userId),
         apiKey: apiKeyOf(e),
@@ -73,16 +70,16 @@ export const groupsProjection = defineProjection({
       await tx.upsert(GROUP_MEMBERS, doc);
     },
     async UserGroupMemberRemoved(e, tx) {
-      const d = data<'UserGroupMemberRemoved'>(e);
+      const d = e.data;
       await tx.delete(GROUP_MEMBERS, memberKey(apiKeyOf(e), d.organizationId, d.groupId, d.userId));
     },
     async UserGroupDeleted(e, tx) {
-      const d = data<'UserGroupDeleted'>(e);
+      const d = e.data;
       await tx.delete(USER_GROUPS, groupKey(apiKeyOf(e), d.organizationId, d.groupId));
       await tx.deleteMany(GROUP_MEMBERS, { apiKey: apiKeyOf(e), organizationId: d.organizationId, groupId: d.groupId });
     },
     async OrganizationDeleted(e, tx) {
-      const organizationId = data<'OrganizationDeleted'>(e).organizationId;
+      const organizationId = e.data.organizationId;
       const filter = { apiKey: apiKeyOf(e), organizationId };
       await queueCascade(tx, e, { collection: USER_GROUPS, filter, sort: 'seq', field: 'groupId' }, 'group', organizationId, 'organizationDeleted');
       await tx.deleteMany(USER_GROUPS, { apiKey: apiKeyOf(e), organizationId });

@@ -21,16 +21,14 @@ export interface OrganizationDoc extends Doc {
 
 export const organizationKey = (apiKey: string, organizationId: string) => key(apiKey, organizationId);
 
-type Of<T extends OrganizationEvent['type']> = Extract<OrganizationEvent, { type: T }>['data'];
-const data = <T extends OrganizationEvent['type']>(e: RecordedEvent) => e.data as Of<T>;
 export const apiKeyOf = (e: RecordedEvent) => e.metadata.apiKey ?? '';
 
-export const organizationsProjection = defineProjection({
+export const organizationsProjection = defineProjection<OrganizationEvent>({
   name: 'organizations',
   indexes: [{ collection: ORGANIZATIONS, fields: ['apiKey', 'seq'] }],
   handlers: {
     async OrganizationCreated(e, tx) {
-      const d = data<'OrganizationCreated'>(e);
+      const d = e.data;
       const doc: OrganizationDoc = {
         _id: organizationKey(apiKeyOf(e), d.organizationId),
         apiKey: apiKeyOf(e),
@@ -43,15 +41,15 @@ export const organizationsProjection = defineProjection({
       await tx.upsert(ORGANIZATIONS, doc);
     },
     async OrganizationRenamed(e, tx) {
-      const d = data<'OrganizationRenamed'>(e);
+      const d = e.data;
       await tx.patch(ORGANIZATIONS, organizationKey(apiKeyOf(e), d.organizationId), { organizationName: d.organizationName });
     },
     async OrganizationDisabledStateChanged(e, tx) {
-      const d = data<'OrganizationDisabledStateChanged'>(e);
+      const d = e.data;
       await tx.patch(ORGANIZATIONS, organizationKey(apiKeyOf(e), d.organizationId), { disabled: d.disabled });
     },
     async OrganizationDeleted(e, tx) {
-      await tx.delete(ORGANIZATIONS, organizationKey(apiKeyOf(e), data<'OrganizationDeleted'>(e).organizationId));
+      await tx.delete(ORGANIZATIONS, organizationKey(apiKeyOf(e), e.data.organizationId));
     },
   },
 });

@@ -5,19 +5,16 @@
  * the same batch (projections/index.ts), so the key document always exists first.
  * The token-signing secret event is deliberately not handled: it never reaches a read model.
  */
-import type { RecordedEvent } from '../src/ports/event-store.js';
 import { defineProjection } from '../src/runtime/projection.js';
 import type { WorkspaceEvent } from '../commands/workspace.js';
 import { API_KEYS, redactConfig, type ApiKeyDoc } from './workspaces.js';
 
-type Of<T extends WorkspaceEvent['type']> = Extract<WorkspaceEvent, { type: T }>['data'];
-const data = <T extends WorkspaceEvent['type']>(e: RecordedEvent) => e.data as Of<T>;
 
-export const serviceConfigProjection = defineProjection({
+export const serviceConfigProjection = defineProjection<WorkspaceEvent>({
   name: 'service-config',
   handlers: {
     async ApiKeyServiceConfigUpdated(e, tx) {
-      const d = data<'ApiKeyServiceConfigUpdated'>(e);
+      const d = e.data;
       const set: Record<string, unknown> =
         d.service === 'email'
           ? { 'settings.useEmailService': d.enabled, 'settings.emailServiceConfig': redactConfig(d.config), 'settings.emailTriggers': d.triggers }
@@ -30,7 +27,7 @@ export const serviceConfigProjection = defineProjection({
       await tx.patch(API_KEYS, d.apiKey, set);
     },
     async WebhookEndpointDisabled(e, tx) {
-      const d = data<'WebhookEndpointDisabled'>(e);
+      const d = e.data;
       const key = await tx.get<ApiKeyDoc>(API_KEYS, d.apiKey);
       if (!key) return;
       const current = ((key.settings as unknown as Record<string, unknown>).webhookDisabledEndpoints as string[] | undefined) ?? [];

@@ -1,5 +1,4 @@
 /** Read model `users`: one profile per user of an API key (semantics §5). */
-import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc } from '../src/ports/read-store.js';
 import { key } from '../src/shared/ids.js';
 import { defineProjection } from '../src/runtime/projection.js';
@@ -18,19 +17,17 @@ export interface UserDoc extends Doc {
 
 export const userKey = (apiKey: string, userId: string) => key(apiKey, userId);
 
-type Of<T extends UserEvent['type']> = Extract<UserEvent, { type: T }>['data'];
-const data = <T extends UserEvent['type']>(e: RecordedEvent) => e.data as Of<T>;
 
-export const usersProjection = defineProjection({
+export const usersProjection = defineProjection<UserEvent>({
   name: 'users',
   handlers: {
     async UserAdded(e, tx) {
-      const d = data<'UserAdded'>(e);
+      const d = e.data;
       const doc: UserDoc = { _id: userKey(apiKeyOf(e), d.userId), apiKey: apiKeyOf(e), userId: d.userId, name: d.name, email: d.email, initial: d.initial };
       await tx.upsert(USERS, doc);
     },
     async UserProfileUpdated(e, tx) {
-      const { userId, ...changes } = data<'UserProfileUpdated'>(e);
+      const { userId, ...changes } = e.data;
       await tx.patch(USERS, userKey(apiKeyOf(e), userId), changes);
     },
   },

@@ -12,7 +12,6 @@
  *   keys never becomes one ever larger document.
  * A deleted API key's document goes at once: its tokens stop authenticating with the commit.
  */
-import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc, ReadTx } from '../src/ports/read-store.js';
 import { defineProjection } from '../src/runtime/projection.js';
 import type { ApiKeySettings, ApiKeyType, WorkspaceEvent } from '../commands/workspace.js';
@@ -35,7 +34,7 @@ export interface WorkspaceDoc extends Doc {
   createdAt: number;
 }
 
-export interface TokenMeta {
+interface TokenMeta {
   tokenId: string;
   hash: string;
   createdAt: number;
@@ -60,7 +59,7 @@ export function redactConfig(config: Record<string, string> | undefined): Record
   return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, SERVICE_SECRET_FIELDS.has(k) && v ? REDACTED : v]));
 }
 
-export interface AllowedDomainDoc extends Doc {
+interface AllowedDomainDoc extends Doc {
   apiKey: string;
   domain: string;
 }
@@ -69,13 +68,14 @@ export interface AllowedDomainDoc extends Doc {
 const pairId = (apiKey: string, domain: string) => `${apiKey} ${domain}`;
 
 async function holdAll(tx: ReadTx, apiKey: string, domains: readonly string[]): Promise<void> {
-  for (const domain of domains) await tx.upsert(ALLOWED_DOMAINS, { _id: pairId(apiKey, domain), apiKey, domain });
+  for (const domain of domains) {
+    const doc: AllowedDomainDoc = { _id: pairId(apiKey, domain), apiKey, domain };
+    await tx.upsert(ALLOWED_DOMAINS, doc);
+  }
 }
 
-type Of<T extends WorkspaceEvent['type']> = Extract<WorkspaceEvent, { type: T }>['data'];
-const data = <T extends WorkspaceEvent['type']>(e: RecordedEvent) => e.data as Of<T>;
 
-export const workspacesProjection = defineProjection({
+export const workspacesProjection = defineProjection<WorkspaceEvent>({
   name: 'workspaces',
   indexes: [
     { collection: API_KEYS, fields: ['workspaceId'] },
@@ -84,7 +84,7 @@ export const workspacesProjection = defineProjection({
   ],
   handlers: {
     async WorkspaceCreated(e, tx) {
-      const d = data<'WorkspaceCreated'>(e);
+      const d = e.data;
       const doc: WorkspaceDoc = {
         _id: d.workspaceId,
         name: d.name,
@@ -101,16 +101,16 @@ export const workspacesProjection = defineProjection({
       await tx.upsert(WORKSPACES, doc);
     },
     async WorkspaceAuthTokenRotated(e, tx) {
-      const d = data<'WorkspaceAuthTokenRotated'>(e);
+      const d = e.data;
       await tx.patch(WORKSPACES, d.workspaceId, { authTokenHash: d.authTokenHash });
     },
     async ApiKeyDeleted(e, tx) {
-      const apiKey = data<'ApiKeyDeleted'>(e).apiKey;
+      const apiKey = e.data.apiKey;
       await tx.deleteMany(ALLOWED_DOMAINS, { apiKey });
       await tx.delete(API_KEYS, apiKey);
     },
     async ApiKeyAllowedDomainsAdded(e, tx) {
-      const d = data<'ApiKeyAllowedDomainsAdded'>(e);
+      const d = e.data;
       const key = await tx.get<ApiKeyDoc>(API_KEYS, d.apiKey);
       if (!key) return;
       const added = d.domains.filter((x) => !key.settings.allowedDomains.includes(x));
@@ -118,14 +118,14 @@ export const workspacesProjection = defineProjection({
       await holdAll(tx, d.apiKey, added);
     },
     async ApiKeyAllowedDomainsRemoved(e, tx) {
-      const d = data<'ApiKeyAllowedDomainsRemoved'>(e);
+      const d = e.data;
       const key = await tx.get<ApiKeyDoc>(API_KEYS, d.apiKey);
       if (!key) return;
       await tx.patch(API_KEYS, d.apiKey, { 'settings.allowedDomains': key.settings.allowedDomains.filter((x) => !d.domains.includes(x)) });
       for (const domain of d.domains) await tx.delete(ALLOWED_DOMAINS, pairId(d.apiKey, domain));
     },
     async WorkspaceSettingsChanged(e, tx) {
-      const d = data<'WorkspaceSettingsChanged'>(e);
+      const d = e.data;
       const set: Record<string, unknown> = {};
       if (d.plan !== undefined) set.plan = d.plan;
       if (d.productionKeysEnabled !== undefined) set.productionKeysEnabled = d.productionKeysEnabled;
@@ -133,7 +133,7 @@ export const workspacesProjection = defineProjection({
       await tx.patch(WORKSPACES, d.workspaceId, set);
     },
     async ApiKeyCreated(e, tx) {
-      const d = data<'ApiKeyCreated'>(e);
+      const d = e.data;
       const doc: ApiKeyDoc = {
         _id: d.apiKey,
         workspaceId: d.workspaceId,
@@ -155,7 +155,7 @@ export const workspacesProjection = defineProjection({
       await holdAll(tx, d.apiKey, doc.settings.allowedDomains);
     },
     async ApiKeyAuthTokenCreated(e, tx) {
-      const d = data<'ApiKeyAuthTokenCreated'>(e);
+      const d = e.data;
       const key = await tx.get<ApiKeyDoc>(API_KEYS, d.apiKey);
       if (!key) return;
       // Replay-safe: a token already listed is not added twice.
@@ -164,7 +164,7 @@ export const workspacesProjection = defineProjection({
       await tx.patch(API_KEYS, d.apiKey, { tokens });
     },
     async ApiKeyAuthTokenRevoked(e, tx) {
-      const d = data<'ApiKeyAuthTokenRevoked'>(e);
+      const d = e.data;
       const key = await tx.get<ApiKeyDoc>(API_KEYS, d.apiKey);
       if (!key) return;
       await tx.patch(API_KEYS, d.apiKey, { tokens: key.tokens.filter((t) => t.tokenId !== d.tokenId) });

@@ -60,7 +60,7 @@ const letOthersRun = () => new Promise<void>((resolve) => setImmediate(resolve))
 // ---- reads, counted ----
 
 /** A ReadView that counts what it reads (see ACCESS_READ_BUDGET). */
-export class ReadMeter implements ReadView {
+class ReadMeter implements ReadView {
   spent = 0;
   constructor(private readonly inner: ReadView, readonly budget = ACCESS_READ_BUDGET) {}
   get exhausted() {
@@ -96,7 +96,7 @@ const meets = (role: AccessRole, min: AccessRole | undefined) => min !== 'editor
  * differs from JavaScript's UTF-16 `<` past the Basic Multilingual Plane. Merging keyset
  * pages in JavaScript must use the store's order, or a cutoff could skip a row.
  */
-export const storeOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+const storeOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 
 async function organizationOf(read: ReadView, apiKey: string, organizationId: string) {
   const organization = await read.get<OrganizationDoc>(ORGANIZATIONS, organizationKey(apiKey, organizationId));
@@ -179,7 +179,7 @@ function candidateResources(target: Target, organizationId: string): Array<{ lev
  * their grants and their keys on R's levels: what permissions/get reads for the same users
  * and resource.
  */
-export async function candidateGrants(read: ReadView, apiKey: string, organizationId: string, target: Target, userIds: readonly string[], nowMs: number) {
+async function candidateGrants(read: ReadView, apiKey: string, organizationId: string, target: Target, userIds: readonly string[], nowMs: number) {
   const resources = candidateResources(target, organizationId);
   const keys = userIds.flatMap((u) => resources.map((r) => grantKey(apiKey, organizationId, u, r.type, r.id)));
   const found = new Map((await read.getMany<GrantDoc>(GRANTS, keys)).map((g) => [g._id, g]));
@@ -231,7 +231,7 @@ export async function candidateGrants(read: ReadView, apiKey: string, organizati
  * (semantics §3 rule 4): the most specific live grant; under `restricted`, the most specific
  * live one below the organization. Undefined when none decides (public, no grant: editor).
  */
-export function decidingCandidate(accessType: AccessType, candidates: readonly GrantCandidate[]): number | undefined {
+function decidingCandidate(accessType: AccessType, candidates: readonly GrantCandidate[]): number | undefined {
   const i = candidates.findIndex((c) => c.live && (accessType !== 'restricted' || c.level !== 'organization'));
   return i < 0 ? undefined : i;
 }
@@ -246,7 +246,7 @@ export function decidingCandidate(accessType: AccessType, candidates: readonly G
  * the resources that filled their limit; `exhausted` when none did (no holder is left).
  * Users let in through a group only are found by usersPage's second walk (UsersPosition).
  */
-export async function grantHolders(read: ReadView, apiKey: string, organizationId: string, resources: ReadonlyArray<{ type: ResourceType; id: string }>, after: string | undefined, limit: number) {
+async function grantHolders(read: ReadView, apiKey: string, organizationId: string, resources: ReadonlyArray<{ type: ResourceType; id: string }>, after: string | undefined, limit: number) {
   const lists = await Promise.all(resources.map((r) =>
     read.find<GrantDoc>(GRANTS, { apiKey, organizationId, resourceType: r.type, resourceId: r.id }, {
       sort: 'userId',
@@ -276,7 +276,7 @@ export interface ResourcesQuery {
   pageToken?: string;
 }
 
-export interface ResourceRow {
+interface ResourceRow {
   id: string;
   accessRole: AccessRole;
   accessType: AccessType;
@@ -535,6 +535,43 @@ function decodeUsersPosition(c: Cursor | undefined, levels: number): UsersPositi
   return { walk: 'groups', level, group, inGroup, member };
 }
 
+/** A users/get row: the user, the role resolution gives, and the grant that decides it. */
+function userRow(userId: string, e: Extract<Entry, { accessRole: AccessRole }>, c: GrantCandidate): UserRow {
+  return {
+    userId,
+    accessRole: e.accessRole,
+    ...(e.expiresAt !== undefined ? { expiresAt: e.expiresAt } : {}),
+    via: { type: c.via, level: c.level, id: c.id, ...(c.groupId !== undefined ? { groupId: c.groupId } : {}) },
+  };
+}
+
+type GroupsPosition = Extract<UsersPosition, { walk: 'groups' }>;
+
+/** Walk 2, between groups: where the next group with a live grant on `r` (at `p.level`) is. */
+async function nextLiveGroup(meter: ReadMeter, apiKey: string, organizationId: string, r: { type: ResourceType; id: string }, p: GroupsPosition, nowMs: number): Promise<GroupsPosition> {
+  const grants = await groupGrantsOn(meter, apiKey, organizationId, r.type, r.id, { ...(p.group !== null ? { after: p.group } : {}), limit: 50 });
+  const live = grants.find((g) => isLive(g, nowMs));
+  if (live) return { walk: 'groups', level: p.level, group: live.groupId, inGroup: true, member: null };
+  if (grants.length < 50) return { walk: 'groups', level: p.level + 1, group: null, inGroup: false, member: null };
+  return { walk: 'groups', level: p.level, group: grants[grants.length - 1]!.groupId, inGroup: false, member: null };
+}
+
+/**
+ * Walk 2 lists a member under `group` at `level` only when that is the first of their group
+ * grants in walk order and they hold no grant of their own on R's levels (walk 1 examined them).
+ */
+function isFirstGroupHere(found: readonly GrantCandidate[], levelOf: ReadonlyMap<string, number>, atLevel: number, group: string): boolean {
+  let best: { level: number; groupId: string } | undefined;
+  for (const c of found) {
+    const level = levelOf.get(`${c.level}\u0000${c.id}`);
+    if (level === undefined) continue;
+    if (c.via === 'user') return false;
+    if (!c.live) continue;
+    if (!best || level < best.level || (level === best.level && storeOrder(c.groupId!, best.groupId) < 0)) best = { level, groupId: c.groupId! };
+  }
+  return best !== undefined && best.level === atLevel && best.groupId === group;
+}
+
 /**
  * A page of who can open R (semantics §3 "Access queries"): `everyone` when anyone gets in
  * (R is public and not disabled), and the users whose access comes from a grant (their own
@@ -579,13 +616,7 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
       const deciding = isAllowed(e) ? decidingCandidate(target.accessType, found) : undefined;
       // Listed when allowed through a grant: a user without one is in `everyone`.
       if (isAllowed(e) && deciding !== undefined && meets(e.accessRole, minAccessRole)) {
-        const c = found[deciding]!;
-        users.push({
-          userId,
-          accessRole: e.accessRole,
-          ...(e.expiresAt !== undefined ? { expiresAt: e.expiresAt } : {}),
-          via: { type: c.via, level: c.level, id: c.id, ...(c.groupId !== undefined ? { groupId: c.groupId } : {}) },
-        });
+        users.push(userRow(userId, e, found[deciding]!));
       }
       if (users.length === pageSize) return true;
     }
@@ -618,16 +649,11 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
   }
   // Walk 2: users let in only through a group.
   while (pos.walk === 'groups' && users.length < pageSize && (await go())) {
-    const p: Extract<UsersPosition, { walk: 'groups' }> = pos;
+    const p: GroupsPosition = pos;
     if (p.level === resources.length) break;
     const r = resources[p.level]!;
     if (!p.inGroup) {
-      // The next group with a live grant at this level.
-      const grants = await groupGrantsOn(meter, apiKey, organizationId, r.type, r.id, { ...(p.group !== null ? { after: p.group } : {}), limit: 50 });
-      const live = grants.find((g) => isLive(g, nowMs));
-      if (live) pos = { walk: 'groups', level: p.level, group: live.groupId, inGroup: true, member: null };
-      else if (grants.length < 50) pos = { walk: 'groups', level: p.level + 1, group: null, inGroup: false, member: null };
-      else pos = { walk: 'groups', level: p.level, group: grants[grants.length - 1]!.groupId, inGroup: false, member: null };
+      pos = await nextLiveGroup(meter, apiKey, organizationId, r, p, nowMs);
       continue;
     }
     const group = p.group!;
@@ -638,19 +664,7 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
       ...(p.member !== null ? { after: { value: p.member, id: memberKey(apiKey, organizationId, group, p.member) } } : {}),
       limit,
     });
-    // Listed here only when this is the first of the member's group grants in walk order
-    // and they hold no grant of their own on R's levels (walk 1 examined them).
-    const firstHere = (found: GrantCandidate[]) => {
-      let best: { level: number; groupId: string } | undefined;
-      for (const c of found) {
-        const level = levelOf.get(`${c.level}\u0000${c.id}`);
-        if (level === undefined) continue;
-        if (c.via === 'user') return false;
-        if (!c.live) continue;
-        if (!best || level < best.level || (level === best.level && storeOrder(c.groupId!, best.groupId) < 0)) best = { level, groupId: c.groupId! };
-      }
-      return best !== undefined && best.level === p.level && best.groupId === group;
-    };
+    const firstHere = (found: GrantCandidate[]) => isFirstGroupHere(found, levelOf, p.level, group);
     const full = members.length ? await examine(members.map((m) => m.userId), firstHere, (u) => (pos = { ...p, member: u })) : false;
     if (!full && members.length < limit) pos = { walk: 'groups', level: p.level, group, inGroup: false, member: null };
   }
@@ -664,7 +678,7 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
 
 export type ExplainQuery = { organizationId: string; userId: string } & ResourceRef;
 
-export type DecidingRule = '3.2 disabled' | '3.4 public' | '3.4 organizationPrivate' | '3.4 restricted';
+type DecidingRule = '3.2 disabled' | '3.4 public' | '3.4 organizationPrivate' | '3.4 restricted';
 
 /**
  * Why U can or cannot open R: the permissions/get entry, where R's effective access type

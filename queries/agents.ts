@@ -37,13 +37,13 @@ export interface AgentRow {
  * Single fetch of a custom agent: identity, version, then the configuration as stored
  * (`config` must be redacted), every field the client sent.
  */
-export function customAgentView(agentId: string, c: AgentConfig, version: number) {
+function customAgentView(agentId: string, c: AgentConfig, version: number) {
   const { name, description, enabled, ...rest } = c;
   return { id: agentId, name, description, enabled, version, managedBy: CUSTOM_MANAGED_BY, ...toAgentConfig(rest) };
 }
 
 /** Single fetch of a built-in agent: identity fields, and `input` only when declared. */
-export function builtInAgentView(agent: BuiltInAgent, enabled: boolean) {
+function builtInAgentView(agent: BuiltInAgent, enabled: boolean) {
   return {
     id: agent.id,
     name: agent.name,

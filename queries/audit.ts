@@ -137,7 +137,7 @@ export const auditEntryView = (e: AuditEventDoc) => ({
   data: redactForAudit(e.type, e.data),
 });
 
-export const MAX_AUDIT_SCAN = 5000;
+const MAX_AUDIT_SCAN = 5000;
 
 /** One page for `/v2/audit/events/get`: the token is bound to the subject and filters. */
 export async function auditPage(

@@ -15,10 +15,10 @@ import { ApiError } from '../src/shared/errors.js';
  * grant keys gives the event loop 20 turns, so another tenant's request waits at most one
  * chunk's worth of reads, not the whole resolution.
  */
-export const YIELD_EVERY_READS = 2_000;
+const YIELD_EVERY_READS = 2_000;
 
 /** The request ran past its deadline (RESOURCE_EXHAUSTED: its time budget is used up). */
-export class DeadlineExceededError extends ApiError {
+class DeadlineExceededError extends ApiError {
   constructor(readonly deadlineMs: number, what: string) {
     super('RESOURCE_EXHAUSTED', `${what} ran past its deadline of ${deadlineMs} ms and was stopped; ask for fewer users, resources or groups per call.`);
     this.name = 'DeadlineExceededError';

@@ -18,13 +18,13 @@ export const effectiveDocumentAccess = (doc: DocumentDoc, folder: FolderDoc | nu
   doc.accessType ?? folder?.effectiveAccessType ?? ORGANIZATION_DEFAULT_ACCESS;
 
 /** The folders of `docs`, by folder id (one getMany). */
-export async function foldersOf(read: ReadView, apiKey: string, organizationId: string, docs: readonly DocumentDoc[]) {
+async function foldersOf(read: ReadView, apiKey: string, organizationId: string, docs: readonly DocumentDoc[]) {
   const ids = [...new Set(docs.map((d) => d.folderId).filter((f): f is string => f !== null))];
   const folders = await read.getMany<FolderDoc>(FOLDERS, ids.map((f) => folderKey(apiKey, organizationId, f)));
   return new Map(folders.map((f) => [f.folderId, f]));
 }
 
-export const isLive = (doc: DocumentDoc, folders: Map<string, FolderDoc>) => doc.folderId === null || folders.has(doc.folderId);
+const isLive = (doc: DocumentDoc, folders: Map<string, FolderDoc>) => doc.folderId === null || folders.has(doc.folderId);
 
 /** The live documents among `documentIds`, by id. */
 export async function liveDocuments(read: ReadView, apiKey: string, organizationId: string, documentIds: readonly string[]) {

@@ -14,7 +14,7 @@ import { FOLDERS, folderKey, type FolderDoc } from '../projections/folders.js';
 import { decodePageToken, encodePageToken } from './paging.js';
 
 /** The name the hosted API gives the organization root in `parentFolderId` and `ancestors`. */
-export const ROOT = 'root';
+const ROOT = 'root';
 
 export interface FolderRow {
   folderId: string;
@@ -31,7 +31,7 @@ export interface FolderRow {
   subFolders?: FolderRow[];
 }
 
-export const folderRow = (f: FolderDoc): FolderRow => ({
+const folderRow = (f: FolderDoc): FolderRow => ({
   folderId: f.folderId,
   folderName: f.folderName,
   organizationId: f.organizationId,

@@ -6,7 +6,6 @@
  *
  * Costs, each independent of the organization's size:
  * - `userGroupIds`: one indexed find, at most MAX_GROUPS_PER_USER rows;
- * - `groupGrantsOf`: one indexed find per group, at most MAX_GRANTS_PER_GROUP rows each;
  * - `groupGrantsAt`: one getMany of (group, resource) keys;
  * - `groupGrantsOn`: one indexed find, a page of at most `limit` rows;
  * - `groupGrantCounts`: one indexed count per group;
@@ -32,16 +31,8 @@ export async function userGroupIds(read: ReadView, apiKey: string, organizationI
   return rows.map((r) => r.groupId);
 }
 
-/** Every grant (live or expired) of each group in `groupIds`, grouped by group in the order given. */
-export async function groupGrantsOf(read: ReadView, apiKey: string, organizationId: string, groupIds: readonly string[]): Promise<GroupGrantDoc[]> {
-  const pages = await Promise.all(
-    groupIds.map((groupId) => read.find<GroupGrantDoc>(GROUP_GRANTS, { apiKey, organizationId, groupId }, { limit: MAX_GRANTS_PER_GROUP })),
-  );
-  return pages.flat();
-}
-
 /** The grants (live or expired) that the groups in `groupIds` hold on `resources`: one getMany. */
-export async function groupGrantsAt(
+async function groupGrantsAt(
   read: ReadView,
   apiKey: string,
   organizationId: string,

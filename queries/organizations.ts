@@ -4,7 +4,7 @@ import type { ReadView } from '../src/ports/read-store.js';
 import { ORGANIZATIONS, organizationKey, type OrganizationDoc } from '../projections/organizations.js';
 import { decodePageToken, encodePageToken } from './paging.js';
 
-export async function getOrganization(read: ReadView, apiKey: string, organizationId: string): Promise<OrganizationDoc | null> {
+async function getOrganization(read: ReadView, apiKey: string, organizationId: string): Promise<OrganizationDoc | null> {
   return read.get<OrganizationDoc>(ORGANIZATIONS, organizationKey(apiKey, organizationId));
 }
 

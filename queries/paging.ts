@@ -43,7 +43,7 @@ export interface KeyDeriver {
 }
 
 /** The HKDF purpose of the page-token key; a new version of the format takes a new one. */
-export const PAGE_TOKEN_PURPOSE = 'page-token/v1';
+const PAGE_TOKEN_PURPOSE = 'page-token/v1';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 

@@ -57,13 +57,13 @@ export interface Target {
   disabled: boolean;
 }
 
-export type Level = 'resource' | 'ancestor' | 'organization';
+type Level = 'resource' | 'ancestor' | 'organization';
 
 /**
  * The grant that counts at one level for one user: their own (`via: 'user'`), else the best
  * of their groups' (`via: 'group'`, semantics §3 rule 7).
  */
-export type Candidate =
+type Candidate =
   | { level: Level; via: 'user'; grant: GrantDoc }
   | { level: Level; via: 'group'; grant: GroupGrantDoc };
 
@@ -94,7 +94,7 @@ export function folderTarget(folder: FolderDoc): Target {
 }
 
 // Rule 1: R does not exist: its entry says so, and the whole query fails (NOT_FOUND).
-export const missingEntry = (kind: 'folder' | 'document'): Entry => ({
+const missingEntry = (kind: 'folder' | 'document'): Entry => ({
   error: kind === 'folder' ? 'Folder does not exist' : 'Document does not exist',
   errorCode: 'does_not_exist',
 });
@@ -106,36 +106,17 @@ export const isBlocked = (target: Target, organization: OrganizationDoc) =>
 // Rule 7 at one level: the user's own live grant decides over any group's; else the best
 // live grant of the user's groups (`groupGrants`: theirs on this resource), see
 // queries/group-grants.ts `compareGroupGrants`. An expired grant counts as absent.
-export function levelCandidate(level: Level, own: GrantDoc | undefined, groupGrants: Iterable<GroupGrantDoc>, nowMs: number): Candidate | undefined {
+function levelCandidate(level: Level, own: GrantDoc | undefined, groupGrants: Iterable<GroupGrantDoc>, nowMs: number): Candidate | undefined {
   if (own && isLive(own, nowMs)) return { level, via: 'user', grant: own };
   const g = bestGroupGrant(groupGrants, nowMs);
   return g ? { level, via: 'group', grant: g } : undefined;
 }
 
-// Rule 3 (candidates): U's grants on R itself, then on each ancestor folder nearest first,
-// then on the organization; at each level U's own grant, else their groups' (rule 7).
-// `groupGrantsOf` gives the grants of U's groups on one resource (none when omitted).
-export function candidates(
-  target: Target,
-  organizationId: string,
-  grantOf: (t: ResourceType, id: string) => GrantDoc | undefined,
-  nowMs: number,
-  groupGrantsOf: (t: ResourceType, id: string) => Iterable<GroupGrantDoc> = () => [],
-): Candidate[] {
-  const out: Candidate[] = [];
-  const at = (level: Level, t: ResourceType, id: string) => {
-    const c = levelCandidate(level, grantOf(t, id), groupGrantsOf(t, id), nowMs);
-    if (c) out.push(c);
-  };
-  at('resource', target.kind, target.id);
-  for (const a of target.ancestors) at('ancestor', 'folder', a);
-  at('organization', 'organization', organizationId);
-  return out;
-}
-
 /**
- * `candidates` over one user's grants aligned with the query's resource slots (see
- * resolvePermissions): `grants[slot]` their own, `groups.get(slot)` the best of their groups'.
+ * Rule 3 (candidates): U's grants on R itself, then on each ancestor folder nearest first,
+ * then on the organization; at each level U's own grant, else their groups' (rule 7). Over one
+ * user's grants aligned with the query's resource slots (see resolvePermissions):
+ * `grants[slot]` their own, `groups.get(slot)` the best of their groups'.
  */
 function candidatesAt(slots: readonly number[], grants: ReadonlyArray<GrantDoc | undefined>, groups: ReadonlyMap<number, GroupGrantDoc>, nowMs: number): Candidate[] {
   const out: Candidate[] = [];
@@ -171,7 +152,7 @@ const denied = (target: Target, error = `User does not have access to ${target.k
 //  - public: everyone; role of the most specific grant, else editor.
 //  - organizationPrivate: any candidate grant (organization membership counts).
 //  - restricted: a grant on R or an ancestor folder; organization membership alone is not enough.
-export function decideAccess(target: Target, organization: OrganizationDoc, found: Candidate[]): Entry {
+function decideAccess(target: Target, organization: OrganizationDoc, found: Candidate[]): Entry {
   if (isBlocked(target, organization)) return denied(target, 'Document is disabled');
   switch (target.accessType) {
     case 'public':
@@ -187,7 +168,7 @@ export function decideAccess(target: Target, organization: OrganizationDoc, foun
 
 // Rule 6: the organization entry: members get their role; others are denied. Membership is
 // the organization-level candidate (rule 7: the user's own grant, else a group's).
-export function organizationEntry(candidate: Candidate | undefined): Entry {
+function organizationEntry(candidate: Candidate | undefined): Entry {
   if (candidate) {
     const g = candidate.grant;
     return { accessRole: g.accessRole, ...(g.expiresAt !== null ? { expiresAt: g.expiresAt } : {}) };
@@ -207,7 +188,7 @@ export const MAX_PERMISSION_USERS = 100;
 export const MAX_PERMISSION_CELLS = 10_000;
 
 /** Refuses a query beyond the limits above, before any resolution work. */
-export function checkPermissionsQueryBounds(q: PermissionsQuery): void {
+function checkPermissionsQueryBounds(q: PermissionsQuery): void {
   const users = new Set(q.userIds).size;
   if (users > MAX_PERMISSION_USERS) {
     throw invalidArgument(`data.userIds must have at most ${MAX_PERMISSION_USERS} items (permissions/get resolves at most ${MAX_PERMISSION_USERS} users per call).`);
@@ -262,7 +243,7 @@ interface CostShape {
  * The lookups resolution spends over `slots` slots: the users' own grant keys, each group's
  * grant reads, and each user's groups' grants weighed (at most one per group and slot).
  */
-export function resolutionCost(shape: CostShape, slots: number): number {
+function resolutionCost(shape: CostShape, slots: number): number {
   let cost = shape.users * slots;
   for (const held of shape.held.values()) cost += groupGrantReads(held, slots);
   for (const groups of shape.groupsOf.values()) for (const g of groups) cost += Math.min(shape.held.get(g)!, slots);
@@ -299,7 +280,7 @@ export const MAX_REPORTED_ACCESS_FIELDS = 200;
  * The sorted, unique access fields of the grants at `slots` (the first 200), or undefined
  * when there are none. Example: slots holding ["b:1", "a:2"] and ["a:2"] give ["a:2", "b:1"].
  */
-export function reportedAccessFields(slots: Iterable<number>, grants: ReadonlyArray<GrantDoc | undefined>): string[] | undefined {
+function reportedAccessFields(slots: Iterable<number>, grants: ReadonlyArray<GrantDoc | undefined>): string[] | undefined {
   const all = new Set<string>();
   for (const i of slots) for (const f of grants[i]?.accessFields ?? []) all.add(f);
   return all.size === 0 ? undefined : [...all].sort().slice(0, MAX_REPORTED_ACCESS_FIELDS);
@@ -320,8 +301,21 @@ function alignGrants(keys: readonly string[], grants: readonly GrantDoc[]): Arra
   return out;
 }
 
-export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: number, q: PermissionsQuery, options: ResolveOptions = {}) {
-  checkPermissionsQueryBounds(q);
+/** The resources of one kind asked for: ids in request order, each one's target (null: missing). */
+interface Section {
+  kind: 'folder' | 'document';
+  ids: string[];
+  targets: Array<Target | null>;
+  /** How many of them are resolved: all, or with `fit` a prefix. */
+  count: number;
+  /** Per resolved target, its candidates' slots (null: missing). */
+  slots: Array<number[] | null>;
+}
+
+const section = (kind: Section['kind'], ids: string[], targets: Array<Target | null>): Section => ({ kind, ids, targets, count: ids.length, slots: [] });
+
+/** Reads the organization, the documents and folders asked for, and makes each a target. */
+async function readTargets(read: ReadView, apiKey: string, q: PermissionsQuery) {
   const { organizationId } = q;
   const organization = await read.get<OrganizationDoc>(ORGANIZATIONS, organizationKey(apiKey, organizationId));
   if (!organization) throw notFound('Organization does not exist.');
@@ -344,11 +338,14 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
     const live = d && (d.folderId === null || folders.has(d.folderId));
     return live ? documentTarget(d, d.folderId === null ? null : folders.get(d.folderId)!) : null;
   });
+  return { organization, folders: section('folder', folderIds, folderTargets), documents: section('document', documentIds, documentTargets) };
+}
 
-  // Rule 7: each user's groups, read now (leaving a group takes its grants away at once),
-  // then how many grants each group holds: with those, what resolution will cost is known.
-  const pacer = options.pacer ?? new Pacer();
-  const userIds = [...new Set(q.userIds)];
+/**
+ * Rule 7: each user's groups, read now (leaving a group takes its grants away at once), then
+ * how many grants each group holds: with those, what resolution will cost is known.
+ */
+async function readGroups(read: ReadView, apiKey: string, organizationId: string, userIds: readonly string[], pacer: Pacer): Promise<CostShape> {
   const groupsOf = new Map<string, string[]>();
   for (const userId of userIds) {
     groupsOf.set(userId, await userGroupIds(read, apiKey, organizationId, userId));
@@ -362,130 +359,184 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
     );
   }
   const held = await groupGrantCounts(read, apiKey, organizationId, distinctGroups, pacer);
-  const shape: CostShape = { users: userIds.length, held, groupsOf };
-  const maxCost = typeof options.maxCost === 'function' ? options.maxCost() : options.maxCost ?? MAX_RESOLUTION_COST;
+  return { users: userIds.length, held, groupsOf };
+}
 
-  // The targets resolved: all of them, or with `fit` the longest prefix (folders, then
-  // documents) whose distinct slots keep the cost within maxCost.
-  let folderCount = folderIds.length;
-  let documentCount = documentIds.length;
-  if (options.fit) {
-    const seen = new Set<string>([`organization\u0000${organizationId}`]);
-    const ordered = [...folderTargets, ...documentTargets];
-    let n = 0;
-    for (const t of ordered) {
-      if (t) for (const k of [`${t.kind}\u0000${t.id}`, ...t.ancestors.map((a) => `folder\u0000${a}`)]) seen.add(k);
-      if (resolutionCost(shape, seen.size) > maxCost && !(n === 0 && options.fit.atLeastOne)) break;
-      n++;
-    }
-    folderCount = Math.min(n, folderIds.length);
-    documentCount = n - folderCount;
+/**
+ * With `fit`: how many targets (folders, then documents) make the longest prefix whose
+ * distinct slots keep the cost within maxCost; the first one counts whatever it costs when
+ * `atLeastOne`.
+ */
+function fittingPrefix(organizationId: string, targets: ReadonlyArray<Target | null>, shape: CostShape, maxCost: number, atLeastOne: boolean): number {
+  const seen = new Set<string>([`organization\u0000${organizationId}`]);
+  let n = 0;
+  for (const t of targets) {
+    if (t) for (const k of [`${t.kind}\u0000${t.id}`, ...t.ancestors.map((a) => `folder\u0000${a}`)]) seen.add(k);
+    if (resolutionCost(shape, seen.size) > maxCost && !(n === 0 && atLeastOne)) break;
+    n++;
+  }
+  return n;
+}
+
+/**
+ * Every resource a grant may sit on, once: the key of (U, resource) is the same for every
+ * target that names it. `slot` maps each type's ids to their positions in `suffixes`: one
+ * map per type, keyed by the id string itself, because the ancestors of documents in one
+ * folder are the same strings (one folder document), whose hash is computed once, where a
+ * `type\0id` key would build and hash a new string on every lookup (hot: 10 documents 10
+ * folders deep look up 120 slots).
+ */
+class Slots {
+  readonly slot: Record<ResourceType, Map<string, number>> = { organization: new Map(), folder: new Map(), document: new Map() };
+  /** Per slot, the end of its grant key: `,"type","id"]`. */
+  readonly suffixes: string[] = [];
+  readonly resources: Array<[ResourceType, string]> = [];
+  readonly organization: number;
+
+  constructor(private readonly organizationId: string) {
+    this.organization = this.of('organization', organizationId);
   }
 
-  // Every resource a grant may sit on, once: the key of (U, resource) is the same for every
-  // target that names it. `slot` maps each type's ids to their positions in `suffixes`: one
-  // map per type, keyed by the id string itself, because the ancestors of documents in one
-  // folder are the same strings (one folder document), whose hash is computed once, where a
-  // `type\0id` key would build and hash a new string on every lookup (hot: 10 documents 10
-  // folders deep look up 120 slots).
-  const slot: Record<ResourceType, Map<string, number>> = { organization: new Map(), folder: new Map(), document: new Map() };
-  const suffixes: string[] = [];
-  const slotResources: Array<[ResourceType, string]> = [];
-  const slotOf = (t: ResourceType, id: string) => {
-    const ofType = slot[t];
+  of(t: ResourceType, id: string): number {
+    const ofType = this.slot[t];
     let i = ofType.get(id);
     if (i === undefined) {
-      i = suffixes.length;
+      i = this.suffixes.length;
       ofType.set(id, i);
-      suffixes.push(`,${JSON.stringify(t)},${JSON.stringify(id)}]`);
-      slotResources.push([t, id]);
+      this.suffixes.push(`,${JSON.stringify(t)},${JSON.stringify(id)}]`);
+      this.resources.push([t, id]);
     }
     return i;
-  };
-  // Per target, its candidates' slots: itself, its ancestors nearest first, the organization.
-  const slotsOf = (t: Target | null) => (t ? [slotOf(t.kind, t.id), ...t.ancestors.map((a) => slotOf('folder', a)), slotOf('organization', organizationId)] : null);
-  const organizationSlot = slotOf('organization', organizationId);
-  const folderSlots = folderTargets.slice(0, folderCount).map(slotsOf);
-  const documentSlots = documentTargets.slice(0, documentCount).map(slotsOf);
-
-  const cost = resolutionCost(shape, suffixes.length);
-  if (!options.fit && cost > maxCost) {
-    throw invalidArgument(
-      `The query would cost ${cost} lookups (${userIds.length} users x ${suffixes.length} resources, the folders above them and the organization, ` +
-        `plus the grants of ${held.size} user groups weighed per user); permissions/get resolves at most ${maxCost} lookups per call: ` +
-        'ask for fewer users or resources.',
-    );
   }
 
-  pacer.check();
-  // The grants of those groups on the slots, read once per group for the request, and only
-  // from the groups that hold any (queries/group-grants.ts).
+  /** A target's candidates' slots: itself, its ancestors nearest first, the organization. */
+  ofTarget(t: Target | null): number[] | null {
+    return t ? [this.of(t.kind, t.id), ...t.ancestors.map((a) => this.of('folder', a)), this.of('organization', this.organizationId)] : null;
+  }
+}
+
+/**
+ * The grants of the users' groups on the slots, per group, read once for the request and
+ * only from the groups that hold any (queries/group-grants.ts).
+ */
+async function groupGrantsBySlot(read: ReadView, apiKey: string, organizationId: string, held: ReadonlyMap<string, number>, slots: Slots, nowMs: number, pacer: Pacer) {
   const groupSlots = new Map<string, Array<[number, GroupGrantDoc]>>();
-  for (const g of await groupGrantsOnResources(read, apiKey, organizationId, held, slotResources, pacer)) {
-    const i = slot[g.resourceType].get(g.resourceId);
+  for (const g of await groupGrantsOnResources(read, apiKey, organizationId, held, slots.resources, pacer)) {
+    const i = slots.slot[g.resourceType].get(g.resourceId);
     if (i === undefined || !isLive(g, nowMs)) continue;
     let at = groupSlots.get(g.groupId);
     if (!at) groupSlots.set(g.groupId, (at = []));
     at.push([i, g]);
   }
+  return groupSlots;
+}
 
-  let missing = false;
-  const rows: Array<[string, UserEntries]> = [];
-  for (const userId of userIds) {
-    const prefix = openKey(apiKey, organizationId, userId);
-    const keys = suffixes.map((sfx) => prefix + sfx);
-    const grants = alignGrants(keys, await read.getMany<GrantDoc>(GRANTS, keys));
-    // Per slot, the grant that counts among the user's groups (rule 7).
-    const groups = new Map<number, GroupGrantDoc>();
-    let weighed = 0;
-    for (const groupId of groupsOf.get(userId)!) {
-      for (const [i, g] of groupSlots.get(groupId) ?? []) {
-        weighed++;
-        const best = groups.get(i);
-        if (!best || compareGroupGrants(g, best) < 0) groups.set(i, g);
-      }
-    }
-    await pacer.spend(keys.length + weighed);
-    const ownOrg = grants[organizationSlot];
-    const orgEntry = organizationEntry(levelCandidate('organization', ownOrg, groups.has(organizationSlot) ? [groups.get(organizationSlot)!] : [], nowMs));
-    const entries: UserEntries = { organization: { [organizationId]: orgEntry } };
-    // The grants whose access fields the user holds on a resource they may open (see top).
-    const fieldSlots = new Set<number>();
-    const holds = (slots: readonly number[]) => {
-      for (const i of slots) if (grants[i] && isLive(grants[i]!, nowMs)) fieldSlots.add(i);
-    };
-    // A member through a group only holds no fields there: group grants carry none.
-    if (ownOrg && isLive(ownOrg, nowMs)) fieldSlots.add(organizationSlot);
-    if (folderIds.length) {
-      const out: Array<[string, Entry]> = [];
-      for (let i = 0; i < folderCount; i++) {
-        const t = folderTargets[i];
-        if (!t) missing = true;
-        const entry = t ? decideAccess(t, organization, candidatesAt(folderSlots[i]!, grants, groups, nowMs)) : missingEntry('folder');
-        if (isAllowed(entry)) holds(folderSlots[i]!);
-        out.push([folderIds[i]!, entry]);
-      }
-      // fromEntries: an id such as "__proto__" stays an own property.
-      entries.folders = Object.fromEntries(out);
-    }
-    if (documentIds.length) {
-      const out: Array<[string, Entry]> = [];
-      for (let i = 0; i < documentCount; i++) {
-        const t = documentTargets[i];
-        if (!t) missing = true;
-        const entry = t ? decideAccess(t, organization, candidatesAt(documentSlots[i]!, grants, groups, nowMs)) : missingEntry('document');
-        if (isAllowed(entry)) holds(documentSlots[i]!);
-        out.push([documentIds[i]!, entry]);
-      }
-      // fromEntries: an id such as "__proto__" stays an own property.
-      entries.documents = Object.fromEntries(out);
-    }
-    const accessFields = reportedAccessFields(fieldSlots, grants);
-    if (accessFields) entries.context = { accessFields };
-    rows.push([userId, entries]);
+/** What one request resolves, read once and shared by every user's row. */
+interface Resolution {
+  read: ReadView;
+  apiKey: string;
+  organizationId: string;
+  nowMs: number;
+  organization: OrganizationDoc;
+  pacer: Pacer;
+  slots: Slots;
+  groupsOf: ReadonlyMap<string, readonly string[]>;
+  groupSlots: ReadonlyMap<string, Array<[number, GroupGrantDoc]>>;
+  folders: Section;
+  documents: Section;
+}
+
+/** The slots of `slots` whose own grant is live: the user holds those grants' access fields. */
+function holdFields(fieldSlots: Set<number>, slots: readonly number[], grants: ReadonlyArray<GrantDoc | undefined>, nowMs: number): void {
+  for (const i of slots) if (grants[i] && isLive(grants[i]!, nowMs)) fieldSlots.add(i);
+}
+
+/** One section's entries for one user; allowed ones add their grants' fields to `fieldSlots`. */
+function sectionEntries(r: Resolution, s: Section, grants: ReadonlyArray<GrantDoc | undefined>, groups: ReadonlyMap<number, GroupGrantDoc>, fieldSlots: Set<number>): Record<string, Entry> {
+  const out: Array<[string, Entry]> = [];
+  for (let i = 0; i < s.count; i++) {
+    const t = s.targets[i];
+    const entry = t ? decideAccess(t, r.organization, candidatesAt(s.slots[i]!, grants, groups, r.nowMs)) : missingEntry(s.kind);
+    if (isAllowed(entry)) holdFields(fieldSlots, s.slots[i]!, grants, r.nowMs);
+    out.push([s.ids[i]!, entry]);
   }
+  // fromEntries: an id such as "__proto__" stays an own property.
+  return Object.fromEntries(out);
+}
+
+/** One user's row: their grants on the slots in one getMany, their groups' best per slot. */
+async function userEntries(r: Resolution, userId: string): Promise<UserEntries> {
+  const { slots, nowMs } = r;
+  const prefix = openKey(r.apiKey, r.organizationId, userId);
+  const keys = slots.suffixes.map((sfx) => prefix + sfx);
+  const grants = alignGrants(keys, await r.read.getMany<GrantDoc>(GRANTS, keys));
+  // Per slot, the grant that counts among the user's groups (rule 7).
+  const groups = new Map<number, GroupGrantDoc>();
+  let weighed = 0;
+  for (const groupId of r.groupsOf.get(userId)!) {
+    for (const [i, g] of r.groupSlots.get(groupId) ?? []) {
+      weighed++;
+      const best = groups.get(i);
+      if (!best || compareGroupGrants(g, best) < 0) groups.set(i, g);
+    }
+  }
+  await r.pacer.spend(keys.length + weighed);
+  const ownOrg = grants[slots.organization];
+  const orgEntry = organizationEntry(levelCandidate('organization', ownOrg, groups.has(slots.organization) ? [groups.get(slots.organization)!] : [], nowMs));
+  const entries: UserEntries = { organization: { [r.organizationId]: orgEntry } };
+  // The grants whose access fields the user holds on a resource they may open (see top).
+  const fieldSlots = new Set<number>();
+  // A member through a group only holds no fields there: group grants carry none.
+  if (ownOrg && isLive(ownOrg, nowMs)) fieldSlots.add(slots.organization);
+  if (r.folders.ids.length) entries.folders = sectionEntries(r, r.folders, grants, groups, fieldSlots);
+  if (r.documents.ids.length) entries.documents = sectionEntries(r, r.documents, grants, groups, fieldSlots);
+  const accessFields = reportedAccessFields(fieldSlots, grants);
+  if (accessFields) entries.context = { accessFields };
+  return entries;
+}
+
+/** Whether a resolved target of `s` is missing. */
+const missesAny = (s: Section) => {
+  for (let i = 0; i < s.count; i++) if (!s.targets[i]) return true;
+  return false;
+};
+
+export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: number, q: PermissionsQuery, options: ResolveOptions = {}) {
+  checkPermissionsQueryBounds(q);
+  const { organizationId } = q;
+  const { organization, folders, documents } = await readTargets(read, apiKey, q);
+  const pacer = options.pacer ?? new Pacer();
+  const userIds = [...new Set(q.userIds)];
+  const shape = await readGroups(read, apiKey, organizationId, userIds, pacer);
+  const maxCost = typeof options.maxCost === 'function' ? options.maxCost() : options.maxCost ?? MAX_RESOLUTION_COST;
+
+  // The targets resolved: all of them, or with `fit` the longest prefix (folders, then
+  // documents) whose distinct slots keep the cost within maxCost.
+  if (options.fit) {
+    const n = fittingPrefix(organizationId, [...folders.targets, ...documents.targets], shape, maxCost, options.fit.atLeastOne);
+    folders.count = Math.min(n, folders.ids.length);
+    documents.count = n - folders.count;
+  }
+  const slots = new Slots(organizationId);
+  folders.slots = folders.targets.slice(0, folders.count).map((t) => slots.ofTarget(t));
+  documents.slots = documents.targets.slice(0, documents.count).map((t) => slots.ofTarget(t));
+
+  const cost = resolutionCost(shape, slots.suffixes.length);
+  if (!options.fit && cost > maxCost) {
+    throw invalidArgument(
+      `The query would cost ${cost} lookups (${userIds.length} users x ${slots.suffixes.length} resources, the folders above them and the organization, ` +
+        `plus the grants of ${shape.held.size} user groups weighed per user); permissions/get resolves at most ${maxCost} lookups per call: ` +
+        'ask for fewer users or resources.',
+    );
+  }
+
+  pacer.check();
+  const groupSlots = await groupGrantsBySlot(read, apiKey, organizationId, shape.held, slots, nowMs, pacer);
+  const r: Resolution = { read, apiKey, organizationId, nowMs, organization, pacer, slots, groupsOf: shape.groupsOf, groupSlots, folders, documents };
+  const rows: Array<[string, UserEntries]> = [];
+  for (const userId of userIds) rows.push([userId, await userEntries(r, userId)]);
   const data: Record<string, UserEntries> = Object.fromEntries(rows);
   // The hosted API's message, character for character (semantics §0).
-  if (missing) throw notFound('Folder or document does not exist', data);
+  if (userIds.length > 0 && (missesAny(folders) || missesAny(documents))) throw notFound('Folder or document does not exist', data);
   return data;
 }

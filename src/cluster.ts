@@ -28,7 +28,7 @@ import os from 'node:os';
 import { ConfigError } from './config/config.js';
 import { CLUSTER_RELAY_ENV, isNoticeMessage, relayNotice, type NoticeMessage } from './runtime/notices.js';
 
-export const MAX_WORKERS = 64;
+const MAX_WORKERS = 64;
 
 /** `--workers` value: an integer 1..64, or `auto` (the CPUs this process may use, at most 64). */
 export function parseWorkers(value: string): number {
@@ -44,7 +44,7 @@ export function parseWorkers(value: string): number {
  * each enforces its share of every request limit (src/http/rate-limit.ts `limitsPerProcess`),
  * so the service as a whole holds the configured one.
  */
-export const API_PROCESSES_ENV = 'COLLAB_API_PROCESSES';
+const API_PROCESSES_ENV = 'COLLAB_API_PROCESSES';
 
 /** The number of API processes this cluster child shares its limits with; 1 outside a cluster. */
 export function sharedLimitProcesses(env: NodeJS.ProcessEnv = process.env): number {
@@ -54,7 +54,7 @@ export function sharedLimitProcesses(env: NodeJS.ProcessEnv = process.env): numb
 }
 
 /** The message a child sends its primary once it serves (API) or works (background). */
-export const SERVING_MESSAGE = 'collab:serving';
+const SERVING_MESSAGE = 'collab:serving';
 
 export function tellPrimaryServing(role: string): void {
   if (cluster.isWorker) process.send?.({ type: SERVING_MESSAGE, role });
@@ -105,113 +105,168 @@ function primaryLogger(level: Level) {
 
 /** Runs the cluster until a signal stops it; resolves with the exit code for the primary. */
 export function superviseCluster(options: SuperviseOptions): Promise<number> {
-  const log = primaryLogger(options.logLevel);
-  const initialMs = options.restartInitialMs ?? 500;
-  const maxMs = options.restartMaxMs ?? 30_000;
-  const stableMs = options.stableMs ?? 10_000;
-  const shutdownTimeoutMs = options.shutdownTimeoutMs ?? 15_000;
+  return new Supervisor(options).run();
+}
 
-  // From the sources the children need tsx's loader like this process. `npx collab` registers
-  // it in-process (bin/collab.mjs), so it is not always in execArgv: add it then, by absolute
-  // path, since --import resolves from the working directory.
-  const execArgv = [...process.execArgv];
-  if (options.serverModule.endsWith('.ts') && !execArgv.some((a) => a.includes('tsx'))) {
-    execArgv.push('--import', import.meta.resolve('tsx'));
+/** The primary's state and decisions: which child runs in which slot, restarts, the stop. */
+class Supervisor {
+  private readonly log: ReturnType<typeof primaryLogger>;
+  private readonly initialMs: number;
+  private readonly maxMs: number;
+  private readonly stableMs: number;
+  private readonly shutdownTimeoutMs: number;
+  private readonly execArgv: string[];
+  private readonly slots: Slot[] = [];
+  private started = false;
+  private stopping = false;
+  private killed = false;
+  private failedExit = false;
+  private finish: (code: number) => void = () => {};
+  private readonly done = new Promise<number>((resolve) => (this.finish = resolve));
+  private readonly serving = new Set<Slot>();
+  private onServing: (() => void) | null = null;
+  /** Called on every child's exit while stopping. */
+  private readonly exitWaiters = new Set<() => void>();
+
+  constructor(private readonly options: SuperviseOptions) {
+    this.log = primaryLogger(options.logLevel);
+    this.initialMs = options.restartInitialMs ?? 500;
+    this.maxMs = options.restartMaxMs ?? 30_000;
+    this.stableMs = options.stableMs ?? 10_000;
+    this.shutdownTimeoutMs = options.shutdownTimeoutMs ?? 15_000;
+    // From the sources the children need tsx's loader like this process. `npx collab` registers
+    // it in-process (bin/collab.mjs), so it is not always in execArgv: add it then, by absolute
+    // path, since --import resolves from the working directory.
+    this.execArgv = [...process.execArgv];
+    if (options.serverModule.endsWith('.ts') && !this.execArgv.some((a) => a.includes('tsx'))) {
+      this.execArgv.push('--import', import.meta.resolve('tsx'));
+    }
+    if (options.background) this.slots.push({ role: 'worker', index: 0, worker: null, startedAt: 0, failures: 0, restart: null });
+    for (let i = 1; i <= options.workers; i++) this.slots.push({ role: 'api', index: i, worker: null, startedAt: 0, failures: 0, restart: null });
   }
 
-  const slots: Slot[] = [];
-  if (options.background) slots.push({ role: 'worker', index: 0, worker: null, startedAt: 0, failures: 0, restart: null });
-  for (let i = 1; i <= options.workers; i++) slots.push({ role: 'api', index: i, worker: null, startedAt: 0, failures: 0, restart: null });
+  run(): Promise<number> {
+    // Not once: a second signal (a group-wide one after ours) must not kill the primary, whose
+    // children would then exit at once instead of finishing their requests.
+    process.on('SIGTERM', () => this.stop('SIGTERM'));
+    process.on('SIGINT', () => this.stop('SIGINT'));
+    void this.start();
+    return this.done;
+  }
 
-  let started = false;
-  let stopping = false;
-  let killed = false;
-  let failedExit = false;
-  let finish: (code: number) => void = () => {};
-  const done = new Promise<number>((resolve) => (finish = resolve));
-  const serving = new Set<Slot>();
-  let onServing: (() => void) | null = null;
+  /**
+   * The background process first: processes opening one fresh DATA_DIR together race to
+   * create its files and tables, and the API processes' writes wait for its projections anyway.
+   */
+  private async start(): Promise<void> {
+    const bg = this.slots.filter((s) => s.role === 'worker');
+    for (const s of bg) this.fork(s);
+    await this.waitServing(bg);
+    if (this.stopping) return;
+    const api = this.slots.filter((s) => s.role === 'api');
+    for (const s of api) this.fork(s);
+    await this.waitServing(this.slots);
+    if (this.stopping) return;
+    this.started = true;
+    const { workers, background } = this.options;
+    this.log.info({ apiProcesses: workers, background }, `serving with ${workers} API process${workers === 1 ? '' : 'es'}`);
+  }
+
+  private waitServing(wanted: Slot[]): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const check = () => {
+        if (this.stopping || wanted.every((s) => this.serving.has(s))) {
+          this.onServing = null;
+          resolve();
+        }
+      };
+      this.onServing = check;
+      check();
+    });
+  }
 
   /** The running children but `from`, as the notice relay sends to them. */
-  const noticeTargets = (from: Slot) =>
-    slots
+  private noticeTargets(from: Slot) {
+    return this.slots
       .filter((s) => s !== from && s.worker?.isConnected())
       .map((s) => ({ role: s.role, send: (m: NoticeMessage) => void s.worker!.send(m, undefined, () => {}) }));
+  }
 
-  /** Called on every child's exit while stopping. */
-  const exitWaiters = new Set<() => void>();
-
-  const fork = (slot: Slot) => {
+  private fork(slot: Slot): void {
     slot.restart = null;
-    cluster.setupPrimary({ exec: options.serverModule, args: ['--role', slot.role], execArgv });
+    cluster.setupPrimary({ exec: this.options.serverModule, args: ['--role', slot.role], execArgv: this.execArgv });
     // Children whose cluster has its background process hear each other through this primary;
     // the others (`--role api --workers`: the worker runs elsewhere) watch the store instead.
-    const worker = cluster.fork({ [API_PROCESSES_ENV]: String(options.workers), [CLUSTER_RELAY_ENV]: options.background ? '1' : '0' });
+    const worker = cluster.fork({ [API_PROCESSES_ENV]: String(this.options.workers), [CLUSTER_RELAY_ENV]: this.options.background ? '1' : '0' });
     slot.worker = worker;
     slot.startedAt = Date.now();
     const pid = worker.process.pid;
-    log.info({ child: slot.role, slot: slot.index, childPid: pid }, `started ${slot.role === 'api' ? 'API' : 'background'} process`);
+    this.log.info({ child: slot.role, slot: slot.index, childPid: pid }, `started ${slot.role === 'api' ? 'API' : 'background'} process`);
     // An IPC or signalling error must not end the supervisor (an unhandled 'error' would).
-    worker.on('error', (err) => log.error({ child: slot.role, slot: slot.index, childPid: pid, err: String(err) }, 'child error'));
+    worker.on('error', (err) => this.log.error({ child: slot.role, slot: slot.index, childPid: pid, err: String(err) }, 'child error'));
     worker.on('message', (m: { type?: string }) => {
       // A child appended or applied: the others that wait on it hear at once (src/runtime/notices.ts).
-      if (isNoticeMessage(m)) return relayNotice(m, noticeTargets(slot));
+      if (isNoticeMessage(m)) return relayNotice(m, this.noticeTargets(slot));
       if (m?.type !== SERVING_MESSAGE) return;
-      serving.add(slot);
-      onServing?.();
+      this.serving.add(slot);
+      this.onServing?.();
     });
-    worker.on('exit', (code, signal) => {
-      slot.worker = null;
-      const wasServing = serving.delete(slot);
-      if (stopping) {
-        // A child still starting has no handler for SIGTERM yet and ends by the signal itself:
-        // a clean stop too, since it never took a request.
-        const clean = code === 0 || (signal === 'SIGTERM' && !wasServing);
-        if (!clean) failedExit = true;
-        log.info({ child: slot.role, slot: slot.index, childPid: pid, code, signal }, 'child exited');
-        for (const w of [...exitWaiters]) w();
-        return;
-      }
-      if (!started) {
-        log.error({ child: slot.role, slot: slot.index, childPid: pid, code, signal }, 'child failed while starting; stopping');
-        stop('start failure', true);
-        return;
-      }
-      slot.failures = Date.now() - slot.startedAt >= stableMs ? 1 : slot.failures + 1;
-      const delay = Math.min(maxMs, initialMs * 2 ** (slot.failures - 1));
-      log.error({ child: slot.role, slot: slot.index, childPid: pid, code, signal, restartInMs: delay }, 'child exited unexpectedly; restarting');
-      slot.restart = setTimeout(() => fork(slot), delay);
-    });
-  };
+    worker.on('exit', (code, signal) => this.exited(slot, pid, code, signal));
+  }
+
+  private exited(slot: Slot, pid: number | undefined, code: number | null, signal: string | null): void {
+    slot.worker = null;
+    const wasServing = this.serving.delete(slot);
+    const fields = { child: slot.role, slot: slot.index, childPid: pid, code, signal };
+    if (this.stopping) {
+      // A child still starting has no handler for SIGTERM yet and ends by the signal itself:
+      // a clean stop too, since it never took a request.
+      const clean = code === 0 || (signal === 'SIGTERM' && !wasServing);
+      if (!clean) this.failedExit = true;
+      this.log.info(fields, 'child exited');
+      for (const w of [...this.exitWaiters]) w();
+      return;
+    }
+    if (!this.started) {
+      this.log.error(fields, 'child failed while starting; stopping');
+      this.stop('start failure', true);
+      return;
+    }
+    slot.failures = Date.now() - slot.startedAt >= this.stableMs ? 1 : slot.failures + 1;
+    const delay = Math.min(this.maxMs, this.initialMs * 2 ** (slot.failures - 1));
+    this.log.error({ ...fields, restartInMs: delay }, 'child exited unexpectedly; restarting');
+    slot.restart = setTimeout(() => this.fork(slot), delay);
+  }
 
   /** SIGTERM to these children; SIGKILL to those still running after the timeout. Resolves once all have exited. */
-  const terminate = (targets: Slot[]) =>
-    new Promise<void>((resolve) => {
+  private terminate(targets: Slot[]): Promise<void> {
+    return new Promise<void>((resolve) => {
       const running = () => targets.filter((s) => s.worker !== null);
       const force = setTimeout(() => {
         for (const s of running()) {
-          killed = true;
-          log.error({ child: s.role, slot: s.index, childPid: s.worker!.process.pid }, `child still running after ${shutdownTimeoutMs} ms; killing it`);
+          this.killed = true;
+          this.log.error({ child: s.role, slot: s.index, childPid: s.worker!.process.pid }, `child still running after ${this.shutdownTimeoutMs} ms; killing it`);
           s.worker!.process.kill('SIGKILL');
         }
-      }, shutdownTimeoutMs);
+      }, this.shutdownTimeoutMs);
       const check = () => {
         if (running().length > 0) return;
         clearTimeout(force);
-        exitWaiters.delete(check);
+        this.exitWaiters.delete(check);
         resolve();
       };
-      exitWaiters.add(check);
+      this.exitWaiters.add(check);
       for (const s of running()) s.worker!.process.kill('SIGTERM');
       check();
     });
+  }
 
-  const stop = (reason: string, failure = false) => {
-    if (stopping) return;
-    stopping = true;
-    if (failure) failedExit = true;
-    log.info({ reason }, 'stopping every child');
-    for (const s of slots) {
+  private stop(reason: string, failure = false): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    if (failure) this.failedExit = true;
+    this.log.info({ reason }, 'stopping every child');
+    for (const s of this.slots) {
       if (s.restart) clearTimeout(s.restart);
       s.restart = null;
     }
@@ -219,42 +274,9 @@ export function superviseCluster(options: SuperviseOptions): Promise<number> {
     // waits for the projections to show it (read-your-writes), which only the background
     // process applies; stopped first, it would leave such writes waiting for their timeout.
     void (async () => {
-      await terminate(slots.filter((s) => s.role === 'api'));
-      await terminate(slots.filter((s) => s.role === 'worker'));
-      finish(killed || failedExit ? 1 : 0);
+      await this.terminate(this.slots.filter((s) => s.role === 'api'));
+      await this.terminate(this.slots.filter((s) => s.role === 'worker'));
+      this.finish(this.killed || this.failedExit ? 1 : 0);
     })();
-  };
-
-  // Not once: a second signal (a group-wide one after ours) must not kill the primary, whose
-  // children would then exit at once instead of finishing their requests.
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
-
-  // The background process first: processes opening one fresh DATA_DIR together race to
-  // create its files and tables, and the API processes' writes wait for its projections anyway.
-  const waitServing = (wanted: Slot[]) =>
-    new Promise<void>((resolve) => {
-      const check = () => {
-        if (stopping || wanted.every((s) => serving.has(s))) {
-          onServing = null;
-          resolve();
-        }
-      };
-      onServing = check;
-      check();
-    });
-  void (async () => {
-    const bg = slots.filter((s) => s.role === 'worker');
-    for (const s of bg) fork(s);
-    await waitServing(bg);
-    if (stopping) return;
-    const api = slots.filter((s) => s.role === 'api');
-    for (const s of api) fork(s);
-    await waitServing(slots);
-    if (stopping) return;
-    started = true;
-    log.info({ apiProcesses: options.workers, background: options.background }, `serving with ${options.workers} API process${options.workers === 1 ? '' : 'es'}`);
-  })();
-
-  return done;
+  }
 }

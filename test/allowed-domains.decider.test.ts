@@ -15,6 +15,7 @@ import {
 } from '../commands/allowed-domains.js';
 import { workspaceDecider, type ApiKeySettings, type WorkspaceEvent } from '../commands/workspace.js';
 import { ALLOWED_DOMAINS, API_KEYS, workspacesProjection } from '../projections/workspaces.js';
+import { defaultSettings } from '../src/usecases/workspace.js';
 import { spec } from './support/decider.js';
 import { projectionSpec, project, collection, type GivenEvent } from './support/projection.js';
 
@@ -115,16 +116,7 @@ test('every entry admits exactly the origins whose candidates name it', () => {
 
 const { given } = spec(workspaceDecider);
 const now = 1_700_000_000_000;
-const settings = (allowedDomains: string[]): ApiKeySettings => ({
-  allowedDomains,
-  useEmailService: false,
-  useWebhookService: false,
-  useNotificationService: false,
-  setDefaultNotificationTriggers: false,
-  setDefaultEmailTriggers: false,
-  requireAutoOrgUser: false,
-  enablePrivateComments: false,
-});
+const settings = (allowedDomains: string[]): ApiKeySettings => ({ ...defaultSettings(), allowedDomains });
 const history = (domains: string[]): WorkspaceEvent[] => [
   { type: 'WorkspaceCreated', data: { workspaceId: 'w1', name: 'W', ownerEmail: 'o@example.com', ownerName: 'o', authTokenHash: 'wh', createdAt: now } },
   {

@@ -5,20 +5,11 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spec } from './support/decider.js';
+import { defaultSettings } from '../src/usecases/workspace.js';
 import { workspaceDecider, type ApiKeySettings, type WorkspaceCommand, type WorkspaceEvent } from '../commands/workspace.js';
 
 const now = 1_700_000_000_000;
-const settings = (over: Partial<ApiKeySettings> = {}): ApiKeySettings => ({
-  allowedDomains: [],
-  useEmailService: false,
-  useWebhookService: false,
-  useNotificationService: false,
-  setDefaultNotificationTriggers: false,
-  setDefaultEmailTriggers: false,
-  requireAutoOrgUser: false,
-  enablePrivateComments: false,
-  ...over,
-});
+const settings = (over: Partial<ApiKeySettings> = {}): ApiKeySettings => ({ ...defaultSettings(), ...over });
 const created = (s = settings()): WorkspaceEvent[] => [
   { type: 'WorkspaceCreated', data: { workspaceId: 'w1', name: 'W', ownerEmail: 'o@example.com', ownerName: 'o', authTokenHash: 'h', createdAt: now } },
   { type: 'ApiKeyCreated', data: { workspaceId: 'w1', apiKey: 'k1', apiKeyName: 'k', type: 'testing', ownerEmail: 'o@example.com', persistenceDBRegion: null, realtimeDBRegion: null, settings: s, createdAt: now } },

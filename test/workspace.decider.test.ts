@@ -7,20 +7,12 @@ import {
   type NewApiKey,
   type WorkspaceEvent,
 } from '../commands/workspace.js';
+import { defaultSettings } from '../src/usecases/workspace.js';
 import { spec } from './support/decider.js';
 
 const { given } = spec(workspaceDecider);
 const now = 1_700_000_000_000;
-const settings: ApiKeySettings = {
-  allowedDomains: [],
-  useEmailService: false,
-  useWebhookService: false,
-  useNotificationService: false,
-  setDefaultNotificationTriggers: false,
-  setDefaultEmailTriggers: false,
-  requireAutoOrgUser: false,
-  enablePrivateComments: false,
-};
+const settings: ApiKeySettings = defaultSettings();
 const key = (apiKey: string, type: 'testing' | 'production', token?: string): NewApiKey => ({
   apiKey,
   apiKeyName: `${type} key`,

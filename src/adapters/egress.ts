@@ -106,7 +106,7 @@ const LOOPBACK_NAME_ADDRESSES: ResolvedAddress[] = [
 ];
 
 /** `localhost`, `LOCALHOST.`, `hooks.localhost`: names RFC 6761 reserves for loopback. */
-export function isLocalhostName(host: string): boolean {
+function isLocalhostName(host: string): boolean {
   const h = host.toLowerCase().replace(/\.$/, '');
   return h === 'localhost' || h.endsWith('.localhost');
 }

@@ -14,7 +14,7 @@ import { StoreUnavailableError } from './unavailable.js';
  * The schema, one migration per version, applied in order and recorded in `schema_version`.
  * A migration is never edited once released: a change is a new entry.
  */
-export const MIGRATIONS: readonly string[] = [
+const MIGRATIONS: readonly string[] = [
   // 1: the log and the checkpoints. `transaction_id` is the appending transaction's id: readers
   // order by (transaction_id, position) and read only below the oldest transaction still
   // running (see postgres-event-store.ts), so no event can ever commit behind a reader.
@@ -132,7 +132,7 @@ const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', '53100', 
 /** The client's own errors (no SQLSTATE) for a connection lost, refused or timed out. */
 const CONNECTION_TEXT = /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Connection refused|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|the database system is|Client was closed|Cannot use a pool after calling end/i;
 
-export function isUnavailable(error: unknown): boolean {
+function isUnavailable(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null;
   if (!e || typeof e !== 'object') return false;
   const code = typeof e.code === 'string' ? e.code : '';

@@ -128,6 +128,41 @@ async function openOnce(config: Config, options: OpenOptions): Promise<Services>
   }
 }
 
+const DAY = 24 * 60 * 60 * 1000;
+
+/** The webhook deliverer as the configuration sets it, with the test overrides of `options.webhooks`. */
+function webhookDeliverer(config: Config, followed: EventStore, read: ReadStore, commands: CommandHandler, clock: () => number, secrets: SecretStore, options: OpenOptions) {
+  const webhookOptions = typeof options.webhooks === 'object' ? options.webhooks : {};
+  return new WebhookDeliverer(followed, read, commands, clock, {
+    concurrency: config.webhookConcurrency,
+    maxInFlightPerEndpoint: config.webhookMaxInFlightPerEndpoint,
+    disableAfterMs: config.webhookDisableAfterDays * DAY,
+    retentionMs: config.webhookRetentionDays * DAY,
+    egress: egressPolicyOf(config),
+    logger: options.logger,
+    lease: new Lease(read, 'webhooks', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
+    secrets,
+    ...webhookOptions,
+  });
+}
+
+/**
+ * The background work on a worker thread, poked on every append; if it fails to start, this
+ * thread's projections stop with it.
+ */
+async function startBackgroundThread(config: Config, logger: RunnerLogger, events: EventStore, projections: ProjectionRunner) {
+  const thread = new BackgroundThread(config, { logger, onApplied: (position) => projections.observed(position) });
+  const unsubscribe = events.onAppended(() => thread.poke());
+  try {
+    await thread.start();
+  } catch (error) {
+    unsubscribe();
+    await projections.stop();
+    throw error;
+  }
+  return { thread, unsubscribe };
+}
+
 export async function assemble(
   config: Config,
   events: EventStore,
@@ -160,19 +195,7 @@ export async function assemble(
   await projections.init();
   if (options.follow !== false) projections.start();
   const clock = options.clock ?? Date.now;
-  const webhookOptions = typeof options.webhooks === 'object' ? options.webhooks : {};
-  const DAY = 24 * 60 * 60 * 1000;
-  const webhooks = new WebhookDeliverer(followed, read, commands, clock, {
-    concurrency: config.webhookConcurrency,
-    maxInFlightPerEndpoint: config.webhookMaxInFlightPerEndpoint,
-    disableAfterMs: config.webhookDisableAfterDays * DAY,
-    retentionMs: config.webhookRetentionDays * DAY,
-    egress: egressPolicyOf(config),
-    logger: options.logger,
-    lease: new Lease(read, 'webhooks', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
-    secrets,
-    ...webhookOptions,
-  });
+  const webhooks = webhookDeliverer(config, followed, read, commands, clock, secrets, options);
   if (options.follow !== false && options.webhooks !== false && !observe) {
     await webhooks.init();
     webhooks.start();
@@ -182,17 +205,10 @@ export async function assemble(
   let background: BackgroundThread | null = null;
   let unsubscribe = () => {};
   if (threaded) {
-    const thread = new BackgroundThread(config, { logger, onApplied: (position) => projections.observed(position) });
-    unsubscribe = events.onAppended(() => thread.poke());
-    try {
-      await thread.start();
-    } catch (error) {
-      unsubscribe();
-      await projections.stop();
-      throw error;
-    }
-    background = thread;
-    cascade = thread;
+    const started = await startBackgroundThread(config, logger, events, projections);
+    background = started.thread;
+    cascade = started.thread;
+    unsubscribe = started.unsubscribe;
   } else if (options.follow !== false && !api) cascadeWorker.start();
   let closed = false;
   // Page tokens are sealed with a key derived from the master key (queries/paging.ts):

@@ -153,7 +153,7 @@ export class ConfigError extends Error {
  * `realtimeDBRegion: "europe-west1"`). `nam5` (the United States multi-region) comes first:
  * it is the default for a production key that names none (docs/compatibility.md).
  */
-export const HOSTED_REGIONS = [
+const HOSTED_REGIONS = [
   'nam5', 'eur3',
   'us-west1', 'us-west2', 'us-west3', 'us-west4', 'us-central1', 'northamerica-northeast1', 'northamerica-northeast2',
   'northamerica-south1', 'us-east1', 'us-east4', 'us-east5', 'us-south1',
@@ -168,7 +168,7 @@ export const HOSTED_REGIONS = [
 ];
 
 /** The names earlier versions of this service used; still accepted so their clients keep working. */
-export const LEGACY_REGIONS = ['usa', 'canada', 'europe', 'uk', 'india', 'singapore', 'japan', 'australia'];
+const LEGACY_REGIONS = ['usa', 'canada', 'europe', 'uk', 'india', 'singapore', 'japan', 'australia'];
 
 export const DEFAULT_REGIONS = [...HOSTED_REGIONS, ...LEGACY_REGIONS];
 
@@ -333,33 +333,43 @@ export function checkServing(config: Config): void {
   }
 }
 
-export function loadConfig(env: Env = process.env): Config {
+function logLevelOf(env: Env): Config['logLevel'] {
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(env.LOG_LEVEL)}`);
   }
+  return logLevel;
+}
+
+function adminTokenOf(env: Env): string | undefined {
   const adminToken = env.ADMIN_TOKEN || undefined;
   if (adminToken !== undefined && adminToken.length < 16) {
     throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
   }
-  const production = env.NODE_ENV === 'production';
-  const openSignup = boolean(env, 'OPEN_SIGNUP', false);
-  // Without ADMIN_TOKEN anyone who reaches the service creates workspaces. The quick start is
-  // meant for the machine it runs on, so it listens on loopback unless HOST says otherwise;
-  // a production server has to choose (checkServing): an admin token, or open sign-up by name.
-  const host = env.HOST || (adminToken === undefined ? '127.0.0.1' : '0.0.0.0');
+  return adminToken;
+}
+
+function regionsOf(env: Env): string[] {
   const regions = env.REGIONS
     ? env.REGIONS.split(',').map((r) => r.trim())
     : DEFAULT_REGIONS;
   if (regions.length === 0 || regions.some((r) => !/^[a-z0-9-]{1,64}$/.test(r))) {
     throw new ConfigError('REGIONS', 'must be a comma-separated list of region names (a-z, 0-9, -)');
   }
-  const rateLimitPerSecond = integer(env, 'RATE_LIMIT_PER_SECOND', 0, 0, 1_000_000);
+  return regions;
+}
+
+function webhookLimits(env: Env) {
   const webhookConcurrency = integer(env, 'WEBHOOK_CONCURRENCY', 16, 1, 1000);
   const webhookMaxInFlightPerEndpoint = integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', 4, 1, 100);
   if (webhookMaxInFlightPerEndpoint > webhookConcurrency) {
     throw new ConfigError('WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', `must not exceed WEBHOOK_CONCURRENCY (${webhookConcurrency}), got ${webhookMaxInFlightPerEndpoint}`);
   }
+  return { webhookConcurrency, webhookMaxInFlightPerEndpoint };
+}
+
+/** The request, header and idle-socket timeouts, each checked against the others. */
+function timeouts(env: Env) {
   const readYourWritesTimeoutMs = integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 0, 60_000);
   const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
   // Node refuses a headers timeout longer than the request timeout, so the default follows it.
@@ -376,10 +386,35 @@ export function loadConfig(env: Env = process.env): Config {
       `must be 0 (off) or more than REQUEST_TIMEOUT_MS (${requestTimeoutMs}) and READ_YOUR_WRITES_TIMEOUT_MS (${readYourWritesTimeoutMs}), got ${connectionTimeoutMs}`,
     );
   }
+  return { readYourWritesTimeoutMs, requestTimeoutMs, headersTimeoutMs, connectionTimeoutMs };
+}
+
+function metricsTokenOf(env: Env): string | undefined {
   const metricsToken = env.METRICS_TOKEN || undefined;
   if (metricsToken !== undefined && (metricsToken.length < 16 || metricsToken.length > 1024 || !/^[\x21-\x7e]+$/.test(metricsToken))) {
     throw new ConfigError('METRICS_TOKEN', 'must be 16 to 1024 printable characters without spaces (it is sent as a bearer token)');
   }
+  return metricsToken;
+}
+
+/**
+ * The variables checked in the order they always were (the first bad one is the one named),
+ * then the configuration as one table of `integer(env, NAME, default, min, max)` rows.
+ */
+export function loadConfig(env: Env = process.env): Config {
+  const logLevel = logLevelOf(env);
+  const adminToken = adminTokenOf(env);
+  const production = env.NODE_ENV === 'production';
+  const openSignup = boolean(env, 'OPEN_SIGNUP', false);
+  // Without ADMIN_TOKEN anyone who reaches the service creates workspaces. The quick start is
+  // meant for the machine it runs on, so it listens on loopback unless HOST says otherwise;
+  // a production server has to choose (checkServing): an admin token, or open sign-up by name.
+  const host = env.HOST || (adminToken === undefined ? '127.0.0.1' : '0.0.0.0');
+  const regions = regionsOf(env);
+  const rateLimitPerSecond = integer(env, 'RATE_LIMIT_PER_SECOND', 0, 0, 1_000_000);
+  const { webhookConcurrency, webhookMaxInFlightPerEndpoint } = webhookLimits(env);
+  const { readYourWritesTimeoutMs, requestTimeoutMs, headersTimeoutMs, connectionTimeoutMs } = timeouts(env);
+  const metricsToken = metricsTokenOf(env);
   const metricsOpen = boolean(env, 'METRICS_OPEN', !production);
   const eventStoreUrl = eventStoreUrlOf(env);
   const mongodbUrl = mongoUrl(env, 'MONGODB_URL');

@@ -19,7 +19,7 @@ export interface AuditArgs {
 }
 
 /** ISO 8601 (`2025-01-31`, `2025-01-31T12:00:00Z`) or milliseconds since the epoch. */
-export function parseTime(flag: string, v: string): number {
+function parseTime(flag: string, v: string): number {
   const n = /^\d{1,16}$/.test(v) ? Number(v) : Date.parse(v);
   if (!Number.isFinite(n)) throw new AuditUsageError(`${flag} must be an ISO 8601 time or milliseconds since the epoch, got ${JSON.stringify(v)}`);
   return n;
@@ -69,7 +69,7 @@ export function parseAuditArgs(args: string[]): AuditArgs {
 }
 
 /** `2025-01-31T12:00:00.000Z  DocumentAdded  document ["acme","d1"] rev 0  by apikey:K  request r1  {...}` */
-export function auditLine(e: AuditEventDoc): string {
+function auditLine(e: AuditEventDoc): string {
   const data = JSON.stringify(e.data);
   return [
     new Date(e.time).toISOString(),

@@ -215,7 +215,7 @@ async function switchTo(s: Stores, from: number, to: number, clock: () => number
   });
 }
 
-export interface ProjectionStatus {
+interface ProjectionStatus {
   name: string;
   checkpoint: LogPosition | null;
   /** Events in the log after the checkpoint (counted up to 10,000; `lagCapped` past that). */

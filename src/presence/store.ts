@@ -13,7 +13,7 @@ import type { Doc, IndexSpec, ReadStore, ReadTx, ReadView } from '../ports/read-
 import { decodePageToken, encodePageToken, type Cursor } from '../../queries/paging.js';
 
 export const PRESENCE = 'presence';
-export type PresenceStatus = 'online' | 'away' | 'offline';
+type PresenceStatus = 'online' | 'away' | 'offline';
 
 export interface PresenceDoc extends Doc {
   apiKey: string;
@@ -36,7 +36,7 @@ export interface PresenceInput {
   status?: PresenceStatus;
 }
 
-export const presenceIndexes: IndexSpec[] = [
+const presenceIndexes: IndexSpec[] = [
   { collection: PRESENCE, fields: ['apiKey', 'organizationId', 'documentId', 'joinedAt'] },
   { collection: PRESENCE, fields: ['apiKey', 'organizationId', 'joinedAt'] },
   { collection: PRESENCE, fields: ['expiresAt'] },

@@ -17,7 +17,6 @@ import {
   type EventMetadata,
   type EventStore,
   type LogPosition,
-  type RecordedEvent,
 } from '../ports/event-store.js';
 import type { Decider, DomainEvent, Planned, PlanningDecider } from './decider.js';
 import { newEventId } from '../shared/ids.js';
@@ -193,4 +192,3 @@ export class CommandHandler {
   }
 }
 
-export type { RecordedEvent };

@@ -46,7 +46,7 @@ interface IdempotencyDoc extends Doc {
 }
 
 /** An answer that was applied but not kept: what a retry is told about it. */
-export interface NotKept {
+interface NotKept {
   status: number;
   bytes: number;
   sha256: string;
@@ -54,7 +54,7 @@ export interface NotKept {
 
 export type Begin = { replay: { status: number; body: unknown } } | { notKept: NotKept } | { recordId: string };
 
-export const DEFAULT_MAX_RESPONSE_BYTES = 262_144;
+const DEFAULT_MAX_RESPONSE_BYTES = 262_144;
 
 export function readIdempotencyKey(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;
@@ -135,7 +135,7 @@ const SECRET_FIELDS = new Set(['authToken', 'token']);
  * client that lost the first answer resets the token). Example: a replayed
  * apikey/create answers `{ apiKey: "k…", authToken: "__redacted__" }`.
  */
-export function redactSecrets(value: unknown): unknown {
+function redactSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactSecrets);
   if (value === null || typeof value !== 'object') return value;
   return Object.fromEntries(

@@ -20,7 +20,7 @@ import { randomUUID } from 'node:crypto';
 import type { Doc, ReadStore } from '../ports/read-store.js';
 
 export const LEASES = 'leases';
-export const DEFAULT_LEASE_TTL_MS = 10_000;
+const DEFAULT_LEASE_TTL_MS = 10_000;
 
 export interface LeaseDoc extends Doc {
   holder: string;

@@ -135,7 +135,7 @@ class ClusterChannel extends BaseChannel {
 export const CLUSTER_RELAY_ENV = 'COLLAB_CLUSTER_RELAY';
 
 /** The relay through the primary, for a child of a cluster that has its background process. */
-export function clusterChannel(): NoticeChannel | null {
+function clusterChannel(): NoticeChannel | null {
   return cluster.isWorker && process.env[CLUSTER_RELAY_ENV] === '1' ? new ClusterChannel() : null;
 }
 
@@ -149,8 +149,8 @@ export function relayNotice(m: NoticeMessage, to: Iterable<{ role: 'api' | 'work
 }
 
 /** Files in DATA_DIR whose times a process touches after it appended / applied (dataDirChannel). */
-export const APPENDED_FILE = 'notice-appended';
-export const APPLIED_FILE = 'notice-applied';
+const APPENDED_FILE = 'notice-appended';
+const APPLIED_FILE = 'notice-applied';
 
 /**
  * Processes on one DATA_DIR, started separately (SQLite): a process that appended touches

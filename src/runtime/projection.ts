@@ -7,6 +7,7 @@
  */
 import type { RecordedEvent } from '../ports/event-store.js';
 import type { IndexSpec, ReadTx } from '../ports/read-store.js';
+import type { DomainEvent } from './decider.js';
 
 export interface Projection {
   name: string;
@@ -16,17 +17,40 @@ export interface Projection {
   apply(event: RecordedEvent, tx: ReadTx): Promise<void>;
 }
 
-export function defineProjection(p: {
+/**
+ * A recorded event narrowed to one member of a domain event union: `RecordedOf<DocumentEvent>`
+ * is a union whose `data` follows its `type`. Distributes over the union on purpose.
+ */
+export type RecordedOf<E extends DomainEvent> = E extends DomainEvent
+  ? Omit<RecordedEvent, 'type' | 'data'> & { type: E['type']; data: E['data'] }
+  : never;
+
+/** The member of `E` named `T`; an untyped projection (`type: string`) gets `E` itself. */
+type Member<E extends DomainEvent, T> = string extends E['type'] ? E : Extract<E, { type: T }>;
+
+/** One handler per event type of `E`, each given that type's event. */
+type ProjectionHandlers<E extends DomainEvent> = {
+  [T in E['type']]?: (event: RecordedOf<Member<E, T>>, tx: ReadTx) => Promise<void>;
+};
+
+/**
+ * `E` is the union of the events the projection reads (e.g. `DocumentEvent | OrganizationEvent`):
+ * handler names are checked against it and each handler receives its own event's data typed.
+ * The one cast is here: an event recorded under a type carries that type's data, as the decider
+ * that wrote it declared.
+ */
+export function defineProjection<E extends DomainEvent = DomainEvent>(p: {
   name: string;
   indexes?: IndexSpec[];
-  handlers: Record<string, (event: RecordedEvent, tx: ReadTx) => Promise<void>>;
+  handlers: ProjectionHandlers<E>;
 }): Projection {
+  const handlers = p.handlers as Record<string, ((event: RecordedEvent, tx: ReadTx) => Promise<void>) | undefined>;
   return {
     name: p.name,
     indexes: p.indexes ?? [],
-    handles: new Set(Object.keys(p.handlers)),
+    handles: new Set(Object.keys(handlers)),
     apply: async (event, tx) => {
-      const h = p.handlers[event.type];
+      const h = handlers[event.type];
       if (h) await h(event, tx);
     },
   };

@@ -42,7 +42,7 @@ export async function legacyServiceSecrets(secrets: SecretStore, apiKey: string,
  * configuration of one-digit options (`[1,1,1,...]`, two bytes each) would be stored as
  * about 2 MB. With it, sealing adds at most about 66 KB.
  */
-export const MAX_AGENT_SECRET_VALUES = 1000;
+const MAX_AGENT_SECRET_VALUES = 1000;
 
 /** The configuration (or an update's changes) with every value at a secret position sealed. */
 export async function sealAgentSecrets<T extends Partial<AgentConfig>>(secrets: SecretStore, apiKey: string, config: T): Promise<T> {

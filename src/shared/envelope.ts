@@ -25,7 +25,7 @@
  */
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 
-export const SEALED_PREFIX = 'enc:v1:';
+const SEALED_PREFIX = 'enc:v1:';
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;

@@ -53,7 +53,6 @@ export const notFound = (message: string, details?: unknown) => new ApiError('NO
 export const alreadyExists = (message: string) => new ApiError('ALREADY_EXISTS', message);
 export const aborted = (message: string) => new ApiError('ABORTED', message);
 export const resourceExhausted = (message: string) => new ApiError('RESOURCE_EXHAUSTED', message);
-export const unavailable = (message: string) => new ApiError('UNAVAILABLE', message);
 
 /**
  * A branch that cannot happen. Thrown loudly (logged with its stack, answered as INTERNAL)

@@ -71,12 +71,12 @@ const DAY = 24 * H;
  * Delay before retry n (after failed attempt n): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h,
  * each ±20 % jitter: 8 attempts over about 27.6 hours, then the delivery is failed.
  */
-export const DEFAULT_RETRY_SCHEDULE = [5 * S, 5 * MIN, 30 * MIN, 2 * H, 5 * H, 10 * H, 10 * H];
-export const DEFAULT_TIMEOUT_MS = 10 * S;
-export const DEFAULT_CONCURRENCY = 16;
-export const DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT = 4;
-export const DEFAULT_DISABLE_AFTER_MS = 5 * DAY;
-export const DEFAULT_RETENTION_MS = 7 * DAY;
+const DEFAULT_RETRY_SCHEDULE = [5 * S, 5 * MIN, 30 * MIN, 2 * H, 5 * H, 10 * H, 10 * H];
+const DEFAULT_TIMEOUT_MS = 10 * S;
+const DEFAULT_CONCURRENCY = 16;
+const DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT = 4;
+const DEFAULT_DISABLE_AFTER_MS = 5 * DAY;
+const DEFAULT_RETENTION_MS = 7 * DAY;
 
 export interface WebhookOptions {
   retrySchedule?: number[];
@@ -507,17 +507,7 @@ export class WebhookDeliverer {
   }
 
   private async attempt(id: string): Promise<void> {
-    const now = this.clock();
-    // The claim also moves the delivery's due time to the claim's end: the endpoint's next
-    // head is then found without skipping it, and a crashed sender's claim simply falls due.
-    const claimUntil = now + this.timeoutMs + 5000;
-    const d = await this.read.transaction(async (tx) => {
-      const cur = await tx.get<DeliveryDoc>(DELIVERIES, id);
-      if (!cur || cur.status !== 'pending' || !cur.head || cur.leaseUntil > now || cur.nextAttemptAt > now) return null;
-      await tx.patch(DELIVERIES, id, { leaseUntil: claimUntil, nextAttemptAt: claimUntil });
-      await this.reschedule(tx, cur, () => ({ servedAt: now }));
-      return cur;
-    });
+    const d = await this.claim(id);
     if (!d) return;
     if (!this.running) return this.release(d);
     const cfg = await this.configFor(d.apiKey);
@@ -533,12 +523,35 @@ export class WebhookDeliverer {
       await this.settle(d, { status: 'failed', lastError: `Not sent: ${stop}.` });
       return;
     }
-
     const authToken = await this.openAuthToken(d.apiKey, cfg!.webhook.config.authToken);
     if (authToken === null) {
       await this.settle(d, { status: 'failed', lastError: 'Not sent: the webhook authToken cannot be decrypted (its data key is gone).' });
       return;
     }
+    const sent = await this.post(d, url, authToken);
+    if (!sent) return this.release(d);
+    await this.recordOutcome(d, url, sent.attempt, sent.blocked);
+  }
+
+  /**
+   * Claims a due head delivery, or null when it is no longer one. The claim also moves the
+   * delivery's due time to the claim's end: the endpoint's next head is then found without
+   * skipping it, and a crashed sender's claim simply falls due.
+   */
+  private claim(id: string): Promise<DeliveryDoc | null> {
+    const now = this.clock();
+    const claimUntil = now + this.timeoutMs + 5000;
+    return this.read.transaction(async (tx) => {
+      const cur = await tx.get<DeliveryDoc>(DELIVERIES, id);
+      if (!cur || cur.status !== 'pending' || !cur.head || cur.leaseUntil > now || cur.nextAttemptAt > now) return null;
+      await tx.patch(DELIVERIES, id, { leaseUntil: claimUntil, nextAttemptAt: claimUntil });
+      await this.reschedule(tx, cur, () => ({ servedAt: now }));
+      return cur;
+    });
+  }
+
+  /** Sends the delivery once, signed when the endpoint has an auth token; null when stopping cut it short. */
+  private async post(d: DeliveryDoc, url: string, authToken: string | undefined): Promise<{ attempt: Attempt; blocked: boolean } | null> {
     const timestamp = Math.floor(this.clock() / 1000);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
@@ -561,7 +574,7 @@ export class WebhookDeliverer {
         this.resolve,
       );
     } catch (error) {
-      if (this.stopping.signal.aborted) return this.release(d);
+      if (this.stopping.signal.aborted) return null;
       if (error instanceof DestinationBlockedError) {
         blocked = true;
         attempt.error = error.message;
@@ -578,6 +591,11 @@ export class WebhookDeliverer {
     } else {
       attempt.durationMs = this.clock() - started;
     }
+    return { attempt, blocked };
+  }
+
+  /** Settles the delivery after an attempt: succeeded, retried later, failed, or the endpoint disabled. */
+  private async recordOutcome(d: DeliveryDoc, url: string, attempt: Attempt, blocked: boolean): Promise<void> {
     const attempts = [...d.attempts, attempt].slice(-MAX_ATTEMPT_LOG);
     const count = d.attempts.length + 1;
     const http = attempt.httpStatus;

@@ -110,7 +110,7 @@ export const outboxIndexes: IndexSpec[] = [
 /** Attempt records kept per delivery (the schedule makes at most 8). */
 export const MAX_ATTEMPT_LOG = 20;
 
-export const deliveryView = (d: DeliveryDoc) => ({
+const deliveryView = (d: DeliveryDoc) => ({
   id: d.webhookId,
   eventId: d.eventId,
   eventType: d.eventType,

@@ -9,7 +9,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-export function signingKey(authToken: string): Buffer {
+function signingKey(authToken: string): Buffer {
   if (authToken.startsWith('whsec_')) {
     const raw = Buffer.from(authToken.slice('whsec_'.length), 'base64');
     if (raw.length > 0) return raw;

@@ -41,7 +41,7 @@ export interface Command {
   connection: number;
 }
 
-export type Action = { reply: Document } | { close: true } | { delayMs: number; then?: Action };
+type Action = { reply: Document } | { close: true } | { delayMs: number; then?: Action };
 export type Hook = (cmd: Command) => Action | undefined;
 
 export interface FakeMongodOptions {

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import type { z } from 'zod';
 
-export const nasty = (): fc.Arbitrary<unknown> =>
+const nasty = (): fc.Arbitrary<unknown> =>
   fc.letrec((tie) => ({
     value: fc.oneof(
       { depthSize: 'small', withCrossShrink: true },
@@ -28,7 +28,7 @@ export const nasty = (): fc.Arbitrary<unknown> =>
   })).value;
 
 /** Field names of a route's `data` schema (top level, and one level into arrays of objects). */
-export function fieldsOf(schema: z.ZodType): { top: string[]; nested: Record<string, string[]> } {
+function fieldsOf(schema: z.ZodType): { top: string[]; nested: Record<string, string[]> } {
   const shape = (s: unknown): Record<string, z.ZodType> | undefined => {
     let cur: any = s;
     for (let i = 0; i < 5 && cur; i++) {

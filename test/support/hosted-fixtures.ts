@@ -27,9 +27,9 @@ import * as assert from 'uvu/assert';
 import type { Harness, Response, Tenant } from './app.js';
 import { workspaceDecider, workspaceStream } from '../../commands/workspace.js';
 
-export type Auth = 'apiKey' | 'workspace' | 'none';
+type Auth = 'apiKey' | 'workspace' | 'none';
 
-export interface Expect {
+interface Expect {
   /** HTTP status. */
   status: number;
   /** `result.message` or `error.message`, character for character; null: any string. */
@@ -42,7 +42,7 @@ export interface Expect {
   details?: unknown;
 }
 
-export interface Step {
+interface Step {
   path: string;
   data: unknown;
   auth?: Auth;
@@ -50,7 +50,7 @@ export interface Step {
   capture?: Record<string, string>;
 }
 
-export interface Case {
+interface Case {
   name: string;
   /** Where in the hosted docs the request comes from, or why it is ours. */
   source: string;

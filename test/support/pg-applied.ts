@@ -115,7 +115,7 @@ export async function tenant(s: Service): Promise<Record<string, string>> {
 }
 
 /** One request with a deadline: a host cut off answers nothing, and a client gives up. */
-export async function postWithin(s: Service, route: string, data: unknown, headers: Record<string, string>, ms: number) {
+async function postWithin(s: Service, route: string, data: unknown, headers: Record<string, string>, ms: number) {
   const r = await fetch(`${s.url}${route}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },

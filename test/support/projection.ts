@@ -19,7 +19,7 @@ export interface GivenEvent {
   metadata?: Partial<EventMetadata>;
 }
 
-export function recorded(events: GivenEvent[]): RecordedEvent[] {
+function recorded(events: GivenEvent[]): RecordedEvent[] {
   return events.map((e, i) => ({
     id: randomUUID(),
     stream: e.stream ?? 'test-stream',

@@ -24,7 +24,7 @@ import { SHARED_COLLECTIONS } from '../../src/ops/read-models.js';
 import { ACTIVE_ID, READ_MODEL_META, parsePhysical, physicalCheckpoint } from '../../src/runtime/generations.js';
 import { tempDir } from './app.js';
 
-export const EPHEMERAL = new Set([...SHARED_COLLECTIONS, READ_MODEL_META, 'cascade_work']);
+const EPHEMERAL = new Set([...SHARED_COLLECTIONS, READ_MODEL_META, 'cascade_work']);
 
 export interface RebuildComparison {
   /** Collections compared, with their document counts. */
