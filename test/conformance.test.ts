@@ -156,7 +156,7 @@ test('§4 documents/add: unknown folderId without createFolder is a per-item fai
   r = await ok('/v2/organizations/documents/add', { organizationId: 'da', folderId: 'nf', createFolder: true, documents: [{ documentId: 'd' }] });
   assert.equal(r.data.d, { success: true, id: 'd', message: 'Added Successfully' });
   const row = (await ok('/v2/organizations/documents/get', { organizationId: 'da', documentIds: ['d'] })).data[0];
-  assert.equal(row, { id: 'd', documentName: 'd', disabled: false, accessType: 'public', folderId: 'nf' });
+  assert.equal(row, { id: 'd', documentName: 'd', disabled: false, accessType: 'public', folderId: 'nf', documentId: 'd' });
 });
 
 test('§4 createOrganization: documents/add, folders/add, usergroups/add create a missing organization; without it NOT_FOUND', async () => {
@@ -499,7 +499,7 @@ test('§1 envelopes: unknown route NOT_FOUND, body without object data INVALID_A
   assert.match(r.body.error.message, /data\.users\[2\]\.email must be a valid email/);
   await ok('/v2/organizations/documents/add', { organizationId: 'wire', createOrganization: true, extra: 1, documents: [{ documentId: 'd', secret: 'x' }] });
   const row = (await ok('/v2/organizations/documents/get', { organizationId: 'wire' })).data[0];
-  assert.equal(Object.keys(row).sort(), ['accessType', 'disabled', 'documentName', 'id']);
+  assert.equal(Object.keys(row).sort(), ['accessType', 'disabled', 'documentId', 'documentName', 'id']);
 });
 
 test('§2 authentication: missing headers UNAUTHENTICATED (401), a wrong pair PERMISSION_DENIED (403)', async () => {

@@ -154,10 +154,10 @@ test('documents: add, get (paging), update, access, disable, move, delete', asyn
   r = await ok('/v2/organizations/documents/get', { organizationId: 'd' });
   assert.is(r.message, 'Document(s) retrieved successfully.');
   assert.equal(r.data, [
-    { id: 'x1', documentName: 'One', disabled: false, accessType: 'restricted', folderId: 'f1' },
-    { id: 'x2', documentName: 'x2', disabled: false, accessType: 'public', folderId: 'f1' },
-    { id: 'x3', documentName: 'x3', disabled: false, accessType: 'public' },
-    { id: 'x4', documentName: 'x4', disabled: false, accessType: 'public', folderId: 'newf' },
+    { id: 'x1', documentName: 'One', disabled: false, accessType: 'restricted', folderId: 'f1', documentId: 'x1' },
+    { id: 'x2', documentName: 'x2', disabled: false, accessType: 'public', folderId: 'f1', documentId: 'x2' },
+    { id: 'x3', documentName: 'x3', disabled: false, accessType: 'public', documentId: 'x3' },
+    { id: 'x4', documentName: 'x4', disabled: false, accessType: 'public', folderId: 'newf', documentId: 'x4' },
   ]);
   assert.is(r.pageToken, undefined);
   const seen: string[] = [];
@@ -204,9 +204,9 @@ test('documents: add, get (paging), update, access, disable, move, delete', asyn
   assert.is((await post('/v2/organizations/documents/move', { organizationId: 'd', documentIds: ['x1'], folderId: 'nofolder' })).status, 404);
   r = await ok('/v2/organizations/documents/get', { organizationId: 'd', documentIds: ['x1', 'x2', 'x3'] });
   assert.equal(r.data, [
-    { id: 'x1', documentName: 'One', disabled: false, accessType: 'restricted', folderId: 'f1' },
-    { id: 'x2', documentName: 'x2', disabled: true, accessType: 'public', folderId: 'f1' },
-    { id: 'x3', documentName: 'Three', disabled: false, accessType: 'public', folderId: 'f2' },
+    { id: 'x1', documentName: 'One', disabled: false, accessType: 'restricted', folderId: 'f1', documentId: 'x1' },
+    { id: 'x2', documentName: 'x2', disabled: true, accessType: 'public', folderId: 'f1', documentId: 'x2' },
+    { id: 'x3', documentName: 'Three', disabled: false, accessType: 'public', folderId: 'f2', documentId: 'x3' },
   ]);
 
   r = await ok('/v2/organizations/documents/delete', { organizationId: 'd', documentIds: ['x3', 'zz'] });

@@ -24,7 +24,7 @@ test('users/add: creates the organization, profile with derived initial, grant a
   assert.is(r.message, 'User(s) retrieved successfully.');
   assert.equal(r.data, [
     { userId: 'u1', name: 'Ada Lovelace', email: 'ada@example.com', initial: 'AL', accessRole: 'editor' },
-    { userId: 'u2', name: 'Bob', email: '', initial: 'B', accessRole: 'viewer' },
+    { userId: 'u2', name: 'Bob', initial: 'B', accessRole: 'viewer' },
   ]);
   r = await ok('/v2/users/add', { organizationId: 'o', folderId: 'F', createFolder: true, users: [{ userId: 'u3', name: 'Cy' }] });
   assert.is(r.data.u3.success, true);
@@ -58,7 +58,7 @@ test('users/update: profile and role; a user without access at the scope does no
   assert.equal(r.data.u2, { success: true, id: 'u2', message: 'User updated.' });
   assert.equal(r.data.u3, { success: false, message: 'User does not exist.', id: 'u3' });
   const u2 = (await ok('/v2/users/get', { organizationId: 'o', userIds: ['u2'] })).data[0];
-  assert.equal(u2, { userId: 'u2', name: 'Bobby Tables', email: '', initial: 'BT', accessRole: 'editor' });
+  assert.equal(u2, { userId: 'u2', name: 'Bobby Tables', initial: 'BT', accessRole: 'editor' }, 'an e-mail never given is absent, not ""');
 });
 
 test('groups: add, add users (members only), delete users, deleteAll, users/get by group', async () => {
@@ -148,7 +148,7 @@ test('bad input on users and groups endpoints gets the failure envelope', async 
     ['/v2/users/delete', { organizationId: gt, userIds: ['a'] }],
     ['/v2/users/get', { organizationId: 'o', pageSize: 5000 }],
     ['/v2/users/get', { organizationId: 'o', pageToken: 'bogus' }],
-    ['/v2/organizations/usergroups/add', { organizationId: 'o', organizationUserGroups: [{ groupId: 'g' }] }],
+    ['/v2/organizations/usergroups/add', { organizationId: 'o', organizationUserGroups: [{ groupName: 'G' }] }],
     ['/v2/organizations/usergroups/add', { organizationId: 'o', organizationUserGroups: [{ groupId: gt, groupName: 'x' }] }],
     ['/v2/organizations/usergroups/users/add', { organizationId: 'o', organizationUserGroupId: long, userIds: ['a'] }],
     ['/v2/organizations/usergroups/users/delete', { organizationId: 'o', organizationUserGroupId: 'g', userIds: 'a' }],

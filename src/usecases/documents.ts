@@ -130,7 +130,10 @@ export async function listDocuments(
 ) {
   await requireOrganization(ctx.services.read, ctx.apiKey, input.organizationId);
   const { organizationId, documentIds, folderId, pageToken } = input;
-  return documentsPage(ctx.services.read, ctx.apiKey, { organizationId, documentIds, folderId, pageToken, pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE });
+  const page = await documentsPage(ctx.services.read, ctx.apiKey, { organizationId, documentIds, folderId, pageToken, pageSize: input.pageSize ?? DEFAULT_PAGE_SIZE });
+  // Both names of the id: the hosted page shows `id`, the hosted OpenAPI document's Document
+  // requires `documentId` (docs/compatibility.md).
+  return { rows: page.rows.map((r) => ({ ...r, documentId: r.id })), pageToken: page.pageToken };
 }
 
 /** documents/update: only the fields sent change; a missing document fails its item. */

@@ -3,6 +3,7 @@
  * /v2/auth/permissions/add (src/usecases/grants.ts), then a user token naming the user and
  * those resources is signed (src/usecases/user-tokens.ts).
  */
+import { userDecider, userStream } from '../../commands/user.js';
 import { invalidArgument, notFound } from '../shared/errors.js';
 import type { TenantContext } from './context.js';
 import { accessFieldRefusals, addGrants, missingResources, type GrantResource } from './grants.js';
@@ -30,6 +31,10 @@ export async function generateToken(ctx: TenantContext & { readonly tenant?: { r
   if (Object.keys(refused).length > 0) {
     throw invalidArgument('One or more resources would hold more access fields than allowed.', { resources: refused });
   }
+  // The user's name and e-mail are kept as users/add keeps them (users/get shows them), so
+  // a user known through tokens alone is not a nameless row: the profile is what was sent.
+  const { name, email } = input.userProperties;
+  await ctx.execute(userDecider, userStream(ctx.apiKey, input.userId), { type: 'SaveUser', data: { userId: input.userId, name, email } });
   if (requested.length > 0) await addGrants(ctx, input.userId, requested);
   const { token } = await issueUserToken(ctx, {
     userId: input.userId,

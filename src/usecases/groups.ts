@@ -29,7 +29,7 @@ async function members(ctx: TenantContext, command: Unstamped<GroupCommand>, use
 /** Adds groups to an organization (created first with `createOrganization`); each group its own item. */
 export async function addGroups(
   ctx: TenantContext,
-  input: { organizationId: string; createOrganization?: boolean | undefined; organizationUserGroups: ReadonlyArray<{ groupId: string; groupName: string }> },
+  input: { organizationId: string; createOrganization?: boolean | undefined; organizationUserGroups: ReadonlyArray<{ groupId: string; groupName?: string | undefined }> },
 ) {
   const { organizationId } = input;
   if (input.createOrganization) {
@@ -40,7 +40,9 @@ export async function addGroups(
   await organizationTree(ctx.services, ctx.apiKey, organizationId);
   return eachItem(input.organizationUserGroups, (g) => g.groupId, (g) =>
     ctx.execute(groupDecider, groupStream(ctx.apiKey, organizationId, g.groupId), {
-      type: 'AddGroup', data: { organizationId, groupId: g.groupId, groupName: g.groupName },
+      // Without a name a group is named after its id, as organizations and documents are (the
+      // hosted API and its SDKs take `groupName` as optional).
+      type: 'AddGroup', data: { organizationId, groupId: g.groupId, groupName: g.groupName ?? g.groupId },
     }), 'Organization user group added.');
 }
 

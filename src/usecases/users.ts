@@ -203,14 +203,37 @@ export async function listUsers(ctx: TenantReadContext, input: UsersListInput) {
     for (const f of ['documentId', 'folderId', 'userIds', 'organizationUserGroupIds'] as const) {
       if (input[f] !== undefined) throw invalidArgument(`data.${f} cannot be combined with data.allDocuments.`);
     }
-    return documentUsersPage(read, ctx.apiKey, ctx.now, { organizationId: input.organizationId, groupByDocumentId: input.groupByDocumentId === true, ...paging });
+    const page = await documentUsersPage(read, ctx.apiKey, ctx.now, { organizationId: input.organizationId, groupByDocumentId: input.groupByDocumentId === true, ...paging });
+    const rows = Array.isArray(page.rows)
+      ? page.rows.map(givenProfile)
+      // fromEntries: a document id such as "__proto__" stays an own key.
+      : Object.fromEntries(Object.entries(page.rows).map(([documentId, users]) => [documentId, users.map(givenProfile)]));
+    return { rows, pageToken: page.pageToken };
   }
   await requireScope(ctx, input);
-  return usersPage(read, ctx.apiKey, ctx.now, {
+  const page = await usersPage(read, ctx.apiKey, ctx.now, {
     organizationId: input.organizationId,
     ...resourceOf(input),
     userIds: input.userIds,
     groupIds: input.organizationUserGroupIds,
     ...paging,
   });
+  return { rows: page.rows.map(givenProfile), pageToken: page.pageToken };
+}
+
+/**
+ * A users/get row with only the profile fields someone gave. The read model writes `""` for
+ * a field never given (a user known only from a permissions/add grant has no profile at
+ * all; users/add may omit `email`), and `""` is neither a name nor an e-mail address: the
+ * hosted OpenAPI document's User has `email` in e-mail format. Absent says "unknown".
+ */
+function givenProfile<R extends { userId: string; name: string; email: string; initial: string }>(row: R) {
+  const { userId, name, email, initial, ...rest } = row;
+  return {
+    userId,
+    ...(name !== '' ? { name } : {}),
+    ...(email !== '' ? { email } : {}),
+    ...(initial !== '' ? { initial } : {}),
+    ...rest,
+  };
 }

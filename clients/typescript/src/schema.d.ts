@@ -879,7 +879,7 @@ export interface paths {
         put?: never;
         /**
          * Add user groups to an organization
-         * @description Each group is its own item, keyed by groupId (each id once): a group id that exists fails its item ("Organization user group already exists."). With `createOrganization: true` a missing organization is created first; otherwise an organization that does not exist is NOT_FOUND.
+         * @description Each group is its own item, keyed by groupId (each id once): a group id that exists fails its item ("Organization user group already exists."). Without `groupName` a group is named after its groupId. With `createOrganization: true` a missing organization is created first; otherwise an organization that does not exist is NOT_FOUND.
          */
         post: operations["organizationsUsergroupsAdd"];
         delete?: never;
@@ -1452,6 +1452,7 @@ export interface paths {
          * @description The token is a JWT (HS256) signed with the API key's own signing key (`kid` in its header), valid 48 hours.
          *
          *     - The resources become grants exactly as with `/v2/auth/permissions/add` (`accessRole` defaults to `editor`).
+         *     - `userProperties.name` and `email` become the user's profile, as with `/v2/users/add` (users/get shows them).
          *     - All or nothing: a resource that does not exist answers `NOT_FOUND` (each missing one in `details.resources`), one that would pass the access-field limit `INVALID_ARGUMENT`; nothing is granted or signed then.
          *     - `FAILED_PRECONDITION` when the key's signing key cannot be decrypted: rotate it with `/v2/workspace/apikey/signingkey/rotate`.
          */
@@ -4651,7 +4652,7 @@ export interface operations {
                             status: "success";
                             message: string;
                             data: {
-                                /** @description The documentId. */
+                                /** @description The documentId (the name the hosted page shows). */
                                 id: string;
                                 /** @description The document id when it was added without a name. */
                                 documentName: string;
@@ -4663,6 +4664,8 @@ export interface operations {
                                 accessType: "organizationPrivate" | "restricted" | "public";
                                 /** @description The folder it is in; absent at the organization root. */
                                 folderId?: string;
+                                /** @description The documentId again (the name the hosted OpenAPI document requires). */
+                                documentId: string;
                             }[];
                             /** @description Present while another page may follow: send it back as `data.pageToken`. */
                             pageToken?: string;
@@ -6008,12 +6011,12 @@ export interface operations {
                             message: string;
                             data: {
                                 userId: string;
-                                /** @description Empty when the user has no profile. */
-                                name: string;
-                                /** @description Empty when the user has no profile. */
-                                email: string;
-                                /** @description Empty when the user has no profile. */
-                                initial: string;
+                                /** @description Absent when never given (a user known only from a grant: permissions/add). */
+                                name?: string;
+                                /** @description Absent when never given; an e-mail address when present. */
+                                email?: string;
+                                /** @description Absent when there is no name and none was given. */
+                                initial?: string;
                                 /** @enum {string} */
                                 accessRole: "editor" | "viewer";
                                 /** @description Unix seconds; only on a temporary grant. */
@@ -6022,12 +6025,12 @@ export interface operations {
                                 documentId: string;
                             }[] | {
                                 userId: string;
-                                /** @description Empty when the user has no profile. */
-                                name: string;
-                                /** @description Empty when the user has no profile. */
-                                email: string;
-                                /** @description Empty when the user has no profile. */
-                                initial: string;
+                                /** @description Absent when never given (a user known only from a grant: permissions/add). */
+                                name?: string;
+                                /** @description Absent when never given; an e-mail address when present. */
+                                email?: string;
+                                /** @description Absent when there is no name and none was given. */
+                                initial?: string;
                                 /** @enum {string} */
                                 accessRole: "editor" | "viewer";
                                 /** @description Unix seconds; only on a temporary grant. */
@@ -6035,12 +6038,12 @@ export interface operations {
                             }[] | {
                                 [key: string]: {
                                     userId: string;
-                                    /** @description Empty when the user has no profile. */
-                                    name: string;
-                                    /** @description Empty when the user has no profile. */
-                                    email: string;
-                                    /** @description Empty when the user has no profile. */
-                                    initial: string;
+                                    /** @description Absent when never given (a user known only from a grant: permissions/add). */
+                                    name?: string;
+                                    /** @description Absent when never given; an e-mail address when present. */
+                                    email?: string;
+                                    /** @description Absent when there is no name and none was given. */
+                                    initial?: string;
                                     /** @enum {string} */
                                     accessRole: "editor" | "viewer";
                                     /** @description Unix seconds; only on a temporary grant. */
@@ -6157,7 +6160,7 @@ export interface operations {
                         createOrganization?: boolean;
                         organizationUserGroups: {
                             groupId: string;
-                            groupName: string;
+                            groupName?: string;
                         }[];
                     };
                 };

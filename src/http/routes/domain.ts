@@ -78,9 +78,9 @@ export const folderRowSchema: z.ZodType = z
 /** A users/get row (queries/users.ts `userRow`): the profile and the grant that counts at the scope. */
 export const userRowSchema = z.object({
   userId: z.string(),
-  name: z.string().describe('Empty when the user has no profile.'),
-  email: z.string().describe('Empty when the user has no profile.'),
-  initial: z.string().describe('Empty when the user has no profile.'),
+  name: z.string().optional().describe('Absent when never given (a user known only from a grant: permissions/add).'),
+  email: z.string().optional().describe('Absent when never given; an e-mail address when present.'),
+  initial: z.string().optional().describe('Absent when there is no name and none was given.'),
   accessRole: accessRole(),
   expiresAt: z.number().optional().describe('Unix seconds; only on a temporary grant.'),
 });

@@ -30,7 +30,7 @@ export function groupRoutes(): AnyRoute[] {
     doc: {
       summary: 'Add user groups to an organization',
       description: 'Each group is its own item, keyed by groupId (each id once): a group id that exists fails its item ' +
-        '("Organization user group already exists."). With `createOrganization: true` a missing organization is created first; ' +
+        '("Organization user group already exists."). Without `groupName` a group is named after its groupId. With `createOrganization: true` a missing organization is created first; ' +
         'otherwise an organization that does not exist is NOT_FOUND.',
       example: { organizationId: 'yourOrganizationId', organizationUserGroups: [{ groupId: 'engineering', groupName: 'Engineering' }] },
     },
@@ -39,7 +39,7 @@ export function groupRoutes(): AnyRoute[] {
     schema: z.object({
       organizationId: id(),
       createOrganization: z.boolean().optional(),
-      organizationUserGroups: items(z.object({ groupId: id(), groupName: text(256) })),
+      organizationUserGroups: items(z.object({ groupId: id(), groupName: text(256).optional() })),
     }),
     response: outcomesById(idOutcome),
     errors: ['NOT_FOUND'],

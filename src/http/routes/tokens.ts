@@ -22,6 +22,7 @@ export function tokenRoutes(_services: Services): AnyRoute[] {
         `The token is a JWT (HS256) signed with the API key's own signing key (\`kid\` in its header), valid ${TOKEN_LIFETIME_SECONDS / 3600} hours.`,
         '',
         '- The resources become grants exactly as with `/v2/auth/permissions/add` (`accessRole` defaults to `editor`).',
+        '- `userProperties.name` and `email` become the user\'s profile, as with `/v2/users/add` (users/get shows them).',
         '- All or nothing: a resource that does not exist answers `NOT_FOUND` (each missing one in `details.resources`), one that would pass the access-field limit `INVALID_ARGUMENT`; nothing is granted or signed then.',
         '- `FAILED_PRECONDITION` when the key\'s signing key cannot be decrypted: rotate it with `/v2/workspace/apikey/signingkey/rotate`.',
       ].join('\n'),

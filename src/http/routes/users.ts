@@ -15,7 +15,8 @@ const userSchema = z.object({
   userId: id(),
   name: text(256).optional(),
   email: email().optional(),
-  initial: text(8).optional(),
+  // As long as a name (docs/limits.md): the hosted API sets no bound of its own.
+  initial: text(256).optional(),
   accessRole: role().optional(),
 });
 const scope = { organizationId: id(), documentId: id().optional(), folderId: id().optional() };
