@@ -22,7 +22,7 @@ export const newToken = () => {
   return { secret, tokenId: newId(), tokenHash: hashSecret(secret) };
 };
 
-const defaultSettings = (): ApiKeySettings => ({
+export const defaultSettings = (): ApiKeySettings => ({
   allowedDomains: [],
   useEmailService: false,
   useWebhookService: false,

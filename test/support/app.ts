@@ -41,7 +41,7 @@ export interface Tenant {
 }
 
 /** POSTGRES_URL on a fresh database of the run's server, and the master key every external store needs. */
-async function postgresEnv(): Promise<Record<string, string>> {
+export async function postgresEnv(): Promise<Record<string, string>> {
   const { freshDatabase } = await import('./postgres.js');
   return { POSTGRES_URL: await freshDatabase('h'), SECRETS_KEY: randomBytes(32).toString('base64') };
 }
