@@ -67,7 +67,7 @@ export type GrantEvent =
 
 // ---- state ----
 
-export type Grant = Resource & {
+type Grant = Resource & {
   accessRole: AccessRole;
   expiresAt: number | null;
   /** Sorted; empty when none. */
@@ -78,7 +78,7 @@ export interface GrantsState {
   grants: Readonly<Record<string, Grant>>;
 }
 
-export const initialState = (): GrantsState => ({ grants: {} });
+const initialState = (): GrantsState => ({ grants: {} });
 
 export const resourceKey = (r: Resource) => key(r.resourceType, r.resourceId);
 
@@ -87,7 +87,7 @@ export const isLive = (g: { expiresAt: number | null }, nowMs: number) => g.expi
 
 // ---- evolve ----
 
-export function evolve(state: GrantsState, event: GrantEvent): GrantsState {
+function evolve(state: GrantsState, event: GrantEvent): GrantsState {
   switch (event.type) {
     case 'GrantAdded': {
       const { resourceType, resourceId, accessRole, expiresAt } = event.data;
@@ -122,7 +122,7 @@ export type GrantRequest = Resource & {
 };
 
 /** A resource to revoke; with `accessFields`, only those fields go and the grant stays. */
-export type RevokeRequest = Resource & { accessFields?: readonly string[] };
+type RevokeRequest = Resource & { accessFields?: readonly string[] };
 
 export type GrantsCommand =
   | Command<'Grant', { organizationId: string; userId: string; grants: GrantRequest[] }>
@@ -270,7 +270,7 @@ function liveFieldCount(grants: Readonly<Record<string, Grant>>, nowMs: number):
   return n;
 }
 
-export const decide = (command: GrantsCommand, state: GrantsState): GrantEvent[] => plan(command, state).events;
+const decide = (command: GrantsCommand, state: GrantsState): GrantEvent[] => plan(command, state).events;
 
 export const grantsDecider: PlanningDecider<GrantsState, GrantsCommand, GrantEvent, GrantOutcome> = {
   name: 'grants',

@@ -53,7 +53,7 @@ export type GroupEvent =
 
 // ---- state ----
 
-export type GroupGrant = Resource & { accessRole: AccessRole; expiresAt: number | null };
+type GroupGrant = Resource & { accessRole: AccessRole; expiresAt: number | null };
 
 export type GroupState =
   | { status: 'none' }
@@ -78,11 +78,11 @@ export const MAX_GRANTS_PER_GROUP = 1000;
  */
 export const MAX_GROUPS_PER_USER = 100;
 
-export const initialState = (): GroupState => ({ status: 'none' });
+const initialState = (): GroupState => ({ status: 'none' });
 
 // ---- evolve ----
 
-export function evolve(state: GroupState, event: GroupEvent): GroupState {
+function evolve(state: GroupState, event: GroupEvent): GroupState {
   switch (event.type) {
     case 'UserGroupAdded':
       return { status: 'active', groupName: event.data.groupName, members: {}, grants: {} };
@@ -137,7 +137,7 @@ export interface MemberOutcome {
   refused?: 'groupNotFound' | 'permanentExists' | 'grantLimit';
 }
 
-export const groupNotFound = () => notFound('Organization user group does not exist.');
+const groupNotFound = () => notFound('Organization user group does not exist.');
 /** A group grant on a group that does not exist fails that resource, as a missing resource does. */
 const groupMissing = (): MemberOutcome => ({ success: false, message: 'Organization user group does not exist.', refused: 'groupNotFound' });
 
@@ -278,6 +278,6 @@ function planRevokeAccess(command: GroupCommandOf<'RevokeGroupAccess'>, state: G
   return { events, outcomes };
 }
 
-export const decide = (command: GroupCommand, state: GroupState): GroupEvent[] => plan(command, state).events;
+const decide = (command: GroupCommand, state: GroupState): GroupEvent[] => plan(command, state).events;
 
 export const groupDecider: PlanningDecider<GroupState, GroupCommand, GroupEvent, MemberOutcome> = { name: 'usergroup', initialState, evolve, decide, plan };

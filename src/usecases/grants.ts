@@ -28,7 +28,7 @@ export type GrantResource = {
 };
 
 /** One resource's outcome in an answer keyed by resource id. */
-export type ResourceOutcome = { success: boolean; type: GrantResource['type']; message: string };
+type ResourceOutcome = { success: boolean; type: GrantResource['type']; message: string };
 
 /** `{ [id]: outcome }`, built with own data properties (an id like "__proto__" stays a plain key). */
 const byId = (entries: ReadonlyArray<readonly [string, ResourceOutcome]>): Record<string, ResourceOutcome> => Object.fromEntries(entries);

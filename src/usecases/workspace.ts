@@ -37,7 +37,7 @@ export const defaultSettings = (): ApiKeySettings => ({
  * The first key's default name, as the hosted API makes it: the part of `ownerEmail` before
  * the `@`, capitalized, then " Test API Key". Example: `owner@example.com` -> "Owner Test API Key".
  */
-export const defaultKeyName = (ownerEmail: string) => {
+const defaultKeyName = (ownerEmail: string) => {
   const local = ownerEmail.slice(0, ownerEmail.lastIndexOf('@'));
   return `${local.charAt(0).toUpperCase()}${local.slice(1)} Test API Key`;
 };

@@ -100,14 +100,14 @@ export function pageAnswer(message: string, page: { rows: unknown; pageToken?: s
 }
 
 // Per-item outcomes and how a batch collects them are the use cases' (src/usecases/items.ts);
-// re-exported for the routes that build their answers with them.
-export { eachItem, firstById, item, itemCode, keyed, unique, type Failure, type Outcome } from '../../usecases/items.js';
+// the routes describe them with the schemas below.
+export type { Outcome } from '../../usecases/items.js';
 
 // ---- grants (permissions/add|remove and generate_token take resources; permissions/get and access/explain answer entries) ----
 
 /** semantics §1 Limits, access context (docs/limits.md). */
-export const MAX_ACCESS_FIELD_NAME = 128;
-export const MAX_ACCESS_VALUE = 256;
+const MAX_ACCESS_FIELD_NAME = 128;
+const MAX_ACCESS_VALUE = 256;
 
 const accessValue = z.union([z.string().min(1).max(MAX_ACCESS_VALUE), z.number()]);
 /**

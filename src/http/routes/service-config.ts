@@ -35,8 +35,8 @@ const emailFields = {
   tagTemplateId: value(),
 };
 
-export const INVALID_EMAIL_CONFIG = 'Invalid email service configuration.';
-export const INVALID_WEBHOOK_CONFIG = 'Invalid webhook service configuration.';
+const INVALID_EMAIL_CONFIG = 'Invalid email service configuration.';
+const INVALID_WEBHOOK_CONFIG = 'Invalid webhook service configuration.';
 
 /**
  * Validates `raw` against `schema` and runs `body`; any INVALID_ARGUMENT, from validation or
