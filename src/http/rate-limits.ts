@@ -33,7 +33,7 @@ export const rateLimits = shared<{ services: Services }>('rate-limits', async (a
   );
   if (!limiter.enabled) return;
 
-  // A callback hook: it runs on every API request and throws only to refuse.
+  // A callback hook, not an async one (no promise per request); a refusal goes to done().
   app.addHook('preValidation', (req, _reply, done) => {
     const { api, rateLimitByAddress } = req.routeOptions.config;
     try {
