@@ -41,12 +41,6 @@ export function envelope(out: Success) {
   };
 }
 
-/** `JSON.stringify(envelope(out))` for an `out` without `extra`, with `data` already serialized. */
-export const envelopeJson = (out: Success, dataJson: string) =>
-  `{"result":{"status":"success","message":${JSON.stringify(out.message)},"data":${dataJson}${
-    out.pageToken !== undefined ? `,"pageToken":${JSON.stringify(out.pageToken)}` : ''
-  }}}`;
-
 /** Maps anything thrown to an ApiError: our own as they are, Fastify's by their code. */
 export function toApiError(err: unknown, bodyLimit: number): { error: ApiError; internal: boolean } {
   if (err instanceof ApiError) return { error: err, internal: false };
