@@ -34,7 +34,7 @@ export interface Config {
   rateLimitBurst: number;
   /**
    * A user token's own share of its API key's rate and burst, in percent: its requests take
-   * from the key's bucket and from this one (src/app.ts `admit`).
+   * from the key's bucket and from this one (src/http/rate-limits.ts).
    */
   rateLimitUserPercent: number;
   /** Failed authentications one client address may make per minute; 0 turns the limit off. */

@@ -36,7 +36,7 @@ export interface Caller {
   userId?: string;
 }
 
-/** An invalid user token: 401 with the RFC 6750 challenge (app.ts sets the header). */
+/** An invalid user token: 401 with the RFC 6750 challenge (src/http/answers.ts sets the header). */
 export class InvalidUserTokenError extends ApiError {
   readonly challenge = 'Bearer error="invalid_token"';
   constructor(reason: string) {
@@ -46,8 +46,8 @@ export class InvalidUserTokenError extends ApiError {
 
 /**
  * Credentials that were given and are wrong (an unknown API key, a wrong auth token, a wrong
- * admin token): PERMISSION_DENIED as before, a class of its own so app.ts counts it against
- * the client's failed-authentication bucket. Missing headers are not a guess and do not count.
+ * admin token): PERMISSION_DENIED as before, a class of its own so the authentication hook
+ * (src/http/authentication.ts) counts it against the client's failed-authentication bucket. Missing headers are not a guess and do not count.
  */
 export class InvalidCredentialsError extends ApiError {
   constructor(message: string) {
@@ -125,7 +125,6 @@ export async function authenticate(req: FastifyRequest, mode: AuthMode, services
     const needs = CREDENTIAL_HEADERS[mode].length > 0 ? `; this route needs ${CREDENTIAL_HEADERS[mode].join(' and ')}` : '';
     throw permissionDenied(`User tokens (Authorization: Bearer) are accepted only on ${where}${needs}.`);
   }
-const digest = (s: string) => createHash('sha256').update(s).digest();
 
   switch (mode) {
     case 'open':

@@ -28,12 +28,13 @@
  * own key L, passes the preflight too, but its POST with K's token is answered without
  * `Access-Control-Allow-Origin`: the browser keeps the answer from it.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { invalidArgument, permissionDenied } from '../shared/errors.js';
 import { originCandidates } from '../../commands/allowed-domains.js';
 import { keyAdmits, someKeyAdmits } from '../../queries/allowed-domains.js';
 import type { Services } from '../composition/services.js';
-import type { AnyRoute } from './route.js';
+import { shared } from './plugin.js';
+import type {} from './route-config.js';
 
 /** The request headers a browser page may send: a user token, JSON, and this API's own. */
 export const CORS_ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id';
@@ -60,17 +61,14 @@ function addVary(reply: FastifyReply, value: string): void {
 }
 
 /**
- * Registers the preflight route of every user-token route and the hook that answers their
- * real requests. Call before the routes are added.
+ * Registers the preflight route of each user-token route (`paths`: their paths) and the hook
+ * that answers their real requests. Register before the routes are added.
  */
-export function installCors(app: FastifyInstance, services: Services, routes: readonly AnyRoute[]): void {
-  const paths = new Set(routes.filter((r) => r.userToken).map((r) => r.path));
-
+export const cors = shared<{ services: Services; paths: readonly string[] }>('cors', async (app, { services, paths }) => {
   for (const path of paths) {
     app.options(path, { schema: { hide: true } }, async (req, reply) => {
-      void reply.header('x-request-id', req.id);
       addVary(reply, 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers');
-      // Read caches re-validate against other processes' commits (as admit does).
+      // Read caches re-validate against other processes' commits (as the authentication hook does).
       services.read.beginRequest();
       const origin = single(req, 'origin');
       const method = single(req, 'access-control-request-method');
@@ -94,7 +92,7 @@ export function installCors(app: FastifyInstance, services: Services, routes: re
   // Every route's answers pass here; only the user-token routes' POSTs are looked at, and
   // only one with an Origin header waits for a read (a server calling without one does not).
   app.addHook('onSend', (req, reply, payload, done) => {
-    if (req.method !== 'POST' || !paths.has(req.routeOptions.url ?? '')) return done(null, payload);
+    if (req.method !== 'POST' || !req.routeOptions.config.api?.userToken) return done(null, payload);
     addVary(reply, 'Origin');
     const origin = single(req, 'origin');
     const candidates = origin === undefined ? null : originCandidates(origin);
@@ -118,4 +116,4 @@ export function installCors(app: FastifyInstance, services: Services, routes: re
       },
     );
   });
-}
+});

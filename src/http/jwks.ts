@@ -29,17 +29,16 @@ import { ApiError } from '../shared/errors.js';
 import type { Services } from '../composition/services.js';
 import { publicJwks } from '../usecases/user-tokens.js';
 import { operationSchemas } from './openapi.js';
-import type { RateLimiter } from './rate-limit.js';
+import type {} from './route-config.js';
 
 export const JWKS_PATH = '/.well-known/jwks/:apiKey.json';
 export const JWKS_MAX_AGE_SECONDS = 300;
 
 const failure = (e: ApiError) => ({ error: { status: e.status, message: e.message } });
 
-export function installJwks(app: FastifyInstance, services: Services, limiter: RateLimiter): void {
-  app.get(JWKS_PATH, { schema: operationSchemas.jwks }, async (req, reply) => {
-    void reply.header('x-request-id', req.id);
-    if (limiter.enabled) limiter.take(`ip:${req.ip}`);
+/** Adds the route; rate-limited per client address by src/http/rate-limits.ts's hook (registered first). */
+export function installJwks(app: FastifyInstance, services: Services): void {
+  app.get(JWKS_PATH, { schema: operationSchemas.jwks, config: { rateLimitByAddress: true } }, async (req, reply) => {
     const { apiKey } = req.params as { apiKey: string };
     // Ids are at most 256 characters (semantics §1): a longer one names no key.
     const set = apiKey.length <= 256 ? await publicJwks(services, apiKey, services.clock()) : null;

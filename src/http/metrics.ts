@@ -21,6 +21,7 @@ import { LOG_START, type LogPosition } from '../ports/event-store.js';
 import { countParked } from '../ops/parked.js';
 import { DELIVERIES } from '../webhooks/outbox.js';
 import { operationSchemas } from './openapi.js';
+import { shared } from './plugin.js';
 
 /** Events counted behind a projection's checkpoint per scrape; past it the gauge reads this (saturated). */
 export const LAG_SCAN_LIMIT = 1000;
@@ -51,131 +52,126 @@ export interface AppMetrics {
 const bearer = /^Bearer ([\x21-\x7e]+)$/;
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
-/** The envelope of semantics §1, sent here because these answers are made before any route runs. */
+/** The envelope of semantics §1, sent here because these answers are not the API's routes'. */
 const failureBody = (status: string, message: string) => ({ error: { status, message } });
 
-/**
- * Adds the request hooks, the `/metrics` route and (when a threshold is set) load shedding to
- * `app`. Call it before the routes are added: the hooks cover the routes added after them.
- */
-export async function installOperations(app: FastifyInstance, services: Services): Promise<AppMetrics> {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-
-  const requests = new Counter({
-    name: 'collab_http_requests_total',
-    help: 'HTTP requests answered, by method, route pattern and status code.',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [registry],
-  });
-  const durations = new Histogram({
-    name: 'collab_http_request_duration_seconds',
-    help: 'Time from a request arriving to its answer being sent, by method and route pattern.',
-    labelNames: ['method', 'route'] as const,
-    registers: [registry],
-  });
-  const appends = new Histogram({
-    name: 'collab_event_append_duration_seconds',
-    help: 'Duration of event appends made by this process (the event store round trip), appends that landed.',
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [registry],
-  });
-  const rywWaits = new Histogram({
-    name: 'collab_read_your_writes_wait_seconds',
-    help: 'Time writes waited for the read models to show them before answering.',
-    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers: [registry],
-  });
-  const rywTimeouts = new Counter({
-    name: 'collab_read_your_writes_timeouts_total',
-    help: 'Writes that answered before the read models showed them (READ_YOUR_WRITES_TIMEOUT_MS passed).',
-    registers: [registry],
-  });
-  const lagEvents = new Gauge({
-    name: 'collab_projection_lag_events',
-    help: `Events in the log after the projection's checkpoint (saturates at ${LAG_SCAN_LIMIT}).`,
-    labelNames: ['projection'] as const,
-    registers: [registry],
-  });
-  const lagSeconds = new Gauge({
-    name: 'collab_projection_lag_seconds',
-    help: "Age of the oldest event the projection has not applied yet; 0 when it is at the log's head.",
-    labelNames: ['projection'] as const,
-    registers: [registry],
-  });
-  const parked = new Gauge({
-    name: 'collab_parked_events',
-    help: 'Events parked because a projection or follower could not apply them (collab projections parked).',
-    registers: [registry],
-  });
-  const queueDepth = new Gauge({
-    name: 'collab_webhook_queue_depth',
-    help: 'Webhook deliveries pending (queued or waiting for a retry), all processes together.',
-    registers: [registry],
-  });
-  const failedDeliveries = new Gauge({
-    name: 'collab_webhook_deliveries_failed',
-    help: 'Webhook deliveries given up (kept for WEBHOOK_RETENTION_DAYS), all processes together.',
-    registers: [registry],
-  });
-
-  services.commands.onAppendTimed = (seconds) => appends.observe(seconds);
-
-  // A callback hook, not an async one: it runs on every answer, and a promise per request costs.
-  app.addHook('onResponse', (req, reply, done) => {
-    const matched = req.is404 ? UNMATCHED_ROUTE : req.routeOptions.url ?? UNMATCHED_ROUTE;
-    requests.inc({ method: req.method, route: matched, status: reply.statusCode });
-    durations.observe({ method: req.method, route: matched }, reply.elapsedTime / 1000);
-    done();
-  });
-
-  /** Reads the store-backed gauges; each is a count on an index or a bounded read. */
-  const refresh = async () => {
-    const now = services.clock();
-    const [head, checkpoints] = await Promise.all([
-      services.events.headPosition(),
-      Promise.all(services.projections.projections.map(async (p) => [p.name, (await services.read.getCheckpoint(p.name)) ?? LOG_START] as const)),
-    ]);
-    const behind = new Map<LogPosition, Promise<{ events: number; seconds: number }>>();
-    const lagAt = (from: LogPosition) => {
-      let lag = behind.get(from);
-      if (!lag) {
-        lag = from >= head
-          ? Promise.resolve({ events: 0, seconds: 0 })
-          : services.events.readAll({ after: from, maxCount: LAG_SCAN_LIMIT }).then((batch) => ({
-              events: batch.length,
-              seconds: batch.length > 0 ? Math.max(0, (now - batch[0]!.metadata.time) / 1000) : 0,
-            }));
-        behind.set(from, lag);
-      }
-      return lag;
-    };
-    const [lags, parkedCount, pending, failed] = await Promise.all([
-      Promise.all(checkpoints.map(async ([name, from]) => [name, await lagAt(from)] as const)),
-      countParked(services.read),
-      services.read.count(DELIVERIES, { status: 'pending' }),
-      services.read.count(DELIVERIES, { status: 'failed' }),
-    ]);
-    for (const [name, lag] of lags) {
-      lagEvents.set({ projection: name }, lag.events);
-      lagSeconds.set({ projection: name }, lag.seconds);
-    }
-    parked.set(parkedCount);
-    queueDepth.set(pending);
-    failedDeliveries.set(failed);
+/** The metrics of one app, in its own registry. */
+function createMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    requests: new Counter({
+      name: 'collab_http_requests_total',
+      help: 'HTTP requests answered, by method, route pattern and status code.',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers,
+    }),
+    durations: new Histogram({
+      name: 'collab_http_request_duration_seconds',
+      help: 'Time from a request arriving to its answer being sent, by method and route pattern.',
+      labelNames: ['method', 'route'] as const,
+      registers,
+    }),
+    appends: new Histogram({
+      name: 'collab_event_append_duration_seconds',
+      help: 'Duration of event appends made by this process (the event store round trip), appends that landed.',
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    rywWaits: new Histogram({
+      name: 'collab_read_your_writes_wait_seconds',
+      help: 'Time writes waited for the read models to show them before answering.',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    rywTimeouts: new Counter({
+      name: 'collab_read_your_writes_timeouts_total',
+      help: 'Writes that answered before the read models showed them (READ_YOUR_WRITES_TIMEOUT_MS passed).',
+      registers,
+    }),
+    lagEvents: new Gauge({
+      name: 'collab_projection_lag_events',
+      help: `Events in the log after the projection's checkpoint (saturates at ${LAG_SCAN_LIMIT}).`,
+      labelNames: ['projection'] as const,
+      registers,
+    }),
+    lagSeconds: new Gauge({
+      name: 'collab_projection_lag_seconds',
+      help: "Age of the oldest event the projection has not applied yet; 0 when it is at the log's head.",
+      labelNames: ['projection'] as const,
+      registers,
+    }),
+    parked: new Gauge({
+      name: 'collab_parked_events',
+      help: 'Events parked because a projection or follower could not apply them (collab projections parked).',
+      registers,
+    }),
+    queueDepth: new Gauge({
+      name: 'collab_webhook_queue_depth',
+      help: 'Webhook deliveries pending (queued or waiting for a retry), all processes together.',
+      registers,
+    }),
+    failedDeliveries: new Gauge({
+      name: 'collab_webhook_deliveries_failed',
+      help: 'Webhook deliveries given up (kept for WEBHOOK_RETENTION_DAYS), all processes together.',
+      registers,
+    }),
   };
+}
 
+type Metrics = ReturnType<typeof createMetrics>;
+
+/** How far each projection is behind the log's head; projections that share a checkpoint share the read. */
+async function projectionLags(services: Services, now: number) {
+  const [head, checkpoints] = await Promise.all([
+    services.events.headPosition(),
+    Promise.all(services.projections.projections.map(async (p) => [p.name, (await services.read.getCheckpoint(p.name)) ?? LOG_START] as const)),
+  ]);
+  const behind = new Map<LogPosition, Promise<{ events: number; seconds: number }>>();
+  const lagAt = (from: LogPosition) => {
+    let lag = behind.get(from);
+    if (!lag) {
+      lag = from >= head
+        ? Promise.resolve({ events: 0, seconds: 0 })
+        : services.events.readAll({ after: from, maxCount: LAG_SCAN_LIMIT }).then((batch) => ({
+            events: batch.length,
+            seconds: batch.length > 0 ? Math.max(0, (now - batch[0]!.metadata.time) / 1000) : 0,
+          }));
+      behind.set(from, lag);
+    }
+    return lag;
+  };
+  return Promise.all(checkpoints.map(async ([name, from]) => [name, await lagAt(from)] as const));
+}
+
+/** Reads the store-backed gauges; each is a count on an index or a bounded read. */
+async function refreshGauges(services: Services, m: Metrics): Promise<void> {
+  const [lags, parkedCount, pending, failed] = await Promise.all([
+    projectionLags(services, services.clock()),
+    countParked(services.read),
+    services.read.count(DELIVERIES, { status: 'pending' }),
+    services.read.count(DELIVERIES, { status: 'failed' }),
+  ]);
+  for (const [name, lag] of lags) {
+    m.lagEvents.set({ projection: name }, lag.events);
+    m.lagSeconds.set({ projection: name }, lag.seconds);
+  }
+  m.parked.set(parkedCount);
+  m.queueDepth.set(pending);
+  m.failedDeliveries.set(failed);
+}
+
+/** `GET /metrics`, behind METRICS_TOKEN when the operator set one. */
+function metricsRoute(app: FastifyInstance, services: Services, registry: Registry, m: Metrics): void {
   const token = services.config.metricsToken;
   const tokenDigest = token ? digest(token) : undefined;
   /** Constant-time on digests of equal length, so neither the token's bytes nor its length leak. */
   const authorized = (req: FastifyRequest) => {
     if (!tokenDigest) return services.config.metricsOpen;
-    const m = bearer.exec(req.headers.authorization ?? '');
-    return m !== null && timingSafeEqual(digest(m[1]!), tokenDigest);
+    const match = bearer.exec(req.headers.authorization ?? '');
+    return match !== null && timingSafeEqual(digest(match[1]!), tokenDigest);
   };
 
   app.get('/metrics', { config: neverShed, schema: operationSchemas.metrics }, async (req: FastifyRequest, reply: FastifyReply) => {
-    void reply.header('x-request-id', req.id);
     if (!tokenDigest && !services.config.metricsOpen) {
       return reply
         .status(403)
@@ -187,33 +183,77 @@ export async function installOperations(app: FastifyInstance, services: Services
         .header('www-authenticate', 'Bearer')
         .send(failureBody('UNAUTHENTICATED', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.'));
     }
-    await refresh();
+    await refreshGauges(services, m);
     return reply.type(registry.contentType).send(await registry.metrics());
   });
-
-  const { shedMaxEventLoopDelayMs, shedMaxHeapUsedBytes, shedMaxRssBytes, shedRetryAfterSeconds } = services.config;
-  if (shedMaxEventLoopDelayMs > 0 || shedMaxHeapUsedBytes > 0 || shedMaxRssBytes > 0) {
-    // under-pressure builds the error once and hands it to the error handler (src/app.ts),
-    // which answers it in the envelope; it sets retry-after itself.
-    class Overloaded extends ApiError {
-      constructor() {
-        super('UNAVAILABLE', `The server is overloaded; retry after ${shedRetryAfterSeconds} s.`);
-      }
-    }
-    await app.register(underPressure, {
-      maxEventLoopDelay: shedMaxEventLoopDelayMs,
-      maxHeapUsedBytes: shedMaxHeapUsedBytes,
-      maxRssBytes: shedMaxRssBytes,
-      retryAfter: shedRetryAfterSeconds,
-      customError: Overloaded,
-    });
-  }
-
-  return {
-    registry,
-    readYourWrites(seconds, caughtUp) {
-      rywWaits.observe(seconds);
-      if (!caughtUp) rywTimeouts.inc();
-    },
-  };
 }
+
+/** Load shedding (@fastify/under-pressure) when the operator set a threshold. */
+async function loadShedding(app: FastifyInstance, config: Services['config']): Promise<void> {
+  const { shedMaxEventLoopDelayMs, shedMaxHeapUsedBytes, shedMaxRssBytes, shedRetryAfterSeconds } = config;
+  if (shedMaxEventLoopDelayMs <= 0 && shedMaxHeapUsedBytes <= 0 && shedMaxRssBytes <= 0) return;
+  // under-pressure builds the error once and hands it to the error handler
+  // (src/http/answers.ts), which answers it in the envelope; it sets retry-after itself.
+  class Overloaded extends ApiError {
+    constructor() {
+      super('UNAVAILABLE', `The server is overloaded; retry after ${shedRetryAfterSeconds} s.`);
+    }
+  }
+  await app.register(underPressure, {
+    maxEventLoopDelay: shedMaxEventLoopDelayMs,
+    maxHeapUsedBytes: shedMaxHeapUsedBytes,
+    maxRssBytes: shedMaxRssBytes,
+    retryAfter: shedRetryAfterSeconds,
+    customError: Overloaded,
+  });
+}
+
+/** `GET /healthz` (liveness, never shed) and `GET /readyz` (the read models caught up). */
+function healthRoutes(app: FastifyInstance, services: Services): void {
+  app.get('/healthz', { config: neverShed, schema: operationSchemas.healthz }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: operationSchemas.readyz }, async (_req, reply) => {
+    const caughtUp = await services.projections.isCaughtUp();
+    if (!caughtUp) return reply.status(503).send(failureBody('UNAVAILABLE', 'Projections are catching up with the event log.'));
+    // Parked events do not make the service unready (the log goes on past them), but an
+    // orchestrator's probe output is where an operator looks first.
+    return { status: 'ready', parkedEvents: await countParked(services.read) };
+  });
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** This app's metrics (src/http/metrics.ts `operations`), for what only a route knows. */
+    appMetrics: AppMetrics;
+  }
+}
+
+/**
+ * The operator's side of the app: request metrics (an onResponse hook), `/metrics`, the
+ * health checks and (when a threshold is set) load shedding; `app.appMetrics` for the rest.
+ * Register it before the routes: its hooks cover the routes added after them.
+ */
+export const operations = shared<{ services: Services }>('operations', async (app, { services }) => {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const m = createMetrics(registry);
+  services.commands.onAppendTimed = (seconds) => m.appends.observe(seconds);
+
+  // A callback hook, not an async one: it runs on every answer, and a promise per request costs.
+  app.addHook('onResponse', (req, reply, done) => {
+    const matched = req.is404 ? UNMATCHED_ROUTE : req.routeOptions.url ?? UNMATCHED_ROUTE;
+    m.requests.inc({ method: req.method, route: matched, status: reply.statusCode });
+    m.durations.observe({ method: req.method, route: matched }, reply.elapsedTime / 1000);
+    done();
+  });
+  metricsRoute(app, services, registry, m);
+  await loadShedding(app, services.config);
+  healthRoutes(app, services);
+
+  app.decorate('appMetrics', {
+    registry,
+    readYourWrites(seconds: number, caughtUp: boolean) {
+      m.rywWaits.observe(seconds);
+      if (!caughtUp) m.rywTimeouts.inc();
+    },
+  } satisfies AppMetrics);
+});

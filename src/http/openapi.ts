@@ -184,8 +184,7 @@ export async function installOpenApi(app: FastifyInstance, config: Config): Prom
     transform: createJsonSchemaTransform({ skipList: [] }),
     transformObject: components,
   });
-  app.get('/openapi.json', { schema: { hide: true } }, async (req, reply) => {
-    void reply.header('x-request-id', req.id);
+  app.get('/openapi.json', { schema: { hide: true } }, async () => {
     return app.swagger();
   });
   await app.register(fastifySwaggerUi, {

@@ -15,8 +15,8 @@
  * `details: { status: 200, bytes, sha256 }`, and nothing is added twice.
  *
  * Keys are scoped to the caller (API key, workspace, the operator's admin token, or, for
- * an unauthenticated call, the client address and the exact body: app.ts `idempotencyScope`)
- * and the route, so two callers can use the same key. Records live in the read store as
+ * an unauthenticated call, the client address and the exact body: src/http/idempotency.ts
+ * `idempotencyScope`) and the route, so two callers can use the same key. Records live in the read store as
  * ephemeral state (not events): losing them costs only the replay, never data, since batch
  * commands converge when re-sent.
  *
