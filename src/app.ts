@@ -9,7 +9,6 @@
  * and the routes themselves, whose options the hooks read from `config.api`.
  */
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify';
-import { httpStatusOf } from './shared/errors.js';
 import type { Services } from './composition/services.js';
 import { installJwks } from './http/jwks.js';
 import type { AnyRoute } from './http/route.js';
@@ -37,7 +36,7 @@ export function allRoutes(services: Services): AnyRoute[] {
   return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services)];
 }
 
-export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   await app.register(requestIdHeader);
   // Before any route: @fastify/swagger collects the routes as they are added.
   await installOpenApi(app, services.config);
@@ -80,4 +79,3 @@ export async function buildApp(services: Services, options: BuildOptions = {}): 
   return app;
 }
 
-export { httpStatusOf };

@@ -42,7 +42,7 @@ export function envelope(out: Success) {
 }
 
 /** Maps anything thrown to an ApiError: our own as they are, Fastify's by their code. */
-export function toApiError(err: unknown, bodyLimit: number): { error: ApiError; internal: boolean } {
+function toApiError(err: unknown, bodyLimit: number): { error: ApiError; internal: boolean } {
   if (err instanceof ApiError) return { error: err, internal: false };
   const e = err as { code?: string; statusCode?: number; message?: string };
   switch (e.code) {

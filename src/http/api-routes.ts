@@ -37,10 +37,9 @@ async function run(route: AnyRoute, req: FastifyRequest, services: Services, met
 }
 
 /**
- * The success envelope, written by the serializer (JSON.stringify) like every answer. A
- * route's `dataJson` (route.ts) is not used: on the rows the store returns, JSON.stringify
- * now writes documents/get's page faster than the hand-written writer (docs/performance.md,
- * "Fastify hooks and plugins (issue 24)").
+ * The success envelope, written by the serializer (JSON.stringify) like every answer: on the
+ * rows the store returns, JSON.stringify writes documents/get's page faster than the
+ * hand-written writer it replaced (docs/performance.md, "Fastify hooks and plugins (issue 24)").
  */
 const handlerOf = (route: AnyRoute, services: Services, metrics: AppMetrics) => async (req: FastifyRequest) => envelope(await run(route, req, services, metrics));
 

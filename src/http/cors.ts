@@ -37,14 +37,14 @@ import { shared } from './plugin.js';
 import type {} from './route-config.js';
 
 /** The request headers a browser page may send: a user token, JSON, and this API's own. */
-export const CORS_ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id';
+const CORS_ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id';
 /** The answer headers a page may read besides the CORS-safelisted ones. */
-export const CORS_EXPOSE_HEADERS = 'x-request-id, retry-after, www-authenticate, idempotent-replayed';
+const CORS_EXPOSE_HEADERS = 'x-request-id, retry-after, www-authenticate, idempotent-replayed';
 /**
  * How long a browser may reuse a preflight answer. Bounds how long a removed domain's pages
  * can still send requests (never read their answers: the real request is checked each time).
  */
-export const CORS_MAX_AGE_SECONDS = 600;
+const CORS_MAX_AGE_SECONDS = 600;
 
 /** One header's value as one string; a repeated header counts as absent. */
 function single(req: FastifyRequest, name: string): string | undefined {

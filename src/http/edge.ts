@@ -22,7 +22,7 @@ type EdgeConfig = Pick<
 >;
 
 /** The failure envelope for answers made outside Fastify's error handler. */
-export const refusalBody = (status: 'INVALID_ARGUMENT' | 'UNAVAILABLE', message: string) => ({ error: { status, message } });
+const refusalBody = (status: 'INVALID_ARGUMENT' | 'UNAVAILABLE', message: string) => ({ error: { status, message } });
 
 /**
  * Node checks request and header deadlines on an interval (30 s by default), so a deadline
@@ -30,7 +30,7 @@ export const refusalBody = (status: 'INVALID_ARGUMENT' | 'UNAVAILABLE', message:
  * keeps that lateness small against the deadline at the cost of a walk over the open
  * connections per tick.
  */
-export const checkIntervalMs = (c: Pick<Config, 'requestTimeoutMs' | 'headersTimeoutMs'>) =>
+const checkIntervalMs = (c: Pick<Config, 'requestTimeoutMs' | 'headersTimeoutMs'>) =>
   Math.min(1000, Math.max(25, Math.floor(Math.min(c.requestTimeoutMs, c.headersTimeoutMs) / 10)));
 
 /** Fastify's `trustProxy` from the config: a hop count becomes proxy-addr's hop rule. */
@@ -61,7 +61,7 @@ function refusalOf(err: NodeJS.ErrnoException, c: EdgeConfig): { http: number; m
 }
 
 /** A whole HTTP/1.1 answer with the envelope, for a socket Fastify never saw a request on. */
-export function rawRefusal(httpStatus: number, body: unknown, requestId: string): string {
+function rawRefusal(httpStatus: number, body: unknown, requestId: string): string {
   const json = JSON.stringify(body);
   return (
     `HTTP/1.1 ${httpStatus} ${http.STATUS_CODES[httpStatus] ?? 'Error'}\r\n` +

@@ -44,7 +44,7 @@ declare module 'fastify' {
  * Example: A and B behind one untrusted proxy both send `Idempotency-Key: 1` to
  * workspace/create, A with ownerEmail a@x, B with b@x: each gets its own workspace.
  */
-export function idempotencyScope(caller: Caller, req: FastifyRequest, adminToken: string | undefined, hash: string): string {
+function idempotencyScope(caller: Caller, req: FastifyRequest, adminToken: string | undefined, hash: string): string {
   if (caller.tenant || caller.workspaceId) return scopeOf(caller, req);
   if (caller.actor === 'admin' && adminToken) return `admin:${createHash('sha256').update(adminToken).digest('hex').slice(0, 16)}`;
   return `ip:${req.ip}:body:${hash}`;

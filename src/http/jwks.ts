@@ -31,8 +31,8 @@ import { publicJwks } from '../usecases/user-tokens.js';
 import { operationSchemas } from './openapi.js';
 import type {} from './route-config.js';
 
-export const JWKS_PATH = '/.well-known/jwks/:apiKey.json';
-export const JWKS_MAX_AGE_SECONDS = 300;
+const JWKS_PATH = '/.well-known/jwks/:apiKey.json';
+const JWKS_MAX_AGE_SECONDS = 300;
 
 const failure = (e: ApiError) => ({ error: { status: e.status, message: e.message } });
 

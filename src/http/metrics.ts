@@ -34,7 +34,7 @@ export const UNMATCHED_ROUTE = '(unmatched)';
  * `pressureHandler` instead of refusing, and one that returns nothing lets the request through.
  * A liveness probe answered 503 under load would get a busy but healthy process restarted.
  */
-export const neverShed = { pressureHandler: () => undefined };
+const neverShed = { pressureHandler: () => undefined };
 
 declare module 'fastify' {
   interface FastifyContextConfig {

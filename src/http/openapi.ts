@@ -45,7 +45,7 @@ const securitySchemes: Record<string, OpenAPIV3_1.SecuritySchemeObject> = {
  * Both headers of a mode are required together: one requirement object names both. A route
  * that takes user tokens (`userToken`) lists the Bearer token as the alternative.
  */
-export const securityOf = (auth: AuthMode, userToken = false): OpenAPIV3_1.SecurityRequirementObject[] => {
+const securityOf = (auth: AuthMode, userToken = false): OpenAPIV3_1.SecurityRequirementObject[] => {
   switch (auth) {
     case 'open':
       return [];

@@ -56,7 +56,7 @@ export const FAILURE: ReadonlyMap<number, z.ZodType> = new Map(
  * an Idempotency-Key reused after its answer was too large to keep) and INVALID_ARGUMENT 422
  * (the key reused with another body), src/runtime/idempotency.ts.
  */
-export function commonErrors(auth: AuthMode, mutates: boolean): StatusCode[] {
+function commonErrors(auth: AuthMode, mutates: boolean): StatusCode[] {
   const out: StatusCode[] = ['INVALID_ARGUMENT', 'RESOURCE_EXHAUSTED', 'INTERNAL', 'UNAVAILABLE'];
   if (auth === 'admin' || auth === 'workspace' || auth === 'apiKey') out.push('UNAUTHENTICATED', 'PERMISSION_DENIED');
   if (mutates) out.push('ABORTED', 'ALREADY_EXISTS');
@@ -64,7 +64,7 @@ export function commonErrors(auth: AuthMode, mutates: boolean): StatusCode[] {
 }
 
 /** A route's failure statuses by HTTP status, in order (400 holds INVALID_ARGUMENT and FAILED_PRECONDITION). */
-export function errorsByHttpStatus(route: Pick<AnyRoute, 'auth' | 'mutates' | 'errors'>): Map<number, StatusCode[]> {
+function errorsByHttpStatus(route: Pick<AnyRoute, 'auth' | 'mutates' | 'errors'>): Map<number, StatusCode[]> {
   const all = new Set<StatusCode>([...commonErrors(route.auth, route.mutates), ...(route.errors ?? [])]);
   const out = new Map<number, StatusCode[]>([[413, ['INVALID_ARGUMENT']]]);
   if (route.mutates) out.set(422, ['INVALID_ARGUMENT']);

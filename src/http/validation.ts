@@ -7,9 +7,9 @@ import { invalidArgument } from '../shared/errors.js';
 import type { EgressPolicy } from '../adapters/egress.js';
 
 /** semantics §1: ids are non-empty strings of at most 256 characters, any characters. */
-export const MAX_ID = 256;
+const MAX_ID = 256;
 /** semantics §1: every request array other than the spec's 30-item ones holds at most 1000. */
-export const MAX_ITEMS = 1000;
+const MAX_ITEMS = 1000;
 
 export const id = () => z.string().min(1).max(MAX_ID);
 export const ids = (max = MAX_ITEMS) => z.array(id()).min(1).max(max);
@@ -36,7 +36,7 @@ export const webhookUrl = (policy: EgressPolicy, options: { allowEmpty?: boolean
       if (why) ctx.addIssue({ code: 'custom', message: `is not allowed by the destination policy: ${why}` });
     });
 
-export function fieldPath(path: readonly PropertyKey[]): string {
+function fieldPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const p of path) {
     if (typeof p === 'number') out += `[${p}]`;

@@ -10,7 +10,6 @@
  * keeps out on purpose (docs/compatibility.md).
  */
 import { z } from 'zod';
-import { documentRowsJson, type DocumentRow } from '../../../queries/documents.js';
 import type { Services } from '../../composition/services.js';
 import {
   addDocuments,
@@ -36,7 +35,7 @@ const docSchema = z.object({
 /** documents/add and update: `{ success, id, message, code? }` per document. */
 const documentOutcomes = outcomesById(idOutcome.extend({ code: failureCode() }));
 
-/** A documents/get row (queries/documents.ts `documentsPage`, written by `documentRowsJson`). */
+/** A documents/get row (queries/documents.ts `documentsPage`). */
 const documentRow = z.object({
   id: z.string().describe('The documentId (the name the hosted page shows).'),
   documentName: z.string().describe('The document id when it was added without a name.'),
@@ -45,21 +44,6 @@ const documentRow = z.object({
   folderId: z.string().optional().describe('The folder it is in; absent at the organization root.'),
   documentId: z.string().describe('The documentId again (the name the hosted OpenAPI document requires).'),
 });
-
-/**
- * `JSON.stringify(rows)` for listDocuments' rows: queries/documents.ts writes a row's
- * fields, and `documentId`, which listDocuments adds last, closes it
- * (test/compat.openapi.test.ts compares the two).
- */
-export function documentsGetJson(rows: ReadonlyArray<DocumentRow & { documentId: string }>): string {
-  let out = '[';
-  for (let i = 0; i < rows.length; i++) {
-    const r = rows[i]!;
-    // documentRowsJson([r]) is `[{...}]`: keep `{...` and add the last field.
-    out += (i === 0 ? '' : ',') + documentRowsJson([r]).slice(1, -2) + ',"documentId":' + JSON.stringify(r.documentId) + '}';
-  }
-  return out + ']';
-}
 
 const BATCH = 'Each document is its own item: one that fails does not stop the others, and carries the hosted `code` ' +
   '(`not-found`, `already-exists`...). `data` is keyed by documentId, each id once (its first occurrence). ' +
@@ -116,7 +100,6 @@ const get = defineRoute({
     const page = await listDocuments(ctx, data);
     return { message: 'Document(s) retrieved successfully.', data: page.rows, pageToken: page.pageToken };
   },
-  dataJson: documentsGetJson,
 });
 
 const update = defineRoute({
