@@ -266,7 +266,16 @@ export async function grantHolders(read: ReadView, apiKey: string, organizationI
 
 // ---- resources/get ----
 
+/**
+ * A page token is bound to the instant asked about (issue 25, src/usecases/access.ts): a
+ * live query's token does not go on an asOf one's pages, nor one asOf's another's. Live
+ * queries hash as before, so their tokens are unchanged.
+ */
+const asOfOf = (q: { asOf?: number }) => (q.asOf !== undefined ? { asOf: q.asOf } : {});
+
 export interface ResourcesQuery {
+  /** The past instant the question is asked at (Unix ms); the caller reads through its AsOfView. */
+  asOf?: number;
   organizationId: string;
   userId: string;
   type: 'document' | 'folder';
@@ -416,7 +425,7 @@ function decodeSubtreePosition(c: Cursor | undefined): { folders?: Cursor; curre
 export async function resourcesPage(read: ReadView, apiKey: string, nowMs: number, q: ResourcesQuery, budget = ACCESS_READ_BUDGET, deadline: Deadline = NO_DEADLINE) {
   const { organizationId, userId, type, minAccessRole, folderId } = q;
   const pageSize = q.pageSize ?? ACCESS_DEFAULT_PAGE_SIZE;
-  const query = { apiKey, what: 'auth/resources', organizationId, userId, type, minAccessRole: minAccessRole ?? null, folderId: folderId ?? null };
+  const query = { apiKey, what: 'auth/resources', organizationId, userId, type, minAccessRole: minAccessRole ?? null, folderId: folderId ?? null, ...asOfOf(q) };
   const start = decodePageToken(q.pageToken, query);
   if (start && typeof start.value !== 'string') throw invalidArgument('data.pageToken is not a valid page token for this query.');
   const meter = new ReadMeter(read, budget);
@@ -486,7 +495,7 @@ export async function resourcesPage(read: ReadView, apiKey: string, nowMs: numbe
 
 // ---- users/get ----
 
-export type UsersQuery = { organizationId: string; minAccessRole?: AccessRole; pageSize?: number; pageToken?: string } & ResourceRef;
+export type UsersQuery = { organizationId: string; minAccessRole?: AccessRole; pageSize?: number; pageToken?: string; asOf?: number } & ResourceRef;
 
 export interface UserRow {
   userId: string;
@@ -548,7 +557,7 @@ function decodeUsersPosition(c: Cursor | undefined, levels: number): UsersPositi
 export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q: UsersQuery, budget = ACCESS_READ_BUDGET, deadline: Deadline = NO_DEADLINE) {
   const { organizationId, minAccessRole } = q;
   const pageSize = q.pageSize ?? ACCESS_DEFAULT_PAGE_SIZE;
-  const query = { apiKey, what: 'auth/users', organizationId, documentId: q.documentId ?? null, folderId: q.folderId ?? null, minAccessRole: minAccessRole ?? null };
+  const query = { apiKey, what: 'auth/users', organizationId, documentId: q.documentId ?? null, folderId: q.folderId ?? null, minAccessRole: minAccessRole ?? null, ...asOfOf(q) };
   const start = decodePageToken(q.pageToken, query);
   const meter = new ReadMeter(read, budget);
   const organization = await organizationOf(meter, apiKey, organizationId);

@@ -6604,6 +6604,8 @@ export interface operations {
                         userIds: string[];
                         folderIds?: string[];
                         documentIds?: string[];
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        asOf?: string | number;
                     };
                 };
             };
@@ -7148,6 +7150,8 @@ export interface operations {
                         folderId?: string;
                         pageSize?: number;
                         pageToken?: string;
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        asOf?: string | number;
                     };
                 };
             };
@@ -7287,6 +7291,8 @@ export interface operations {
                         minAccessRole?: "editor" | "viewer";
                         pageSize?: number;
                         pageToken?: string;
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        asOf?: string | number;
                     };
                 };
             };
@@ -7441,6 +7447,8 @@ export interface operations {
                         userId: string;
                         documentId?: string;
                         folderId?: string;
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        asOf?: string | number;
                     };
                 };
             };

@@ -5,16 +5,15 @@
  */
 import { z } from 'zod';
 import { ACCESS_ROLES } from '../../../commands/grant.js';
-import { ACCESS_DEFAULT_PAGE_SIZE, ACCESS_READ_BUDGET, explainAccess, resourcesPage, usersPage, type ResourceRef } from '../../../queries/access.js';
+import { ACCESS_DEFAULT_PAGE_SIZE, ACCESS_READ_BUDGET, type ResourceRef } from '../../../queries/access.js';
 import { MAX_PAGE_SIZE } from '../../../queries/paging.js';
 import { ApiError } from '../../shared/errors.js';
-import { Deadline } from '../../../queries/cost.js';
-import type { RequestContext } from '../context.js';
 import type { Services } from '../../composition/services.js';
+import { accessView, explain as explainUseCase, listResources, listUsers } from '../../usecases/access.js';
 import { mayOpenResource, onlySelf } from '../acting-user.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id } from '../validation.js';
-import { accessRole, accessType, pageSize, pageToken, permissionEntry } from './domain.js';
+import { accessRole, accessType, asOf, pageSize, pageToken, permissionEntry } from './domain.js';
 
 const minAccessRole = () =>
   z.enum(ACCESS_ROLES).optional().describe('`viewer` (the default) admits both roles; `editor` only users or resources with the editor role.');
@@ -86,9 +85,11 @@ const PAGING = `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${ACCESS_DEFAULT_PAG
   'A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT.';
 
 export function accessQueryRoutes(services: Services): AnyRoute[] {
-  // Past it a page ends early with a pageToken (queries/cost.ts), as when its budget runs out.
-  const deadlineOf = (ctx: RequestContext) => new Deadline(services.config.queryDeadlineMs, services.clock, ctx.now);
-  const resources = defineRoute({
+  return [resourcesRoute(services), usersRoute(services), explainRoute(services)];
+}
+
+function resourcesRoute(services: Services) {
+  return defineRoute({
     path: '/v2/auth/resources/get',
     tag: 'Permissions',
     doc: {
@@ -112,6 +113,7 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
       folderId: id().optional(),
       pageSize: pageSize(),
       pageToken: pageToken(),
+      asOf: asOf(),
     }),
     response: z.array(resourceRow),
     paged: 'pageToken',
@@ -120,18 +122,22 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     userToken: true,
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userId', [data.userId]);
+      const { asOf: at, ...q } = data;
+      const view = accessView(services.read, ctx.now, at);
       // A user token: a folder it may not open is refused as a missing one; an organization
       // that does not exist lists nothing, as one where the user opens nothing (acting-user.ts).
-      if (data.folderId !== undefined) await mayOpenResource(ctx, data.organizationId, { folderId: data.folderId });
-      const page = await resourcesPage(services.read, ctx.apiKey, ctx.now, data, ACCESS_READ_BUDGET, deadlineOf(ctx)).catch((error: unknown) => {
+      if (q.folderId !== undefined) await mayOpenResource(ctx, q.organizationId, { folderId: q.folderId }, view);
+      const page = await listResources(ctx, view, q).catch((error: unknown) => {
         if (ctx.actingUser() !== undefined && error instanceof ApiError && error.status === 'NOT_FOUND') return { rows: [], pageToken: undefined };
         throw error;
       });
       return { message: 'Resources retrieved successfully.', data: page.rows, pageToken: page.pageToken };
     },
   });
+}
 
-  const users = defineRoute({
+function usersRoute(services: Services) {
+  return defineRoute({
     path: '/v2/auth/users/get',
     tag: 'Permissions',
     doc: {
@@ -154,6 +160,7 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
       minAccessRole: minAccessRole(),
       pageSize: pageSize(),
       pageToken: pageToken(),
+      asOf: asOf(),
     })),
     response: z.object({
       accessType: accessType().describe('The resource\'s effective access type.'),
@@ -164,12 +171,15 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId, minAccessRole, pageSize: size, pageToken: token } = data;
-      const page = await usersPage(services.read, ctx.apiKey, ctx.now, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) }, ACCESS_READ_BUDGET, deadlineOf(ctx));
+      const view = accessView(services.read, ctx.now, data.asOf);
+      const page = await listUsers(ctx, view, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) });
       return { message: 'Users retrieved successfully.', data: page.data, pageToken: page.pageToken };
     },
   });
+}
 
-  const explain = defineRoute({
+function explainRoute(services: Services) {
+  return defineRoute({
     path: '/v2/auth/permissions/explain',
     tag: 'Permissions',
     doc: {
@@ -184,7 +194,7 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     },
     mutates: false,
     auth: 'apiKey',
-    schema: oneResource(z.object({ organizationId: id(), userId: id(), documentId: id().optional(), folderId: id().optional() })),
+    schema: oneResource(z.object({ organizationId: id(), userId: id(), documentId: id().optional(), folderId: id().optional(), asOf: asOf() })),
     response: explanation,
     errors: ['NOT_FOUND'],
     // Its own user only: an explanation lists the user's grants, which are theirs to see.
@@ -192,11 +202,10 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userId', [data.userId]);
       // A user token: explained only where its user may open it, else refused as a missing one.
-      await mayOpenResource(ctx, data.organizationId, refOf(data));
-      const result = await explainAccess(services.read, ctx.apiKey, ctx.now, { organizationId: data.organizationId, userId: data.userId, ...refOf(data) });
+      const view = accessView(services.read, ctx.now, data.asOf);
+      await mayOpenResource(ctx, data.organizationId, refOf(data), view);
+      const result = await explainUseCase(ctx, view, { organizationId: data.organizationId, userId: data.userId, ...refOf(data) });
       return { message: 'Access explained successfully.', data: result };
     },
   });
-
-  return [resources, users, explain];
 }

@@ -30,7 +30,8 @@ import type { Services } from '../../composition/services.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { onlySelf, permissionsForActingUser } from '../acting-user.js';
 import { id, ids, items } from '../validation.js';
-import { outcomesById, permissionEntry, resourceSchema, type Outcome, type ResourceInput } from './domain.js';
+import { asOf, outcomesById, permissionEntry, resourceSchema, type Outcome, type ResourceInput } from './domain.js';
+import { accessView } from '../../usecases/access.js';
 import { accessFieldsOf, addGrants, addGroupGrants, onGroupGrants, onUserGrants, perOrganization, toResource } from '../../usecases/grants.js';
 
 
@@ -132,7 +133,7 @@ export function permissionRoutes(services: Services): AnyRoute[] {
     userToken: true,
     // semantics §1 Limits: 100 userIds and 10,000 cells (queries/permissions.ts), refused
     // before any resolution work.
-    schema: z.object({ organizationId: id(), userIds: ids(MAX_PERMISSION_USERS), folderIds: ids().optional(), documentIds: ids().optional() }),
+    schema: z.object({ organizationId: id(), userIds: ids(MAX_PERMISSION_USERS), folderIds: ids().optional(), documentIds: ids().optional(), asOf: asOf() }),
     response: userPermissions,
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
@@ -140,7 +141,10 @@ export function permissionRoutes(services: Services): AnyRoute[] {
       // Past the deadline, measured from the request's start, the query ends RESOURCE_EXHAUSTED.
       const pacer = new Pacer(new Deadline(services.config.queryDeadlineMs, services.clock, ctx.now), 'permissions/get');
       // A user token: what the user may not open answers as what does not exist (acting-user.ts).
-      const result = await permissionsForActingUser(ctx, data, () => resolvePermissions(services.read, ctx.apiKey, ctx.now, data, { pacer }));
+      // asOf (issue 25): the same resolution over the history read models, grants judged then.
+      const { asOf: at, ...q } = data;
+      const view = accessView(services.read, ctx.now, at);
+      const result = await permissionsForActingUser(ctx, q, () => resolvePermissions(view.read, ctx.apiKey, view.atMs, q, { pacer }));
       return { message: 'User permissions retrieved successfully.', data: result };
     },
   });
