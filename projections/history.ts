@@ -11,7 +11,9 @@
  *   (validTo null while open), so it is valid at T when validFrom <= T < validTo;
  * - `back`: -validFrom, so "the latest version at or before T" is the first row of
  *   (entity, back) after -T: one index lookup on every store, which sort only ascending;
- * - `open`: true on the current version (what the live read model holds now).
+ * - `open`: true on the current version (what the live read model holds now);
+ * - `openedBy` / `closedBy`: the event that began / ended it (type, time, metadata.actor),
+ *   for the access history (queries/access-history.ts).
  * An upsert or patch closes the open version at the event's time and opens a new one; a
  * delete closes it. Mirroring the live handlers keeps the history exactly what the live read
  * model was after each event: an asOf answer is then the live answer of that moment by
@@ -31,10 +33,17 @@
  */
 import type { Projection } from '../src/runtime/projection.js';
 import { applyInOrder, type Doc, type Filter, type FindOptions, type IndexSpec, type ReadTx, type WriteOp } from '../src/ports/read-store.js';
-import type { LogPosition } from '../src/ports/event-store.js';
+import type { LogPosition, RecordedEvent } from '../src/ports/event-store.js';
 import { BugError } from '../src/shared/errors.js';
 
 export const historyCollection = (collection: string) => `h_${collection}`;
+
+/** The change that opened or closed a version: the event's type, time and who made it (metadata.actor). */
+export interface ChangeRef {
+  type: string;
+  time: number;
+  actor: string;
+}
 
 export interface Versioned {
   entity: string;
@@ -42,6 +51,9 @@ export interface Versioned {
   validTo: number | null;
   back: number;
   open: boolean;
+  openedBy: ChangeRef;
+  /** Absent while open. */
+  closedBy?: ChangeRef;
 }
 
 export type VersionDoc = Doc & Versioned;
@@ -53,7 +65,7 @@ export const versionId = (entity: string, from: number) => {
 
 /** The live document a version holds. */
 export function liveDoc<T extends Doc>(v: VersionDoc): T {
-  const { entity, validFrom: _f, validTo: _t, back: _b, open: _o, ...rest } = v;
+  const { entity, validFrom: _f, validTo: _t, back: _b, open: _o, openedBy: _ob, closedBy: _cb, ...rest } = v;
   return { ...rest, _id: entity } as unknown as T;
 }
 
@@ -83,7 +95,13 @@ const CLOSE_CHUNK = 500;
  * everything else (cascade work queues) is the live projection's business and is ignored.
  */
 export class VersionedTx implements ReadTx {
-  constructor(private readonly tx: ReadTx, private readonly at: number, private readonly mapped: ReadonlySet<string>) {}
+  private readonly at: number;
+  private readonly change: ChangeRef;
+  constructor(private readonly tx: ReadTx, event: RecordedEvent, private readonly mapped: ReadonlySet<string>) {
+    this.at = event.metadata.time;
+    // Events from before the actor was recorded say so.
+    this.change = { type: event.type, time: event.metadata.time, actor: event.metadata.actor ?? 'unknown' };
+  }
 
   private h(collection: string): string | null {
     return this.mapped.has(collection) ? historyCollection(collection) : null;
@@ -177,16 +195,16 @@ export class VersionedTx implements ReadTx {
     const from = this.from(latest);
     if (latest?.open) {
       if (latest.validFrom === from) await this.tx.delete(h, latest._id);
-      else await this.tx.patch(h, latest._id, { open: false, validTo: from });
+      else await this.tx.patch(h, latest._id, { open: false, validTo: from, closedBy: this.change });
     }
-    const v: VersionDoc = { ...doc, _id: versionId(doc._id, from), entity: doc._id, validFrom: from, validTo: null, back: -from, open: true };
+    const v: VersionDoc = { ...doc, _id: versionId(doc._id, from), entity: doc._id, validFrom: from, validTo: null, back: -from, open: true, openedBy: this.change };
     await this.tx.upsert(h, v);
   }
 
   private async close(h: string, v: VersionDoc): Promise<void> {
     const to = Math.max(this.at, v.validFrom);
     if (to === v.validFrom) await this.tx.delete(h, v._id);
-    else await this.tx.patch(h, v._id, { open: false, validTo: to });
+    else await this.tx.patch(h, v._id, { open: false, validTo: to, closedBy: this.change });
   }
 }
 
@@ -208,6 +226,6 @@ export function historyOf(live: Projection, collections: readonly string[]): Pro
     name: `history.${live.name}`,
     indexes,
     handles: live.handles,
-    apply: (event, tx) => live.apply(event, new VersionedTx(tx, event.metadata.time, mapped)),
+    apply: (event, tx) => live.apply(event, new VersionedTx(tx, event, mapped)),
   };
 }

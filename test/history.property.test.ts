@@ -166,6 +166,38 @@ async function askAll(o: string, asOf?: string | number): Promise<Asked[]> {
   return out;
 }
 
+type Interval = { userId: string; accessRole: string; from: number; to: number | null; via: object; openedBy: { type: string; time: number; actor: string }; closedBy: { type: string; time: number; actor: string } | null };
+
+/**
+ * access/history of each resource agrees with users/get as answered live at every recorded
+ * instant: the users with an interval holding then are exactly those listed, with the same
+ * role and grant; each interval's changes carry its bounds' times and who made them.
+ */
+async function historyAgrees(o: string, recorded: Map<number, { step: number; answers: Asked[] }>) {
+  for (const [type, id] of RESOURCES) {
+    const ref = type === 'folder' ? { folderId: id } : { documentId: id };
+    const h = (await allPages('/v2/auth/access/history', { organizationId: o, ...ref, pageSize: 3 })) as { status: number; pages: Interval[][] };
+    assert.is(h.status, 200, `access/history of ${id}: ${JSON.stringify(h)}`);
+    const intervals = h.pages.flat();
+    for (const [k, iv] of intervals.entries()) {
+      assert.is(iv.openedBy.time, iv.from, 'opened at its start');
+      assert.is(iv.closedBy?.time ?? null, iv.to, 'closed at its end');
+      for (const c of [iv.openedBy, iv.closedBy]) if (c) assert.ok(c.actor.startsWith('apikey:') || c.actor === 'expiry' || c.actor.startsWith('system:'), `an actor: ${c.actor}`);
+      const prev = intervals[k - 1];
+      if (prev) assert.ok(prev.from < iv.from || (prev.from === iv.from && Buffer.compare(Buffer.from(prev.userId), Buffer.from(iv.userId)) < 0), 'ordered by from, then userId');
+    }
+    for (const [at, { step: i, answers }] of recorded) {
+      const live = answers.find((a) => a.url === '/v2/auth/users/get' && (a.data.folderId ?? a.data.documentId) === id)!.answer as { status: number; pages?: Array<{ users: Interval[] }> };
+      const byUser = (a: { userId: string }, b: { userId: string }) => (a.userId < b.userId ? -1 : 1);
+      const expected = (live.status === 200 ? live.pages!.flatMap((p) => p.users) : [])
+        .map((u: any) => ({ userId: u.userId, accessRole: u.accessRole, via: { level: u.via.level, id: u.via.id, ...(u.via.groupId ? { groupId: u.via.groupId } : {}) } }))
+        .sort(byUser);
+      const holding = intervals.filter((iv) => iv.from <= at && (iv.to === null || iv.to > at)).map((iv) => ({ userId: iv.userId, accessRole: iv.accessRole, via: iv.via })).sort(byUser);
+      assert.equal(holding, expected, `access/history of ${id} at ${at} (after step ${i}) holds what users/get answered then`);
+    }
+  }
+}
+
 test('every access question asked as of a past instant answers what it answered live then', async () => {
   await fc.assert(
     fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 14 }), async (steps) => {
@@ -192,12 +224,13 @@ test('every access question asked as of a past instant answers what it answered 
           assert.equal(past[j]!.answer, live.answer, `after step ${i} (${JSON.stringify(steps[i])}) at ${at}: ${live.url} ${JSON.stringify(live.data)} as of then`);
         }
       }
+      await historyAgrees(o, recorded);
     }),
     { numRuns: RUNS },
   );
 });
 
-test('asOf: the boundaries of an event and of an expiry, and refused values', async () => {
+test('asOf and access/history: the boundaries of an event and of an expiry, and refused values', async () => {
   const o = `org-${runs++}`;
   now += 1000;
   await post('/v2/organizations/add', { organizations: [{ organizationId: o, organizationName: o }] });
@@ -234,6 +267,26 @@ test('asOf: the boundaries of an event and of an expiry, and refused values', as
       assert.match(r.body.error.message, words);
     }
   }
+  // access/history: the temporary grant's interval, opened by its grant, closed by its expiry.
+  const hist = await post('/v2/auth/access/history', { organizationId: o, documentId: 'd', userId: 'u' });
+  assert.is(hist.status, 200, JSON.stringify(hist.body));
+  const [iv, ...more] = hist.body.result.data;
+  assert.is(more.length, 0, 'one interval');
+  assert.equal({ ...iv, openedBy: { ...iv.openedBy, actor: iv.openedBy.actor.split(':')[0] } }, {
+    userId: 'u', accessRole: 'editor', from: granted, to: expiresAt * 1000, via: { level: 'resource', id: 'd' },
+    openedBy: { type: 'GrantAdded', time: granted, actor: 'apikey' },
+    closedBy: { type: 'expired', time: expiresAt * 1000, actor: 'expiry' },
+  });
+  const window = async (from: number, to: number) => (await post('/v2/auth/access/history', { organizationId: o, documentId: 'd', from, to })).body.result.data.length;
+  assert.is(await window(granted - 10, granted), 0, 'an interval begun at `to` is not in [from, to)');
+  assert.is(await window(expiresAt * 1000, now), 0, 'one ended at `from` is not either');
+  assert.is(await window(expiresAt * 1000 - 1, now), 1, 'one ended 1 ms after `from` is');
+  for (const [data, field] of [[{ from: 'soon' }, 'data.from'], [{ to: 1.5 }, 'data.to'], [{ from: 10, to: 10 }, 'data.to']] as const) {
+    const r = await post('/v2/auth/access/history', { organizationId: o, documentId: 'd', ...data });
+    assert.is(r.status, 400, JSON.stringify(r.body));
+    assert.match(r.body.error.message, field);
+  }
+
   // A page token is bound to the instant: a live one does not go on an asOf page.
   await post('/v2/organizations/documents/add', { organizationId: o, documents: [{ documentId: 'd2', accessType: 'public' }, { documentId: 'd3', accessType: 'public' }] });
   const live = await post('/v2/auth/resources/get', { organizationId: o, userId: 'u', type: 'document', pageSize: 1 });

@@ -16,6 +16,7 @@ import { invalidArgument } from '../shared/errors.js';
 import { ACCESS_READ_BUDGET, explainAccess, resourcesPage, usersPage, type ExplainQuery, type ResourceRef, type ResourcesQuery } from '../../queries/access.js';
 import { Deadline } from '../../queries/cost.js';
 import { AsOfView } from '../../queries/as-of.js';
+import { accessHistory, type HistoryQuery } from '../../queries/access-history.js';
 import type { AccessRole } from '../../commands/grant.js';
 import type { Services } from '../composition/services.js';
 
@@ -30,6 +31,13 @@ const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
  * "2026-11-25T15:04:05Z" (no milliseconds), "2026-02-30T00:00:00.000Z" and -1 are refused.
  */
 export function parseAsOf(value: AsOfInput | undefined, nowMs: number, field = 'data.asOf'): number | undefined {
+  const ms = parseInstant(value, field);
+  if (ms !== undefined && ms > nowMs) throw invalidArgument(`${field} is after now (${new Date(nowMs).toISOString()}): only the past can be asked about.`);
+  return ms;
+}
+
+/** An instant as requests give it (see AsOfInput) in Unix ms; INVALID_ARGUMENT naming `field` when malformed. */
+export function parseInstant(value: AsOfInput | undefined, field: string): number | undefined {
   if (value === undefined) return undefined;
   let ms: number;
   if (typeof value === 'number') {
@@ -42,7 +50,6 @@ export function parseAsOf(value: AsOfInput | undefined, nowMs: number, field = '
       throw invalidArgument(`${field} must be an ISO 8601 instant in UTC with milliseconds, as "2026-11-25T15:04:05.123Z", or Unix milliseconds.`);
     }
   }
-  if (ms > nowMs) throw invalidArgument(`${field} is after now (${new Date(nowMs).toISOString()}): only the past can be asked about.`);
   return ms;
 }
 
@@ -86,4 +93,18 @@ export async function listUsers(ask: AccessAsker, view: AccessView, q: UsersQues
 
 export async function explain(ask: AccessAsker, view: AccessView, q: ExplainQuery) {
   return explainAccess(view.read, ask.apiKey, view.atMs, q);
+}
+
+export type HistoryQuestion = Omit<HistoryQuery, 'from' | 'to'> & { from?: AsOfInput; to?: AsOfInput };
+
+/**
+ * Who could open R when (`/v2/auth/access/history`, queries/access-history.ts): intervals
+ * overlapping [from, to), each with the changes that opened and closed it.
+ */
+export async function accessHistoryOf(ask: AccessAsker, q: HistoryQuestion) {
+  const from = parseInstant(q.from, 'data.from');
+  const to = parseInstant(q.to, 'data.to');
+  if (from !== undefined && to !== undefined && to <= from) throw invalidArgument('data.to must be after data.from.');
+  const { from: _f, to: _t, ...rest } = q;
+  return accessHistory(ask.services.read, ask.apiKey, ask.now, { ...rest, ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) } as HistoryQuery);
 }

@@ -9,7 +9,8 @@ import { ACCESS_DEFAULT_PAGE_SIZE, ACCESS_READ_BUDGET, type ResourceRef } from '
 import { MAX_PAGE_SIZE } from '../../../queries/paging.js';
 import { ApiError } from '../../shared/errors.js';
 import type { Services } from '../../composition/services.js';
-import { accessView, explain as explainUseCase, listResources, listUsers } from '../../usecases/access.js';
+import { accessHistoryOf, accessView, explain as explainUseCase, listResources, listUsers } from '../../usecases/access.js';
+import { HISTORY_DEFAULT_PAGE_SIZE, MAX_HISTORY_CHANGES, MAX_HISTORY_ROWS } from '../../../queries/access-history.js';
 import { mayOpenResource, onlySelf } from '../acting-user.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id } from '../validation.js';
@@ -85,7 +86,7 @@ const PAGING = `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${ACCESS_DEFAULT_PAG
   'A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT.';
 
 export function accessQueryRoutes(services: Services): AnyRoute[] {
-  return [resourcesRoute(services), usersRoute(services), explainRoute(services)];
+  return [resourcesRoute(services), usersRoute(services), explainRoute(services), historyRoute()];
 }
 
 function resourcesRoute(services: Services) {
@@ -206,6 +207,59 @@ function explainRoute(services: Services) {
       await mayOpenResource(ctx, data.organizationId, refOf(data), view);
       const result = await explainUseCase(ctx, view, { organizationId: data.organizationId, userId: data.userId, ...refOf(data) });
       return { message: 'Access explained successfully.', data: result };
+    },
+  });
+}
+
+const change = () =>
+  z.object({
+    type: z.string().describe('The event type (`GrantAdded`, `FolderMoved`, `UserGroupMemberRemoved`...), or `expired` when a temporary grant ran out.'),
+    time: z.number().describe('Unix milliseconds: the event\'s time, or the expiry (`expiresAt * 1000`).'),
+    actor: z.string().describe('Who made it: `apikey:<id>`, `workspace:<id>`, `cli`, `system:<process>`...; `expiry` for an expiry; `unknown` on events older than the actor.'),
+  });
+
+const interval = z.object({
+  userId: z.string(),
+  accessRole: accessRole(),
+  from: z.number().describe('Unix milliseconds: when the user could open it with this role through this grant.'),
+  to: z.number().nullable().describe('Unix milliseconds: when that ended; null while it holds.'),
+  via: z.object({ level: level(), id: z.string(), groupId: z.string().optional() }).describe('The grant the role came from, as users/get names it.'),
+  openedBy: change().describe('The change that opened the interval.'),
+  closedBy: change().nullable().describe('The change that closed it; null while open.'),
+});
+
+function historyRoute() {
+  return defineRoute({
+    path: '/v2/auth/access/history',
+    tag: 'Permissions',
+    doc: {
+      summary: 'Who could open a folder or document, and when',
+      description: 'For `documentId` or `folderId` (exactly one): the intervals during which each user could open it through a grant (their own or a ' +
+        'group\'s), each exactly the users/get row of every instant inside it (`accessRole`, `via`), with the change that opened and closed it ' +
+        '(event type, time, actor; a temporary grant running out closes at its `expiresAt`). With `userId`, that user\'s only; with `from` / `to` ' +
+        '(ISO 8601 UTC with milliseconds or Unix milliseconds), those overlapping [from, to). Ordered by `from`, then userId. Users let in with no ' +
+        `grant (a public resource, users/get's \`everyone\`) have no interval. At most ${MAX_HISTORY_ROWS.toLocaleString('en-US')} changes to what the ` +
+        `resource is resolved from and ${MAX_HISTORY_CHANGES.toLocaleString('en-US')} instants of change are examined per call (INVALID_ARGUMENT beyond). ` +
+        `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${HISTORY_DEFAULT_PAGE_SIZE}); \`result.pageToken\` while more follow, bound to the query that made it.`,
+      example: { organizationId: 'org1', documentId: 'freestyle-comments1', from: '2026-11-01T00:00:00.000Z' },
+    },
+    mutates: false,
+    auth: 'apiKey',
+    schema: oneResource(z.object({
+      organizationId: id(),
+      documentId: id().optional(),
+      folderId: id().optional(),
+      userId: id().optional(),
+      from: asOf().describe('Intervals still open at or after this instant (ISO 8601 UTC with milliseconds, or Unix milliseconds).'),
+      to: asOf().describe('Intervals begun before this instant.'),
+      pageSize: pageSize(),
+      pageToken: pageToken(),
+    })),
+    response: z.array(interval),
+    paged: 'pageToken',
+    async handler(data, ctx) {
+      const page = await accessHistoryOf(ctx, data);
+      return { message: 'Access history retrieved successfully.', data: page.data, pageToken: page.pageToken };
     },
   });
 }
