@@ -4,7 +4,8 @@
  * folder or to the root), their access types set and inherited, deleted (and re-created with
  * the same id); documents the same ways plus disabled and enabled; the organization disabled
  * and enabled; user grants of both roles, permanent and temporary (expiring a second or two
- * later while the clock moves on), replaced and revoked; group grants the same ways; members
+ * later while the clock moves on), with access fields added and removed, replaced and
+ * revoked; group grants the same ways; members
  * joining and leaving; and at times the clock only moving, across expiries. Some steps fail
  * (a move under a missing folder, a grant on a deleted document): a failed step must change
  * nothing then either.
@@ -49,8 +50,9 @@ const action = fc.oneof(
   fc.record({ kind: fc.constant('disableDocument' as const), d: fc.nat(2), disabled: fc.boolean() }),
   fc.record({ kind: fc.constant('deleteDocument' as const), d: fc.nat(2) }),
   fc.record({ kind: fc.constant('disableOrganization' as const), disabled: fc.boolean() }),
-  fc.record({ kind: fc.constant('grant' as const), u: fc.nat(2), r: target, role, expiry }),
-  fc.record({ kind: fc.constant('revoke' as const), u: fc.nat(2), r: target }),
+  fc.record({ kind: fc.constant('grant' as const), u: fc.nat(2), r: target, role, expiry, field: fc.option(fc.constantFrom('a', 'b'), { nil: undefined }) }),
+  // `field`: only that access field goes (semantics §4a), the grant stays.
+  fc.record({ kind: fc.constant('revoke' as const), u: fc.nat(2), r: target, field: fc.option(fc.constantFrom('a', 'b'), { nil: undefined }) }),
   fc.record({ kind: fc.constant('groupGrant' as const), g: fc.nat(1), r: target, role, expiry }),
   fc.record({ kind: fc.constant('groupRevoke' as const), g: fc.nat(1), r: target }),
   fc.record({ kind: fc.constant('join' as const), u: fc.nat(2), g: fc.nat(1) }),
@@ -84,6 +86,7 @@ function resourceOf(o: string, r: number) {
 async function perform(o: string, a: Action): Promise<void> {
   const typed = (x: string | undefined) => (x ? { accessType: x } : {});
   const folderOrRoot = (n: number) => (n >= FOLDERS.length ? 'root' : FOLDERS[n]!);
+  const fields = (f: string | undefined) => (f === undefined ? {} : { context: { access: { team: f } } });
   const expiresAt = (e: number | null) => (e === null ? {} : { expiresAt: Math.floor(now / 1000) + e });
   switch (a.kind) {
     case 'addFolder':
@@ -107,9 +110,9 @@ async function perform(o: string, a: Action): Promise<void> {
     case 'disableOrganization':
       return void (await post('/v2/organizations/access/disablestate/update', { organizationIds: [o], disabled: a.disabled }));
     case 'grant':
-      return void (await post('/v2/auth/permissions/add', { userId: USERS[a.u], permissions: { resources: [{ ...resourceOf(o, a.r), accessRole: a.role, ...expiresAt(a.expiry) }] } }));
+      return void (await post('/v2/auth/permissions/add', { userId: USERS[a.u], permissions: { resources: [{ ...resourceOf(o, a.r), accessRole: a.role, ...expiresAt(a.expiry), ...fields(a.field) }] } }));
     case 'revoke':
-      return void (await post('/v2/auth/permissions/remove', { userId: USERS[a.u], permissions: { resources: [resourceOf(o, a.r)] } }));
+      return void (await post('/v2/auth/permissions/remove', { userId: USERS[a.u], permissions: { resources: [{ ...resourceOf(o, a.r), ...fields(a.field) }] } }));
     case 'groupGrant':
       return void (await post('/v2/auth/permissions/add', { group: { groupId: GROUPS[a.g] }, permissions: { resources: [{ ...resourceOf(o, a.r), accessRole: a.role, ...expiresAt(a.expiry) }] } }));
     case 'groupRevoke':
