@@ -98,7 +98,7 @@ export async function explain(ask: AccessAsker, view: AccessView, q: ExplainQuer
 export type HistoryQuestion = Omit<HistoryQuery, 'from' | 'to'> & { from?: AsOfInput; to?: AsOfInput };
 
 /**
- * Who could open R when (`/v2/auth/access/history`, queries/access-history.ts): intervals
+ * Who could open R when (`/v2/auth/access/history/get`, queries/access-history.ts): intervals
  * overlapping [from, to), each with the changes that opened and closed it.
  */
 export async function accessHistoryOf(ask: AccessAsker, q: HistoryQuestion) {

@@ -230,7 +230,7 @@ const interval = z.object({
 
 function historyRoute() {
   return defineRoute({
-    path: '/v2/auth/access/history',
+    path: '/v2/auth/access/history/get',
     tag: 'Permissions',
     doc: {
       summary: 'Who could open a folder or document, and when',
@@ -238,7 +238,8 @@ function historyRoute() {
         'group\'s), each exactly the users/get row of every instant inside it (`accessRole`, `via`), with the change that opened and closed it ' +
         '(event type, time, actor; a temporary grant running out closes at its `expiresAt`). With `userId`, that user\'s only; with `from` / `to` ' +
         '(ISO 8601 UTC with milliseconds or Unix milliseconds), those overlapping [from, to). Ordered by `from`, then userId. Users let in with no ' +
-        `grant (a public resource, users/get's \`everyone\`) have no interval. At most ${MAX_HISTORY_ROWS.toLocaleString('en-US')} changes to what the ` +
+        `grant (a public resource, users/get's \`everyone\`) have no interval, nor has a resource that never existed. ` +
+        `At most ${MAX_HISTORY_ROWS.toLocaleString('en-US')} changes to what the ` +
         `resource is resolved from and ${MAX_HISTORY_CHANGES.toLocaleString('en-US')} instants of change are examined per call (INVALID_ARGUMENT beyond). ` +
         `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${HISTORY_DEFAULT_PAGE_SIZE}); \`result.pageToken\` while more follow, bound to the query that made it.`,
       example: { organizationId: 'org1', documentId: 'freestyle-comments1', from: '2026-11-01T00:00:00.000Z' },
