@@ -174,7 +174,8 @@ type Interval = { userId: string; accessRole: string; from: number; to: number |
 /**
  * access/history of each resource agrees with users/get as answered live at every recorded
  * instant: the users with an interval holding then are exactly those listed, with the same
- * role and grant; each interval's changes carry its bounds' times and who made them.
+ * role and grant, which is permissions/get's role then; each interval's changes carry its
+ * bounds' times and who made them.
  */
 async function historyAgrees(o: string, recorded: Map<number, { step: number; answers: Asked[] }>) {
   for (const [type, id] of RESOURCES) {
@@ -197,6 +198,13 @@ async function historyAgrees(o: string, recorded: Map<number, { step: number; an
         .sort(byUser);
       const holding = intervals.filter((iv) => iv.from <= at && (iv.to === null || iv.to > at)).map((iv) => ({ userId: iv.userId, accessRole: iv.accessRole, via: iv.via })).sort(byUser);
       assert.equal(holding, expected, `access/history of ${id} at ${at} (after step ${i}) holds what users/get answered then`);
+      // And each role is permissions/get's entry of then (its details when a resource was missing).
+      const perm = answers.find((a) => a.url === '/v2/auth/permissions/get' && a.data.documentIds)!.answer as { status: number; body: any };
+      const entries = perm.status === 200 ? perm.body.result.data : perm.body.error.details;
+      for (const iv of holding) {
+        const entry = entries[iv.userId][type === 'folder' ? 'folders' : 'documents'][id];
+        assert.is(entry.accessRole, iv.accessRole, `${iv.userId} on ${id} at ${at}: permissions/get's role then`);
+      }
     }
   }
 }
