@@ -306,4 +306,28 @@ test('asOf and access/history: the boundaries of an event and of an expiry, and 
   assert.is(reused.status, 400, 'a live token refused with asOf');
 });
 
+test('asOf under a user token: the user is checked as of then, on what it could open then', async () => {
+  const o = `org-${runs++}`;
+  now += 1000;
+  await post('/v2/organizations/add', { organizations: [{ organizationId: o, organizationName: o }] });
+  await post('/v2/organizations/documents/add', { organizationId: o, documents: [{ documentId: 'd', accessType: 'restricted' }] });
+  now += 10;
+  await post('/v2/auth/permissions/add', { userId: 'tu', permissions: { resources: [{ type: 'document', id: 'd', organizationId: o, accessRole: 'viewer' }] } });
+  const then = now;
+  now += 10;
+  await post('/v2/auth/permissions/remove', { userId: 'tu', permissions: { resources: [{ type: 'document', id: 'd', organizationId: o }] } });
+  now += 10;
+  const token = await post('/v2/auth/generate_token', { userId: 'tu', userProperties: { name: 'tu', email: 'tu@example.com' } });
+  assert.is(token.status, 200, JSON.stringify(token.body));
+  const bearer = { authorization: `Bearer ${token.body.result.data.token}` };
+  const explain = (asOf?: number) => h.post('/v2/auth/permissions/explain', { organizationId: o, userId: 'tu', documentId: 'd', ...(asOf ? { asOf } : {}) }, bearer);
+  const past = await explain(then);
+  assert.is(past.status, 200, JSON.stringify(past.body));
+  assert.equal(past.body.result.data.entry, { accessRole: 'viewer', accessType: 'restricted' });
+  assert.is((await explain()).status, 403, 'not now');
+  assert.is((await explain(then - 1)).status, 403, 'nor before the grant');
+  const get = await h.post('/v2/auth/permissions/get', { organizationId: o, userIds: ['tu'], documentIds: ['d'], asOf: then }, bearer);
+  assert.equal(get.body.result.data.tu.documents.d, { accessRole: 'viewer', accessType: 'restricted' });
+});
+
 test.run();
