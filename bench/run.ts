@@ -10,7 +10,7 @@
  * Prints a table and writes it as JSON under bench/results/; the last line counts the targets
  * met.
  *
- * Scenarios (--scenario=): perm1, perm1rate, perm10, docs, size, add, move, memory, access,
+ * Scenarios (--scenario=): perm1, perm1asof (perm1 with asOf, beside the live one), perm1rate, perm10, docs, size, add, move, memory, access,
  * rebuild, workers. --store=postgres also measures permissions/get (perm1), documents/add (add)
  * and the rebuild on PostgreSQL, beside the same scenarios on SQLite in the same run: a
  * throwaway server (test/support/postgres.ts, Debian's binaries) and a service on it, seeded the
@@ -598,6 +598,24 @@ async function main() {
         target: '>= 0.5, p99 < 10 ms',
         met: ratio1 >= 0.5 && p1.measured.p99 < 10 && p1.measured.non2xx === 0,
         raw: p1,
+      });
+    }
+
+    // permissions/get as of a past instant (issue 25), beside the live one in the same run:
+    // perm1's question asked of the history read models (queries/as-of.ts) at the instant
+    // seeding ended, when every seeded grant and document already was.
+    if (want('perm1asof')) {
+      const asOf = Date.now();
+      const live = p1?.measured ?? (await load(svc.url, '/v2/auth/permissions/get', { body: JSON.stringify({ data: perm1 }) }));
+      const past = await load(svc.url, '/v2/auth/permissions/get', { body: JSON.stringify({ data: { ...perm1, asOf } }) });
+      rows.push({
+        scenario: `permissions/get 1 user x 10 docs with asOf (org ${S.bigDocs} docs, 10 deep)`,
+        measured: `${fmt(past.reqPerSec)} req/s, p99 ${past.p99} ms; live ${fmt(live.reqPerSec)} req/s, p99 ${live.p99} ms`,
+        ...NO_CEILING,
+        ratio: (past.reqPerSec / live.reqPerSec).toFixed(2),
+        target: 'report (asOf / live)',
+        met: past.non2xx === 0 ? null : false,
+        raw: { asOf: past, live },
       });
     }
 

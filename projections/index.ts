@@ -5,5 +5,6 @@ import { serviceConfigProjection } from './service-config.js';
 import { agentsProjection } from './agents.js';
 import { domainProjections } from './domain.js';
 import { auditProjection } from './audit.js';
+import { historyProjections } from './history-access.js';
 
-export const allProjections: Projection[] = [workspacesProjection, serviceConfigProjection, agentsProjection, ...domainProjections, auditProjection];
+export const allProjections: Projection[] = [workspacesProjection, serviceConfigProjection, agentsProjection, ...domainProjections, auditProjection, ...historyProjections];

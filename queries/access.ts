@@ -96,7 +96,7 @@ const meets = (role: AccessRole, min: AccessRole | undefined) => min !== 'editor
  * differs from JavaScript's UTF-16 `<` past the Basic Multilingual Plane. Merging keyset
  * pages in JavaScript must use the store's order, or a cutoff could skip a row.
  */
-const storeOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+export const storeOrder = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 
 async function organizationOf(read: ReadView, apiKey: string, organizationId: string) {
   const organization = await read.get<OrganizationDoc>(ORGANIZATIONS, organizationKey(apiKey, organizationId));
@@ -266,7 +266,16 @@ async function grantHolders(read: ReadView, apiKey: string, organizationId: stri
 
 // ---- resources/get ----
 
+/**
+ * A page token is bound to the instant asked about (issue 25, src/usecases/access.ts): a
+ * live query's token does not go on an asOf one's pages, nor one asOf's another's. Live
+ * queries hash as before, so their tokens are unchanged.
+ */
+const asOfOf = (q: { asOf?: number }) => (q.asOf !== undefined ? { asOf: q.asOf } : {});
+
 export interface ResourcesQuery {
+  /** The past instant the question is asked at (Unix ms); the caller reads through its AsOfView. */
+  asOf?: number;
   organizationId: string;
   userId: string;
   type: 'document' | 'folder';
@@ -416,7 +425,7 @@ function decodeSubtreePosition(c: Cursor | undefined): { folders?: Cursor; curre
 export async function resourcesPage(read: ReadView, apiKey: string, nowMs: number, q: ResourcesQuery, budget = ACCESS_READ_BUDGET, deadline: Deadline = NO_DEADLINE) {
   const { organizationId, userId, type, minAccessRole, folderId } = q;
   const pageSize = q.pageSize ?? ACCESS_DEFAULT_PAGE_SIZE;
-  const query = { apiKey, what: 'auth/resources', organizationId, userId, type, minAccessRole: minAccessRole ?? null, folderId: folderId ?? null };
+  const query = { apiKey, what: 'auth/resources', organizationId, userId, type, minAccessRole: minAccessRole ?? null, folderId: folderId ?? null, ...asOfOf(q) };
   const start = decodePageToken(q.pageToken, query);
   if (start && typeof start.value !== 'string') throw invalidArgument('data.pageToken is not a valid page token for this query.');
   const meter = new ReadMeter(read, budget);
@@ -486,7 +495,7 @@ export async function resourcesPage(read: ReadView, apiKey: string, nowMs: numbe
 
 // ---- users/get ----
 
-export type UsersQuery = { organizationId: string; minAccessRole?: AccessRole; pageSize?: number; pageToken?: string } & ResourceRef;
+export type UsersQuery = { organizationId: string; minAccessRole?: AccessRole; pageSize?: number; pageToken?: string; asOf?: number } & ResourceRef;
 
 export interface UserRow {
   userId: string;
@@ -585,7 +594,7 @@ function isFirstGroupHere(found: readonly GrantCandidate[], levelOf: ReadonlyMap
 export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q: UsersQuery, budget = ACCESS_READ_BUDGET, deadline: Deadline = NO_DEADLINE) {
   const { organizationId, minAccessRole } = q;
   const pageSize = q.pageSize ?? ACCESS_DEFAULT_PAGE_SIZE;
-  const query = { apiKey, what: 'auth/users', organizationId, documentId: q.documentId ?? null, folderId: q.folderId ?? null, minAccessRole: minAccessRole ?? null };
+  const query = { apiKey, what: 'auth/users', organizationId, documentId: q.documentId ?? null, folderId: q.folderId ?? null, minAccessRole: minAccessRole ?? null, ...asOfOf(q) };
   const start = decodePageToken(q.pageToken, query);
   const meter = new ReadMeter(read, budget);
   const organization = await organizationOf(meter, apiKey, organizationId);

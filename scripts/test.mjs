@@ -26,6 +26,9 @@ const checkFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'collab-respon
 // or alone with TEST_STORE=postgres and a pattern.
 const POSTGRES_PASS = '^(audit\\.api|access-queries\\.api|access-context\\.api|rebuild|runtime|group-grants\\.api|users\\.api|secrets\\.lifecycle|idempotency)\\.test\\.ts$';
 
+/** Suites on a fixed test clock whose access questions, asked as of that clock (test/support/app.ts), must answer alike. */
+const AS_OF_PASS = '^(permissions\\.resolution|permissions\\.groups\\.resolution|access-queries\\.api|access-context\\.resolution)\\.test\\.ts$';
+
 /** One uvu run; resolves to its counts. */
 function pass(filePattern, extraEnv) {
   return new Promise((resolve) => {
@@ -60,6 +63,10 @@ const runs = [await pass(pattern, {})];
 if (!process.argv[2] && !process.env.TEST_STORE) {
   process.stdout.write('\n== the same suites on a real PostgreSQL server (TEST_STORE=postgres)\n');
   runs.push(await pass(POSTGRES_PASS, { TEST_STORE: 'postgres' }));
+}
+if (!process.argv[2] && !process.env.TEST_AS_OF) {
+  process.stdout.write('\n== the resolution suites asked as of the clock\'s reading, from the history read models (TEST_AS_OF=now)\n');
+  runs.push(await pass(AS_OF_PASS, { TEST_AS_OF: 'now' }));
 }
 {
   const passed = runs.reduce((n, r) => n + r.passed, 0);

@@ -17,6 +17,10 @@
  *   audit --api-key K [--organization O [--folder F | --document D] | --agent A]
  *         [--since T] [--until T] [--type T]... [--json]
  *                                             a history in log order (src/ops/audit.ts)
+ *   access review --api-key K --org O [--as-of T] [--format csv|json]
+ *                                             every user with access to every folder and document of
+ *                                             O (now or as of T), with role and via, streamed
+ *                                             (src/ops/access-review.ts)
  *   projections status [--json]               each projection's checkpoint and lag, generation, leases
  *   projections rebuild [<name>|--all]        replay the log into a fresh read-model generation and
  *                                             switch to it when caught up (src/ops/rebuild.ts)
@@ -45,6 +49,8 @@ import { ParkedError, formatParked, listParked, retryParked, skipParked } from '
 import { deleteApiKey, rotateWorkspaceAuthToken } from './usecases/key-lifecycle.js';
 import { rotateSigningKey } from './usecases/user-tokens.js';
 import { API_KEYS, type ApiKeyDoc } from '../projections/workspaces.js';
+import { accessReview } from './ops/access-review.js';
+import { parseAsOf } from './usecases/access.js';
 
 const USAGE = `usage:
   collab serve [--role api|worker|all] [--workers <n>|auto]
@@ -55,6 +61,7 @@ const USAGE = `usage:
   collab apikey delete <apiKey> [--workspace <workspaceId>]
   collab audit --api-key <key> [--organization <id> [--folder <id> | --document <id>] | --agent <id>]
                [--since <time>] [--until <time>] [--type <EventType>]... [--json]
+  collab access review --api-key <key> --org <id> [--as-of <instant>] [--format csv|json]
   collab projections status [--json]
   collab projections rebuild [<projection>|--all]
   collab projections parked [--all] [--json]
@@ -256,6 +263,28 @@ async function projectionsCommand(sub: string | undefined, args: string[]) {
   throw new UsageError(`unknown command: projections ${sub ?? ''}`.trim());
 }
 
+/** `access review`: the organization's access, streamed to stdout (src/ops/access-review.ts). */
+async function accessCommand(sub: string | undefined, args: string[]) {
+  if (sub !== 'review') throw new UsageError(`unknown command: access ${sub ?? ''}`.trim());
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    options: { 'api-key': { type: 'string' }, org: { type: 'string' }, 'as-of': { type: 'string' }, format: { type: 'string', default: 'csv' } },
+  });
+  const apiKey = values['api-key'];
+  if (!apiKey || !values.org) throw new UsageError('access review needs --api-key <key> and --org <organizationId>');
+  const format = values.format;
+  if (format !== 'csv' && format !== 'json') throw new UsageError('--format must be csv or json');
+  const raw = values['as-of'];
+  await withServices(async (services, ctx) => {
+    // The review reads the read models as the log leaves them.
+    await services.projections.catchUp();
+    // `--as-of` as the API's asOf takes it: an ISO instant with milliseconds or Unix milliseconds.
+    const asOf = raw === undefined ? undefined : parseAsOf(/^\d+$/.test(raw) ? Number(raw) : raw, ctx.now, '--as-of');
+    await accessReview(services.read, apiKey, ctx.now, values.org!, process.stdout, { format, ...(asOf !== undefined ? { asOf } : {}) });
+  });
+}
+
 export async function run(argv: string[]): Promise<number> {
   const [cmd, sub, ...rest] = argv;
   try {
@@ -269,6 +298,7 @@ export async function run(argv: string[]): Promise<number> {
     else if (cmd === 'apikey') await apiKeyCommand(sub, rest);
     else if (cmd === 'audit') await audit(argv.slice(1));
     else if (cmd === 'projections') await projectionsCommand(sub, rest);
+    else if (cmd === 'access') await accessCommand(sub, rest);
     else if (cmd === undefined || cmd === 'help' || cmd === '--help') {
       process.stdout.write(USAGE + '\n');
     } else throw new UsageError(`unknown command: ${[cmd, sub].filter(Boolean).join(' ')}`);

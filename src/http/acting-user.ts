@@ -30,6 +30,7 @@
 import { ApiError, permissionDenied } from '../shared/errors.js';
 import { resolvePermissions, type PermissionsQuery } from '../../queries/permissions.js';
 import type { RequestContext } from './context.js';
+import type { ReadView } from '../ports/read-store.js';
 
 /**
  * Refuses `userIds` (the request field `field`) unless every id is the acting user's; an
@@ -62,14 +63,15 @@ const isNotFound = (error: unknown): error is ApiError => error instanceof ApiEr
  * the organization, groups; effective access type; disabled documents). A resource or an
  * organization that does not exist is refused with the same words.
  */
-export async function mayOpenResource(ctx: RequestContext, organizationId: string, ref: ResourceRef): Promise<void> {
+export async function mayOpenResource(ctx: RequestContext, organizationId: string, ref: ResourceRef, at?: { read: ReadView; atMs: number }): Promise<void> {
   const user = ctx.actingUser();
   if (user === undefined) return;
   const [kind, resourceId] = 'documentId' in ref ? ['document', ref.documentId] as const : ['folder', ref.folderId] as const;
   const denied = () => permissionDenied(`The token's user may not open ${kind} ${JSON.stringify(resourceId)} of organization ${JSON.stringify(organizationId)}.`);
   let entry;
   try {
-    const rows = await resolvePermissions(ctx.services.read, ctx.apiKey, ctx.now, { organizationId, userIds: [user], ...(kind === 'document' ? { documentIds: [resourceId] } : { folderIds: [resourceId] }) });
+    // `at`: an asOf question (src/usecases/access.ts) asks whether the user could open it then.
+    const rows = await resolvePermissions(at?.read ?? ctx.services.read, ctx.apiKey, at?.atMs ?? ctx.now, { organizationId, userIds: [user], ...(kind === 'document' ? { documentIds: [resourceId] } : { folderIds: [resourceId] }) });
     entry = kind === 'document' ? rows[user]?.documents?.[resourceId] : rows[user]?.folders?.[resourceId];
   } catch (error) {
     if (isNotFound(error)) throw denied();

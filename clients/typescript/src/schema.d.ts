@@ -1054,6 +1054,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/auth/access/history/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Who could open a folder or document, and when
+         * @description For `documentId` or `folderId` (exactly one): the intervals during which each user could open it through a grant (their own or a group's), each exactly the users/get row of every instant inside it (`accessRole`, `via`), with the change that opened and closed it (event type, time, actor; a temporary grant running out closes at its `expiresAt`). With `userId`, that user's only; with `from` / `to` (ISO 8601 UTC with milliseconds or Unix milliseconds), those overlapping [from, to). Ordered by `from`, then userId. Users let in with no grant (a public resource, users/get's `everyone`) have no interval, nor has a resource that never existed. At most 10,000 changes to what the resource is resolved from and 1,000 instants of change are examined per call (INVALID_ARGUMENT beyond). `pageSize` 1 to 1000 (default 100); `result.pageToken` while more follow, bound to the query that made it.
+         */
+        post: operations["authAccessHistoryGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/agents/get": {
         parameters: {
             query?: never;
@@ -6607,6 +6627,8 @@ export interface operations {
                         userIds: string[];
                         folderIds?: string[];
                         documentIds?: string[];
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        asOf?: string | number;
                     };
                 };
             };
@@ -7151,6 +7173,8 @@ export interface operations {
                         folderId?: string;
                         pageSize?: number;
                         pageToken?: string;
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        asOf?: string | number;
                     };
                 };
             };
@@ -7290,6 +7314,8 @@ export interface operations {
                         minAccessRole?: "editor" | "viewer";
                         pageSize?: number;
                         pageToken?: string;
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        asOf?: string | number;
                     };
                 };
             };
@@ -7444,6 +7470,8 @@ export interface operations {
                         userId: string;
                         documentId?: string;
                         folderId?: string;
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        asOf?: string | number;
                     };
                 };
             };
@@ -7566,6 +7594,157 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    authAccessHistoryGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "org1",
+                 *         "documentId": "freestyle-comments1",
+                 *         "from": "2026-11-01T00:00:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        organizationId: string;
+                        documentId?: string;
+                        folderId?: string;
+                        userId?: string;
+                        /** @description Intervals still open at or after this instant (ISO 8601 UTC with milliseconds, or Unix milliseconds). */
+                        from?: string | number;
+                        /** @description Intervals begun before this instant. */
+                        to?: string | number;
+                        pageSize?: number;
+                        pageToken?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                userId: string;
+                                /** @enum {string} */
+                                accessRole: "editor" | "viewer";
+                                /** @description Unix milliseconds: when the user could open it with this role through this grant. */
+                                from: number;
+                                /** @description Unix milliseconds: when that ended; null while it holds. */
+                                to: number | null;
+                                /** @description The grant the role came from, as users/get names it. */
+                                via: {
+                                    /** @enum {string} */
+                                    level: "resource" | "folder" | "organization";
+                                    id: string;
+                                    groupId?: string;
+                                };
+                                /** @description The change that opened the interval. */
+                                openedBy: {
+                                    /** @description The event type (`GrantAdded`, `FolderMoved`, `UserGroupMemberRemoved`...), or `expired` when a temporary grant ran out. */
+                                    type: string;
+                                    /** @description Unix milliseconds: the event's time, or the expiry (`expiresAt * 1000`). */
+                                    time: number;
+                                    /** @description Who made it: `apikey:<id>`, `workspace:<id>`, `cli`, `system:<process>`...; `expiry` for an expiry; `unknown` on events older than the actor. */
+                                    actor: string;
+                                };
+                                /** @description The change that closed it; null while open. */
+                                closedBy: {
+                                    /** @description The event type (`GrantAdded`, `FolderMoved`, `UserGroupMemberRemoved`...), or `expired` when a temporary grant ran out. */
+                                    type: string;
+                                    /** @description Unix milliseconds: the event's time, or the expiry (`expiresAt * 1000`). */
+                                    time: number;
+                                    /** @description Who made it: `apikey:<id>`, `workspace:<id>`, `cli`, `system:<process>`...; `expiry` for an expiry; `unknown` on events older than the actor. */
+                                    actor: string;
+                                } | null;
+                            }[];
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
                 };
             };
             /** @description INVALID_ARGUMENT */

@@ -5,16 +5,16 @@
  */
 import { z } from 'zod';
 import { ACCESS_ROLES } from '../../../commands/grant.js';
-import { ACCESS_DEFAULT_PAGE_SIZE, ACCESS_READ_BUDGET, explainAccess, resourcesPage, usersPage, type ResourceRef } from '../../../queries/access.js';
+import { ACCESS_DEFAULT_PAGE_SIZE, ACCESS_READ_BUDGET, type ResourceRef } from '../../../queries/access.js';
 import { MAX_PAGE_SIZE } from '../../../queries/paging.js';
 import { ApiError } from '../../shared/errors.js';
-import { Deadline } from '../../../queries/cost.js';
-import type { RequestContext } from '../context.js';
 import type { Services } from '../../composition/services.js';
+import { accessHistoryOf, accessView, explain as explainUseCase, listResources, listUsers } from '../../usecases/access.js';
+import { HISTORY_DEFAULT_PAGE_SIZE, MAX_HISTORY_CHANGES, MAX_HISTORY_ROWS } from '../../../queries/access-history.js';
 import { mayOpenResource, onlySelf } from '../acting-user.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id } from '../validation.js';
-import { accessRole, accessType, pageSize, pageToken, permissionEntry } from './domain.js';
+import { accessRole, accessType, asOf, pageSize, pageToken, permissionEntry } from './domain.js';
 
 const minAccessRole = () =>
   z.enum(ACCESS_ROLES).optional().describe('`viewer` (the default) admits both roles; `editor` only users or resources with the editor role.');
@@ -86,9 +86,11 @@ const PAGING = `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${ACCESS_DEFAULT_PAG
   'A token is bound to the query that made it: with another query, or garbled, it is INVALID_ARGUMENT.';
 
 export function accessQueryRoutes(services: Services): AnyRoute[] {
-  // Past it a page ends early with a pageToken (queries/cost.ts), as when its budget runs out.
-  const deadlineOf = (ctx: RequestContext) => new Deadline(services.config.queryDeadlineMs, services.clock, ctx.now);
-  const resources = defineRoute({
+  return [resourcesRoute(services), usersRoute(services), explainRoute(services), historyRoute()];
+}
+
+function resourcesRoute(services: Services) {
+  return defineRoute({
     path: '/v2/auth/resources/get',
     tag: 'Permissions',
     doc: {
@@ -112,6 +114,7 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
       folderId: id().optional(),
       pageSize: pageSize(),
       pageToken: pageToken(),
+      asOf: asOf(),
     }),
     response: z.array(resourceRow),
     paged: 'pageToken',
@@ -120,18 +123,22 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     userToken: true,
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userId', [data.userId]);
+      const { asOf: at, ...q } = data;
+      const view = accessView(services.read, ctx.now, at);
       // A user token: a folder it may not open is refused as a missing one; an organization
       // that does not exist lists nothing, as one where the user opens nothing (acting-user.ts).
-      if (data.folderId !== undefined) await mayOpenResource(ctx, data.organizationId, { folderId: data.folderId });
-      const page = await resourcesPage(services.read, ctx.apiKey, ctx.now, data, ACCESS_READ_BUDGET, deadlineOf(ctx)).catch((error: unknown) => {
+      if (q.folderId !== undefined) await mayOpenResource(ctx, q.organizationId, { folderId: q.folderId }, view);
+      const page = await listResources(ctx, view, q).catch((error: unknown) => {
         if (ctx.actingUser() !== undefined && error instanceof ApiError && error.status === 'NOT_FOUND') return { rows: [], pageToken: undefined };
         throw error;
       });
       return { message: 'Resources retrieved successfully.', data: page.rows, pageToken: page.pageToken };
     },
   });
+}
 
-  const users = defineRoute({
+function usersRoute(services: Services) {
+  return defineRoute({
     path: '/v2/auth/users/get',
     tag: 'Permissions',
     doc: {
@@ -154,6 +161,7 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
       minAccessRole: minAccessRole(),
       pageSize: pageSize(),
       pageToken: pageToken(),
+      asOf: asOf(),
     })),
     response: z.object({
       accessType: accessType().describe('The resource\'s effective access type.'),
@@ -164,12 +172,15 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId, minAccessRole, pageSize: size, pageToken: token } = data;
-      const page = await usersPage(services.read, ctx.apiKey, ctx.now, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) }, ACCESS_READ_BUDGET, deadlineOf(ctx));
+      const view = accessView(services.read, ctx.now, data.asOf);
+      const page = await listUsers(ctx, view, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) });
       return { message: 'Users retrieved successfully.', data: page.data, pageToken: page.pageToken };
     },
   });
+}
 
-  const explain = defineRoute({
+function explainRoute(services: Services) {
+  return defineRoute({
     path: '/v2/auth/permissions/explain',
     tag: 'Permissions',
     doc: {
@@ -184,7 +195,7 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     },
     mutates: false,
     auth: 'apiKey',
-    schema: oneResource(z.object({ organizationId: id(), userId: id(), documentId: id().optional(), folderId: id().optional() })),
+    schema: oneResource(z.object({ organizationId: id(), userId: id(), documentId: id().optional(), folderId: id().optional(), asOf: asOf() })),
     response: explanation,
     errors: ['NOT_FOUND'],
     // Its own user only: an explanation lists the user's grants, which are theirs to see.
@@ -192,11 +203,64 @@ export function accessQueryRoutes(services: Services): AnyRoute[] {
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userId', [data.userId]);
       // A user token: explained only where its user may open it, else refused as a missing one.
-      await mayOpenResource(ctx, data.organizationId, refOf(data));
-      const result = await explainAccess(services.read, ctx.apiKey, ctx.now, { organizationId: data.organizationId, userId: data.userId, ...refOf(data) });
+      const view = accessView(services.read, ctx.now, data.asOf);
+      await mayOpenResource(ctx, data.organizationId, refOf(data), view);
+      const result = await explainUseCase(ctx, view, { organizationId: data.organizationId, userId: data.userId, ...refOf(data) });
       return { message: 'Access explained successfully.', data: result };
     },
   });
+}
 
-  return [resources, users, explain];
+const change = () =>
+  z.object({
+    type: z.string().describe('The event type (`GrantAdded`, `FolderMoved`, `UserGroupMemberRemoved`...), or `expired` when a temporary grant ran out.'),
+    time: z.number().describe('Unix milliseconds: the event\'s time, or the expiry (`expiresAt * 1000`).'),
+    actor: z.string().describe('Who made it: `apikey:<id>`, `workspace:<id>`, `cli`, `system:<process>`...; `expiry` for an expiry; `unknown` on events older than the actor.'),
+  });
+
+const interval = z.object({
+  userId: z.string(),
+  accessRole: accessRole(),
+  from: z.number().describe('Unix milliseconds: when the user could open it with this role through this grant.'),
+  to: z.number().nullable().describe('Unix milliseconds: when that ended; null while it holds.'),
+  via: z.object({ level: level(), id: z.string(), groupId: z.string().optional() }).describe('The grant the role came from, as users/get names it.'),
+  openedBy: change().describe('The change that opened the interval.'),
+  closedBy: change().nullable().describe('The change that closed it; null while open.'),
+});
+
+function historyRoute() {
+  return defineRoute({
+    path: '/v2/auth/access/history/get',
+    tag: 'Permissions',
+    doc: {
+      summary: 'Who could open a folder or document, and when',
+      description: 'For `documentId` or `folderId` (exactly one): the intervals during which each user could open it through a grant (their own or a ' +
+        'group\'s), each exactly the users/get row of every instant inside it (`accessRole`, `via`), with the change that opened and closed it ' +
+        '(event type, time, actor; a temporary grant running out closes at its `expiresAt`). With `userId`, that user\'s only; with `from` / `to` ' +
+        '(ISO 8601 UTC with milliseconds or Unix milliseconds), those overlapping [from, to). Ordered by `from`, then userId. Users let in with no ' +
+        `grant (a public resource, users/get's \`everyone\`) have no interval, nor has a resource that never existed. ` +
+        `At most ${MAX_HISTORY_ROWS.toLocaleString('en-US')} changes to what the ` +
+        `resource is resolved from and ${MAX_HISTORY_CHANGES.toLocaleString('en-US')} instants of change are examined per call (INVALID_ARGUMENT beyond). ` +
+        `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${HISTORY_DEFAULT_PAGE_SIZE}); \`result.pageToken\` while more follow, bound to the query that made it.`,
+      example: { organizationId: 'org1', documentId: 'freestyle-comments1', from: '2026-11-01T00:00:00.000Z' },
+    },
+    mutates: false,
+    auth: 'apiKey',
+    schema: oneResource(z.object({
+      organizationId: id(),
+      documentId: id().optional(),
+      folderId: id().optional(),
+      userId: id().optional(),
+      from: asOf().describe('Intervals still open at or after this instant (ISO 8601 UTC with milliseconds, or Unix milliseconds).'),
+      to: asOf().describe('Intervals begun before this instant.'),
+      pageSize: pageSize(),
+      pageToken: pageToken(),
+    })),
+    response: z.array(interval),
+    paged: 'pageToken',
+    async handler(data, ctx) {
+      const page = await accessHistoryOf(ctx, data);
+      return { message: 'Access history retrieved successfully.', data: page.data, pageToken: page.pageToken };
+    },
+  });
 }

@@ -170,3 +170,18 @@ export const permissionEntry = z.union([
     accessType: accessType().optional().describe('The resource\'s effective access type (absent on the organization entry).'),
   }),
 ]);
+
+/**
+ * `asOf` (issue 25): the question as it would have been answered at that instant. Checked in
+ * the use case (src/usecases/access.ts parseAsOf), which names the field when it is refused.
+ */
+export const asOf = () =>
+  z
+    .union([
+      z.string().max(64).describe('An ISO 8601 instant in UTC with milliseconds, as `"2026-11-25T15:04:05.123Z"`.'),
+      z.number().describe('Unix milliseconds.'),
+    ])
+    .optional()
+    .describe('Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, ' +
+      'a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: ' +
+      'INVALID_ARGUMENT. Absent: now.');

@@ -29,7 +29,8 @@ import { Deadline, Pacer } from '../../../queries/cost.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { onlySelf, permissionsForActingUser } from '../acting-user.js';
 import { id, ids, items } from '../validation.js';
-import { outcomesById, permissionEntry, resourceSchema, type Outcome, type ResourceInput } from './domain.js';
+import { asOf, outcomesById, permissionEntry, resourceSchema, type Outcome, type ResourceInput } from './domain.js';
+import { accessView } from '../../usecases/access.js';
 import { addGrants, addGroupGrants, removeGrants, removeGroupGrants } from '../../usecases/grants.js';
 
 const principalSchema = {
@@ -129,7 +130,7 @@ const get = defineRoute({
   userToken: true,
   // semantics §1 Limits: 100 userIds and 10,000 cells (queries/permissions.ts), refused
   // before any resolution work.
-  schema: z.object({ organizationId: id(), userIds: ids(MAX_PERMISSION_USERS), folderIds: ids().optional(), documentIds: ids().optional() }),
+  schema: z.object({ organizationId: id(), userIds: ids(MAX_PERMISSION_USERS), folderIds: ids().optional(), documentIds: ids().optional(), asOf: asOf() }),
   response: userPermissions,
   errors: ['NOT_FOUND'],
   async handler(data, ctx) {
@@ -137,7 +138,10 @@ const get = defineRoute({
     // Past the deadline, measured from the request's start, the query ends RESOURCE_EXHAUSTED.
     const pacer = new Pacer(new Deadline(ctx.services.config.queryDeadlineMs, ctx.services.clock, ctx.now), 'permissions/get');
     // A user token: what the user may not open answers as what does not exist (acting-user.ts).
-    const result = await permissionsForActingUser(ctx, data, () => resolvePermissions(ctx.services.read, ctx.apiKey, ctx.now, data, { pacer }));
+    // asOf (issue 25): the same resolution over the history read models, grants judged then.
+    const { asOf: at, ...q } = data;
+    const view = accessView(ctx.services.read, ctx.now, at);
+    const result = await permissionsForActingUser(ctx, q, () => resolvePermissions(view.read, ctx.apiKey, view.atMs, q, { pacer }));
     return { message: 'User permissions retrieved successfully.', data: result };
   },
 });

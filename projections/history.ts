@@ -1,0 +1,234 @@
+/**
+ * History read models (issue 25): every access-relevant read model kept with each row's
+ * validity interval, so an access question can be answered as of any past instant with the
+ * same index lookups as today's (queries/as-of.ts), never a replay per request.
+ *
+ * `historyOf(projection)` runs a live projection's own handlers through a `VersionedTx`: what
+ * the live handler writes to its collection `c` becomes versions in `h_c`. Each version is the
+ * live document as it was, plus
+ * - `entity`: the live `_id`;
+ * - `validFrom` / `validTo`: the event times (metadata.time, ms) the version began and ended
+ *   (validTo null while open), so it is valid at T when validFrom <= T < validTo;
+ * - `back`: -validFrom, so "the latest version at or before T" is the first row of
+ *   (entity, back) after -T: one index lookup on every store, which sort only ascending;
+ * - `open`: true on the current version (what the live read model holds now);
+ * - `openedBy` / `closedBy`: the event that began / ended it (type, time, metadata.actor),
+ *   for the access history (queries/access-history.ts).
+ * An upsert or patch closes the open version at the event's time and opens a new one; a
+ * delete closes it. Mirroring the live handlers keeps the history exactly what the live read
+ * model was after each event: an asOf answer is then the live answer of that moment by
+ * construction (test/history.property.test.ts checks it through the API).
+ *
+ * Example: a grant added at t=100, replaced as viewer at t=250, revoked at t=400 leaves
+ * h_grants rows [100, 250) editor and [250, 400) viewer; as of 399 it is viewer, as of 400 absent.
+ *
+ * Times: a version never starts before the latest one of its entity (an event stamped by a
+ * process whose clock lags is taken as happening at the latest version's start); a version
+ * that would last 0 ms (two changes in one millisecond) is dropped: at that instant both
+ * happened, only the second is seen.
+ *
+ * Version ids are the live key with the start appended (`["k","a"]` -> `["k","a",100]`): they
+ * sort just before the live key and after every smaller key's, so a caller's keyset cursor
+ * made of live keys pages the history the same way it pages the live read model.
+ */
+import type { Projection } from '../src/runtime/projection.js';
+import { applyInOrder, type Doc, type Filter, type FindOptions, type IndexSpec, type ReadTx, type WriteOp } from '../src/ports/read-store.js';
+import type { LogPosition, RecordedEvent } from '../src/ports/event-store.js';
+import { BugError } from '../src/shared/errors.js';
+
+export const historyCollection = (collection: string) => `h_${collection}`;
+
+/** The change that opened or closed a version: the event's type, time and who made it (metadata.actor). */
+export interface ChangeRef {
+  type: string;
+  time: number;
+  actor: string;
+}
+
+export interface Versioned {
+  entity: string;
+  validFrom: number;
+  validTo: number | null;
+  back: number;
+  open: boolean;
+  openedBy: ChangeRef;
+  /** Absent while open. */
+  closedBy?: ChangeRef;
+}
+
+export type VersionDoc = Doc & Versioned;
+
+export const versionId = (entity: string, from: number) => {
+  if (!entity.endsWith(']')) throw new BugError(`a versioned read model is keyed with key(...): ${JSON.stringify(entity)}`);
+  return `${entity.slice(0, -1)},${from}]`;
+};
+
+/** The live document a version holds. */
+export function liveDoc<T extends Doc>(v: VersionDoc): T {
+  const { entity, validFrom: _f, validTo: _t, back: _b, open: _o, openedBy: _ob, closedBy: _cb, ...rest } = v;
+  return { ...rest, _id: entity } as unknown as T;
+}
+
+/** The version of `entity` that started last (valid now when `open`), or null: one lookup on (entity, back). */
+export async function latestVersion(tx: Pick<ReadTx, 'find'>, h: string, entity: string): Promise<VersionDoc | null> {
+  const [row] = await tx.find<VersionDoc>(h, { entity }, { sort: 'back', limit: 1 });
+  return row ?? null;
+}
+
+/** The version of `entity` valid at `atMs`, or null: one lookup on (entity, back). */
+export async function versionAt(tx: Pick<ReadTx, 'find'>, h: string, entity: string, atMs: number): Promise<VersionDoc | null> {
+  // Rows strictly after (back -atMs, id ''): back >= -atMs, that is validFrom <= atMs, latest first.
+  const [row] = await tx.find<VersionDoc>(h, { entity }, { sort: 'back', after: { value: -atMs, id: '' }, limit: 1 });
+  return row && isValidAt(row, atMs) ? row : null;
+}
+
+export const isValidAt = (v: Versioned, atMs: number) => v.validFrom <= atMs && (v.validTo === null || v.validTo > atMs);
+
+const sameDoc = (a: Doc, b: Doc) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Rows closed per find while a deleteMany closes its matches. */
+const CLOSE_CHUNK = 500;
+
+/**
+ * A ReadTx that a live projection's handlers write through (see the top of this file): its
+ * mapped collections become versions at `at`; reads see the open versions (the live state);
+ * everything else (cascade work queues) is the live projection's business and is ignored.
+ */
+export class VersionedTx implements ReadTx {
+  private readonly at: number;
+  private readonly change: ChangeRef;
+  constructor(private readonly tx: ReadTx, event: RecordedEvent, private readonly mapped: ReadonlySet<string>) {
+    this.at = event.metadata.time;
+    // Events from before the actor was recorded say so.
+    this.change = { type: event.type, time: event.metadata.time, actor: event.metadata.actor ?? 'unknown' };
+  }
+
+  private h(collection: string): string | null {
+    return this.mapped.has(collection) ? historyCollection(collection) : null;
+  }
+
+  async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    const h = this.h(collection);
+    if (!h) return null;
+    const v = await latestVersion(this.tx, h, id);
+    return v?.open ? liveDoc<T>(v) : null;
+  }
+
+  async getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
+    const out: T[] = [];
+    for (const id of ids) {
+      const d = await this.get<T>(collection, id);
+      if (d) out.push(d);
+    }
+    return out;
+  }
+
+  async find<T extends Doc = Doc>(collection: string, filter: Filter, options?: FindOptions): Promise<T[]> {
+    const h = this.h(collection);
+    if (!h) return [];
+    return (await this.tx.find<VersionDoc>(h, { ...filter, open: true }, options)).map((v) => liveDoc<T>(v));
+  }
+
+  async count(collection: string, filter: Filter): Promise<number> {
+    const h = this.h(collection);
+    return h ? this.tx.count(h, { ...filter, open: true }) : 0;
+  }
+
+  async upsert(collection: string, doc: Doc): Promise<void> {
+    const h = this.h(collection);
+    if (h) await this.put(h, doc, await latestVersion(this.tx, h, doc._id));
+  }
+
+  async patch(collection: string, id: string, set?: Record<string, unknown>, unset?: string[]): Promise<boolean> {
+    const h = this.h(collection);
+    if (!h) return false;
+    const latest = await latestVersion(this.tx, h, id);
+    if (!latest?.open) return false;
+    const before = liveDoc<Doc>(latest);
+    const after: Doc = { ...before, ...(set ?? {}) };
+    for (const f of unset ?? []) delete after[f];
+    // A patch that changes nothing (a rename elsewhere in the document is still a change) opens no version.
+    if (!sameDoc(before, after)) await this.put(h, after, latest);
+    return true;
+  }
+
+  async delete(collection: string, id: string): Promise<boolean> {
+    const h = this.h(collection);
+    if (!h) return false;
+    const latest = await latestVersion(this.tx, h, id);
+    if (!latest?.open) return false;
+    await this.close(h, latest);
+    return true;
+  }
+
+  async deleteMany(collection: string, filter: Filter): Promise<number> {
+    const h = this.h(collection);
+    if (!h) return 0;
+    let closed = 0;
+    // Each pass closes what it read, so the next one finds the open rows left.
+    for (;;) {
+      const rows = await this.tx.find<VersionDoc>(h, { ...filter, open: true }, { limit: CLOSE_CHUNK });
+      for (const v of rows) await this.close(h, v);
+      closed += rows.length;
+      if (rows.length < CLOSE_CHUNK) return closed;
+    }
+  }
+
+  deleteBefore(): Promise<number> {
+    throw new BugError('a versioned read model expires nothing: deleteBefore is for ephemeral collections');
+  }
+
+  bulk(ops: readonly WriteOp[]): Promise<void> {
+    return applyInOrder(this, ops);
+  }
+
+  setCheckpoint(_name: string, _position: LogPosition): Promise<void> {
+    throw new BugError('the projection runner moves checkpoints, not a projection');
+  }
+
+  /** When a change at `at` takes effect on an entity whose latest version is `latest`. */
+  private from(latest: VersionDoc | null): number {
+    return latest ? Math.max(this.at, latest.validFrom, latest.validTo ?? 0) : this.at;
+  }
+
+  private async put(h: string, doc: Doc, latest: VersionDoc | null): Promise<void> {
+    const from = this.from(latest);
+    if (latest?.open) {
+      if (latest.validFrom === from) await this.tx.delete(h, latest._id);
+      else await this.tx.patch(h, latest._id, { open: false, validTo: from, closedBy: this.change });
+    }
+    const v: VersionDoc = { ...doc, _id: versionId(doc._id, from), entity: doc._id, validFrom: from, validTo: null, back: -from, open: true, openedBy: this.change };
+    await this.tx.upsert(h, v);
+  }
+
+  private async close(h: string, v: VersionDoc): Promise<void> {
+    const to = Math.max(this.at, v.validFrom);
+    if (to === v.validFrom) await this.tx.delete(h, v._id);
+    else await this.tx.patch(h, v._id, { open: false, validTo: to, closedBy: this.change });
+  }
+}
+
+/**
+ * The history twin of `live`, for its `collections`: the same handlers through a VersionedTx,
+ * its indexes on the history collections, and (entity, back) for version lookups. The
+ * handlers' own listings of the current state (a folder's children on a move, a deletion's
+ * cascade) filter `open` on those same indexes, passing over the closed versions of the keys
+ * they list: rare writes, where an index led by `open` would cost every write (documents/add
+ * ran at about half the live rate with them, about two thirds without).
+ */
+export function historyOf(live: Projection, collections: readonly string[]): Projection {
+  const mapped = new Set(collections);
+  const indexes: IndexSpec[] = [];
+  for (const c of collections) indexes.push({ collection: historyCollection(c), fields: ['entity', 'back'] });
+  for (const spec of live.indexes) {
+    if (!mapped.has(spec.collection)) continue;
+    const collection = historyCollection(spec.collection);
+    indexes.push({ collection, fields: spec.fields });
+  }
+  return {
+    name: `history.${live.name}`,
+    indexes,
+    handles: live.handles,
+    apply: (event, tx) => live.apply(event, new VersionedTx(tx, event, mapped)),
+  };
+}
