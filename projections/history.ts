@@ -58,7 +58,7 @@ export interface Versioned {
 
 export type VersionDoc = Doc & Versioned;
 
-export const versionId = (entity: string, from: number) => {
+const versionId = (entity: string, from: number) => {
   if (!entity.endsWith(']')) throw new BugError(`a versioned read model is keyed with key(...): ${JSON.stringify(entity)}`);
   return `${entity.slice(0, -1)},${from}]`;
 };
@@ -70,7 +70,7 @@ export function liveDoc<T extends Doc>(v: VersionDoc): T {
 }
 
 /** The version of `entity` that started last (valid now when `open`), or null: one lookup on (entity, back). */
-export async function latestVersion(tx: Pick<ReadTx, 'find'>, h: string, entity: string): Promise<VersionDoc | null> {
+async function latestVersion(tx: Pick<ReadTx, 'find'>, h: string, entity: string): Promise<VersionDoc | null> {
   const [row] = await tx.find<VersionDoc>(h, { entity }, { sort: 'back', limit: 1 });
   return row ?? null;
 }
@@ -94,7 +94,7 @@ const CLOSE_CHUNK = 500;
  * mapped collections become versions at `at`; reads see the open versions (the live state);
  * everything else (cascade work queues) is the live projection's business and is ignored.
  */
-export class VersionedTx implements ReadTx {
+class VersionedTx implements ReadTx {
   private readonly at: number;
   private readonly change: ChangeRef;
   constructor(private readonly tx: ReadTx, event: RecordedEvent, private readonly mapped: ReadonlySet<string>) {

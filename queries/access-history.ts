@@ -1,5 +1,5 @@
 /**
- * Who could open a resource when (`/v2/auth/access/history/get`, issue 25): the intervals during
+ * Who could open a resource when (`/v2/auth/access/history`, issue 25): the intervals during
  * which each user's users/get row for R held, with the change that opened and closed each.
  *
  * How: access to R changes only when a row it is resolved from changes, or a grant expires.

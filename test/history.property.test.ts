@@ -180,7 +180,7 @@ type Interval = { userId: string; accessRole: string; from: number; to: number |
 async function historyAgrees(o: string, recorded: Map<number, { step: number; answers: Asked[] }>) {
   for (const [type, id] of RESOURCES) {
     const ref = type === 'folder' ? { folderId: id } : { documentId: id };
-    const h = (await allPages('/v2/auth/access/history/get', { organizationId: o, ...ref, pageSize: 3 })) as { status: number; pages: Interval[][] };
+    const h = (await allPages('/v2/auth/access/history', { organizationId: o, ...ref, pageSize: 3 })) as { status: number; pages: Interval[][] };
     assert.is(h.status, 200, `access/history of ${id}: ${JSON.stringify(h)}`);
     const intervals = h.pages.flat();
     for (const [k, iv] of intervals.entries()) {
@@ -279,7 +279,7 @@ test('asOf and access/history: the boundaries of an event and of an expiry, and 
     }
   }
   // access/history: the temporary grant's interval, opened by its grant, closed by its expiry.
-  const hist = await post('/v2/auth/access/history/get', { organizationId: o, documentId: 'd', userId: 'u' });
+  const hist = await post('/v2/auth/access/history', { organizationId: o, documentId: 'd', userId: 'u' });
   assert.is(hist.status, 200, JSON.stringify(hist.body));
   const [iv, ...more] = hist.body.result.data;
   assert.is(more.length, 0, 'one interval');
@@ -288,12 +288,12 @@ test('asOf and access/history: the boundaries of an event and of an expiry, and 
     openedBy: { type: 'GrantAdded', time: granted, actor: 'apikey' },
     closedBy: { type: 'expired', time: expiresAt * 1000, actor: 'expiry' },
   });
-  const window = async (from: number, to: number) => (await post('/v2/auth/access/history/get', { organizationId: o, documentId: 'd', from, to })).body.result.data.length;
+  const window = async (from: number, to: number) => (await post('/v2/auth/access/history', { organizationId: o, documentId: 'd', from, to })).body.result.data.length;
   assert.is(await window(granted - 10, granted), 0, 'an interval begun at `to` is not in [from, to)');
   assert.is(await window(expiresAt * 1000, now), 0, 'one ended at `from` is not either');
   assert.is(await window(expiresAt * 1000 - 1, now), 1, 'one ended 1 ms after `from` is');
   for (const [data, field] of [[{ from: 'soon' }, 'data.from'], [{ to: 1.5 }, 'data.to'], [{ from: 10, to: 10 }, 'data.to']] as const) {
-    const r = await post('/v2/auth/access/history/get', { organizationId: o, documentId: 'd', ...data });
+    const r = await post('/v2/auth/access/history', { organizationId: o, documentId: 'd', ...data });
     assert.is(r.status, 400, JSON.stringify(r.body));
     assert.match(r.body.error.message, field);
   }

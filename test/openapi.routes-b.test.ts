@@ -41,7 +41,7 @@ const expected: Record<string, [tag: string, data: boolean, notFound: boolean]> 
   '/v2/auth/resources/get': ['Permissions', true, true],
   '/v2/auth/users/get': ['Permissions', true, true],
   '/v2/auth/permissions/explain': ['Permissions', true, true],
-  '/v2/auth/access/history/get': ['Permissions', true, false],
+  '/v2/auth/access/history': ['Permissions', true, false],
 };
 
 let h: Harness;

@@ -26,7 +26,7 @@ import { ApiError, notFound } from '../shared/errors.js';
 
 export type ReviewFormat = 'csv' | 'json';
 
-export interface ReviewRow {
+interface ReviewRow {
   resourceType: 'folder' | 'document';
   resourceId: string;
   userId: string;
@@ -43,7 +43,7 @@ const csvField = (v: string | number | undefined) => {
   return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 };
 
-export function formatReviewRow(r: ReviewRow, format: ReviewFormat): string {
+function formatReviewRow(r: ReviewRow, format: ReviewFormat): string {
   if (format === 'json') return JSON.stringify(r);
   return [r.resourceType, r.resourceId, r.userId, r.accessRole, r.via.type, r.via.level, r.via.id, r.via.groupId, r.expiresAt].map(csvField).join(',');
 }

@@ -37,7 +37,7 @@ export function parseAsOf(value: AsOfInput | undefined, nowMs: number, field = '
 }
 
 /** An instant as requests give it (see AsOfInput) in Unix ms; INVALID_ARGUMENT naming `field` when malformed. */
-export function parseInstant(value: AsOfInput | undefined, field: string): number | undefined {
+function parseInstant(value: AsOfInput | undefined, field: string): number | undefined {
   if (value === undefined) return undefined;
   let ms: number;
   if (typeof value === 'number') {
@@ -98,7 +98,7 @@ export async function explain(ask: AccessAsker, view: AccessView, q: ExplainQuer
 export type HistoryQuestion = Omit<HistoryQuery, 'from' | 'to'> & { from?: AsOfInput; to?: AsOfInput };
 
 /**
- * Who could open R when (`/v2/auth/access/history/get`, queries/access-history.ts): intervals
+ * Who could open R when (`/v2/auth/access/history`, queries/access-history.ts): intervals
  * overlapping [from, to), each with the changes that opened and closed it.
  */
 export async function accessHistoryOf(ask: AccessAsker, q: HistoryQuestion) {

@@ -1054,7 +1054,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v2/auth/access/history/get": {
+    "/v2/auth/access/history": {
         parameters: {
             query?: never;
             header?: never;
@@ -1067,7 +1067,7 @@ export interface paths {
          * Who could open a folder or document, and when
          * @description For `documentId` or `folderId` (exactly one): the intervals during which each user could open it through a grant (their own or a group's), each exactly the users/get row of every instant inside it (`accessRole`, `via`), with the change that opened and closed it (event type, time, actor; a temporary grant running out closes at its `expiresAt`). With `userId`, that user's only; with `from` / `to` (ISO 8601 UTC with milliseconds or Unix milliseconds), those overlapping [from, to). Ordered by `from`, then userId. Users let in with no grant (a public resource, users/get's `everyone`) have no interval, nor has a resource that never existed. At most 10,000 changes to what the resource is resolved from and 1,000 instants of change are examined per call (INVALID_ARGUMENT beyond). `pageSize` 1 to 1000 (default 100); `result.pageToken` while more follow, bound to the query that made it.
          */
-        post: operations["authAccessHistoryGet"];
+        post: operations["authAccessHistory"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7634,7 +7634,7 @@ export interface operations {
             };
         };
     };
-    authAccessHistoryGet: {
+    authAccessHistory: {
         parameters: {
             query?: never;
             header?: never;

@@ -230,7 +230,7 @@ const interval = z.object({
 
 function historyRoute() {
   return defineRoute({
-    path: '/v2/auth/access/history/get',
+    path: '/v2/auth/access/history',
     tag: 'Permissions',
     doc: {
       summary: 'Who could open a folder or document, and when',
