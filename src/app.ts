@@ -36,6 +36,7 @@ import { auditRoutes } from './http/routes/audit.js';
 import { countParked } from './ops/parked.js';
 import { installOperations, neverShed } from './http/metrics.js';
 import { installCors } from './http/cors.js';
+import { installConsole } from './http/console.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
   return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services)];
@@ -305,6 +306,7 @@ export const collabApp: FastifyPluginAsync<{ services: Services }> = async (app,
   installJwks(app, services, limiter);
   // Browser front ends: preflights and CORS headers of the user-token routes (src/http/cors.ts).
   installCors(app, services, routes);
+  installConsole(app);
 
   /**
    * Before the body is validated: credentials, rate limits and the Idempotency-Key, so a
