@@ -33,13 +33,14 @@ import { serviceConfigRoutes } from './http/routes/service-config.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { auditRoutes } from './http/routes/audit.js';
+import { operationsRoutes } from './http/routes/operations.js';
 import { countParked } from './ops/parked.js';
 import { installOperations, neverShed } from './http/metrics.js';
 import { installCors } from './http/cors.js';
 import { installConsole } from './http/console.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services)];
+  return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services), ...operationsRoutes(services)];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
