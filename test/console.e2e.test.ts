@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { harness, type Harness, type Tenant } from './support/app.js';
 import { CONSOLE_CSP } from '../src/http/console.js';
+import { parkPoison } from './support/poison.js';
 
 // The page's globals, as the page.evaluate callbacks below use them (the project's tsconfig
 // has no DOM library: the callbacks run in the browser, not here).
@@ -39,6 +40,7 @@ declare const localStorage: object;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const SHOTS = path.join(root, 'docs', 'console');
+const ADMIN_TOKEN = 'console-e2e-admin-token';
 const XSS_NAME = '<img src=x onerror="window.__xss=1">';
 const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
@@ -87,9 +89,10 @@ const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHO
 const E = suite<Ctx>('console in headless Chromium');
 E.before(async (ctx) => {
   if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium or set CHROMIUM_PATH.`);
-  ctx.h = await harness();
+  ctx.h = await harness({ ADMIN_TOKEN });
   ctx.t = await ctx.h.tenant();
   await seed(ctx.h, ctx.t);
+  await parkPoison(ctx.h, ctx.t.apiKey);
   await ctx.h.app.listen({ host: '127.0.0.1', port: 0 });
   ctx.base = `http://127.0.0.1:${(ctx.h.app.server.address() as AddressInfo).port}`;
   fs.mkdirSync(SHOTS, { recursive: true });
@@ -232,11 +235,35 @@ E('the document\'s audit: its changes with time, event and who; a reload keeps t
   await page.getByRole('heading', { name: 'Audit of d1' }).waitFor();
 });
 
+E('operations with the admin token: projection lag, a parked event retried (it fails again, the error shown) and skipped', async ({ page }) => {
+  await page.getByRole('link', { name: 'Operations' }).click();
+  await page.getByLabel('Admin token', { exact: true }).fill(ADMIN_TOKEN);
+  await page.getByRole('button', { name: 'Unlock operations' }).click();
+  await page.locator('tr[data-projection="agents"]').waitFor();
+  const row = page.locator('tr[data-parked^="agents:"]');
+  await row.waitFor();
+  const attempts = Number(await row.locator('[data-attempts]').innerText());
+  await row.getByRole('button', { name: /^Retry / }).click();
+  await page.getByRole('dialog').filter({ hasText: 'again?' }).getByRole('button', { name: 'Confirm' }).click();
+  const refusal = row.getByRole('alert');
+  await refusal.waitFor();
+  assert.match(await refusal.innerText(), /FAILED_PRECONDITION: .*failed again/);
+  await row.locator('[data-attempts]', { hasText: String(attempts + 1) }).waitFor();
+  await axe(page, 'operations');
+  await shot(page, 'operations');
+  const stored = await page.evaluate(() => JSON.stringify(sessionStorage) + JSON.stringify(localStorage) + document.cookie);
+  assert.not.ok(stored.includes(ADMIN_TOKEN), 'the admin token is kept in memory only');
+  await row.getByRole('button', { name: /^Skip / }).click();
+  await page.getByRole('dialog').filter({ hasText: 'Skip' }).getByRole('button', { name: 'Confirm' }).click();
+  await page.locator('tr[data-parked^="agents:"]').waitFor({ state: 'detached' });
+});
+
 E('nothing was requested from another origin, and no URL carried a credential', async ({ requested, base, t }) => {
   const elsewhere = requested.filter((u) => new URL(u).origin !== base);
   assert.equal(elsewhere, []);
-  const token = t.headers['x-service-auth-token']!;
-  assert.equal(requested.filter((u) => u.includes(token) || u.includes(encodeURIComponent(token))), []);
+  for (const secret of [t.headers['x-service-auth-token']!, ADMIN_TOKEN]) {
+    assert.equal(requested.filter((u) => u.includes(secret) || u.includes(encodeURIComponent(secret))), []);
+  }
 });
 
 E.run();

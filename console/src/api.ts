@@ -68,6 +68,10 @@ export function unlockOperator(adminToken: string): CollabClient {
 
 export const operator = (): CollabClient | null => operatorClient;
 
+export function lockOperator(): void {
+  operatorClient = null;
+}
+
 export function unlockWorkspace(workspaceId: string, workspaceAuthToken: string): CollabClient {
   workspaceClient = createClient({ baseUrl: base(), credentials: { workspaceId, workspaceAuthToken } });
   return workspaceClient;
