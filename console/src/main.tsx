@@ -51,7 +51,9 @@ function App() {
           <nav aria-label="Console">
             <Link to={{ view: 'orgs' }}>Organizations</Link>
             <Link to={{ view: 'ops' }}>Operations</Link>
-            <span class="muted">API key {currentApiKey()}</span>
+            <span class="muted">
+              API key <code>{currentApiKey()}</code>
+            </span>
             <button
               type="button"
               onClick={() => {

@@ -61,6 +61,8 @@ export function Link({ to, children, class: cls }: { to: Route; children: Compon
 export interface ConfirmProps {
   /** The button's text. */
   label: string;
+  /** The button's accessible name when the text alone is ambiguous ("Retry" in a table of them). */
+  name?: string;
   /** What the dialog asks, in plain words ("Revoke alice's access to Plan?"). */
   question: string;
   /** The change; throws (a CollabApiError) when refused, or returns a refusal message. */
@@ -75,7 +77,7 @@ export interface ConfirmProps {
  * A button that asks first (a modal `<dialog>`: focus moves into it, Escape cancels) and then
  * makes the change; a refusal shows the failure envelope's message next to the button.
  */
-export function Confirm({ label, question, run, done, danger, disabled }: ConfirmProps) {
+export function Confirm({ label, name, question, run, done, danger, disabled }: ConfirmProps) {
   const dialog = useRef<HTMLDialogElement>(null);
   const [error, setError] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
@@ -96,7 +98,7 @@ export function Confirm({ label, question, run, done, danger, disabled }: Confir
   };
   return (
     <span class="confirm">
-      <button type="button" class={danger ? 'danger' : undefined} disabled={disabled} onClick={() => dialog.current?.showModal()}>
+      <button type="button" class={danger ? 'danger' : undefined} aria-label={name} disabled={disabled} onClick={() => dialog.current?.showModal()}>
         {label}
       </button>
       <dialog ref={dialog} aria-label={label}>

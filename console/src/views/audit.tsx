@@ -32,9 +32,13 @@ export function Audit({ client, org, doc }: { client: CollabClient; org: string;
               <tbody>
                 {res.data.map((e) => (
                   <tr key={e.id} data-event={e.type}>
-                    <td>{when(e.time)}</td>
+                    <td>
+                      <code>{when(e.time)}</code>
+                    </td>
                     <td>{e.type}</td>
-                    <td>{e.actor}</td>
+                    <td>
+                      <code>{e.actor}</code>
+                    </td>
                     <td>
                       <pre>{JSON.stringify(e.data, null, 1)}</pre>
                     </td>

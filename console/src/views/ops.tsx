@@ -159,14 +159,17 @@ function Parked({ admin }: { admin: CollabClient }) {
                       {p.eventType} on <code>{p.stream}</code>
                     </td>
                     <td>{p.follower}</td>
-                    <td>{when(p.parkedAt)}</td>
+                    <td>
+                      <code>{when(p.parkedAt)}</code>
+                    </td>
                     <td data-attempts>{p.attempts}</td>
                     <td>
                       <pre>{p.error}</pre>
                     </td>
                     <td>
                       <Confirm
-                        label={`Retry ${p.id}`}
+                        label="Retry"
+                        name={`Retry ${p.id}`}
                         question={`Apply ${p.eventType} to ${p.follower} again?`}
                         run={async () => {
                           // A retry that fails again counts an attempt and keeps the new error: show both.
@@ -178,7 +181,7 @@ function Parked({ admin }: { admin: CollabClient }) {
                         }}
                         done={rows.reload}
                       />
-                      <Confirm label={`Skip ${p.id}`} danger question={`Skip ${p.eventType} for ${p.follower}? It stops counting as parked; rebuilding the read models replays it.`} run={async () => void (await admin.call('/v2/admin/parked/skip', { id: p.id }))} done={rows.reload} />
+                      <Confirm label="Skip" name={`Skip ${p.id}`} danger question={`Skip ${p.eventType} for ${p.follower}? It stops counting as parked; rebuilding the read models replays it.`} run={async () => void (await admin.call('/v2/admin/parked/skip', { id: p.id }))} done={rows.reload} />
                     </td>
                   </tr>
                 ))}
