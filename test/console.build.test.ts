@@ -86,6 +86,17 @@ S('the policy: scripts from the service only, no inline script, no framing', () 
   assert.not.match(html, /\son[a-z]+=/i);
 });
 
+S('no console source renders a string as markup', () => {
+  const sources = (dir: string): string[] =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(path.join(dir, e.name)) : /\.tsx?$/.test(e.name) ? [path.join(dir, e.name)] : []));
+  const files = sources(path.join(root, 'console', 'src'));
+  assert.ok(files.length > 5, files.join(', '));
+  for (const f of files) {
+    const code = fs.readFileSync(f, 'utf8').replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '');
+    assert.not.match(code, /dangerouslySetInnerHTML|innerHTML|outerHTML|insertAdjacentHTML|document\.write/, path.relative(root, f));
+  }
+});
+
 S('the console is not in the OpenAPI document', async ({ h }) => {
   const doc = JSON.parse((await h.app.inject({ method: 'GET', url: '/openapi.json' })).body);
   assert.not.ok(Object.keys(doc.paths).some((p) => p.startsWith('/console')));

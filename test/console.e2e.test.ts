@@ -30,6 +30,8 @@ interface PageElement {
 declare const window: { __xss?: number; __inline?: number; axe: { run(): Promise<{ violations: { id: string; impact: string; help: string; nodes: unknown[] }[] }> } };
 declare const document: {
   cookie: string;
+  querySelector(selector: string): unknown;
+  fonts: { ready: Promise<unknown> };
   createElement(tag: string): PageElement;
   addEventListener(type: string, listener: () => void, options: { once: boolean }): void;
   body: { append(node: PageElement): void };
@@ -92,6 +94,11 @@ const VOLATILE = ['header .muted', 'tr[data-event] td:nth-child(1)', 'tr[data-ev
 
 async function shot(page: Page, name: string) {
   const file = path.join(SHOTS, `${name}.png`);
+  // Every section of the view has its answer (a loading line is `aria-busy`).
+  await page.waitForFunction(() => !document.querySelector('[aria-busy="true"]'));
+  await page.evaluate(() => document.fonts.ready.then(() => undefined));
+  // Nothing hovered.
+  await page.mouse.move(0, 0);
   const png = await page.screenshot({ fullPage: true, animations: 'disabled', mask: VOLATILE.map((s) => page.locator(s)), maskColor: '#d0d7de' });
   if (!fs.existsSync(file) || !fs.readFileSync(file).equals(png)) fs.writeFileSync(file, png);
 }
@@ -153,17 +160,28 @@ E('a wrong token is refused with the envelope message', async ({ browser, base, 
 E('organization -> folder -> folder: the tree, the folder access panel, names as text', async ({ page }) => {
   await page.getByRole('link', { name: 'Acme' }).click();
   await page.getByRole('heading', { name: 'Acme', level: 1 }).waitFor();
-  await page.getByRole('treeitem').getByRole('link', { name: 'Engineering' }).click();
+  await page.getByRole('navigation', { name: 'Folders' }).getByRole('link', { name: 'Engineering' }).click();
   await page.getByRole('heading', { name: 'Folder Engineering' }).waitFor();
-  await page.getByRole('link', { name: 'Specs' }).click();
+  await page.getByRole('navigation', { name: 'Folders' }).getByRole('link', { name: 'Specs' }).click();
   await page.getByRole('heading', { name: 'Folder Specs' }).waitFor();
   assert.match(page.url(), /#\/orgs\/o1\/folders\/f2$/);
+  assert.is(await page.locator('a[aria-current="page"]').innerText(), 'Specs');
   // The document named as markup is its name, as text: no element made of it, nothing run.
   await page.getByText(XSS_NAME, { exact: true }).waitFor();
   assert.is(await page.locator('.documents img').count(), 0);
   assert.is(await page.evaluate(() => window.__xss), undefined);
   await axe(page, 'organization');
   await shot(page, 'organization');
+  // Search by name, then by id.
+  const search = page.getByLabel('Search by id or name');
+  await search.fill('pla');
+  await page.locator('.documents li').filter({ hasText: 'd-xss' }).waitFor({ state: 'detached' });
+  assert.equal(await page.locator('.documents li a').allInnerTexts(), ['Plan']);
+  await search.fill('d-xss');
+  await page.locator('.documents li').filter({ hasText: 'Plan' }).waitFor({ state: 'detached' });
+  assert.equal(await page.locator('.documents li a').allInnerTexts(), [XSS_NAME]);
+  await search.fill('');
+  await page.locator('.documents li').nth(1).waitFor();
 });
 
 E('the page refuses an inline script (its CSP)', async ({ page }) => {
@@ -225,11 +243,21 @@ E('grant access: it appears; a refused grant shows the envelope\'s message; revo
   await page.locator('tr[data-user="dave"]').waitFor({ state: 'detached' });
 });
 
-E('change the access type, confirmed', async ({ page }) => {
+E('change the access type; disable and enable; each confirmed', async ({ page }) => {
   await page.getByLabel('Access type', { exact: true }).selectOption('public');
   await page.getByRole('button', { name: 'Change access type' }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
   await page.locator('[data-fact="accessType"]', { hasText: 'public' }).waitFor();
+  await page.getByRole('button', { name: 'Disable', exact: true }).click();
+  // Cancel first: nothing changes.
+  await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+  assert.is(await page.locator('[data-fact="disabled"]').innerText(), 'no');
+  await page.getByRole('button', { name: 'Disable', exact: true }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+  await page.locator('[data-fact="disabled"]', { hasText: 'yes' }).waitFor();
+  await page.getByRole('button', { name: 'Enable', exact: true }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+  await page.locator('[data-fact="disabled"]', { hasText: 'no' }).waitFor();
 });
 
 E('the document\'s audit: its changes with time, event and who; a reload keeps the view', async ({ page }) => {
@@ -243,6 +271,21 @@ E('the document\'s audit: its changes with time, event and who; a reload keeps t
   await shot(page, 'audit');
   await page.reload();
   await page.getByRole('heading', { name: 'Audit of d1' }).waitFor();
+});
+
+E('users of the organization, and what one of them can open', async ({ page, h, t }) => {
+  await page.getByRole('link', { name: 'o1' }).first().click();
+  await page.getByRole('link', { name: 'Users', exact: true }).click();
+  await page.getByRole('heading', { name: 'Users of o1' }).waitFor();
+  await page.getByRole('link', { name: 'alice' }).click();
+  await page.getByRole('heading', { name: 'What alice can open' }).waitFor();
+  const expected = (await h.ok('/v2/auth/resources/get', { organizationId: 'o1', userId: 'alice', type: 'document' }, t.headers)).data.map((r: { id: string }) => r.id);
+  assert.ok(expected.includes('d1'), JSON.stringify(expected));
+  const docs = page.getByRole('region', { name: 'Documents' }).getByRole('listitem');
+  await docs.nth(expected.length - 1).waitFor();
+  assert.equal((await docs.locator('a').allInnerTexts()).sort(), [...expected].sort());
+  await axe(page, 'user');
+  await shot(page, 'user');
 });
 
 E('operations with the admin token: projection lag, a parked event retried (it fails again, the error shown) and skipped', async ({ page }) => {

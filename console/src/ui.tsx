@@ -50,9 +50,9 @@ export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (da
   return <>{children(loaded.data)}</>;
 }
 
-export function Link({ to, children, class: cls }: { to: Route; children: ComponentChildren; class?: string }) {
+export function Link({ to, children, class: cls, current }: { to: Route; children: ComponentChildren; class?: string; current?: boolean }) {
   return (
-    <a href={href(to)} class={cls}>
+    <a href={href(to)} class={cls} aria-current={current ? 'page' : undefined}>
       {children}
     </a>
   );

@@ -41,15 +41,16 @@ interface FolderRow {
   parentFolderId: string;
 }
 
+/** The folder tree as nested lists of links: Tab walks it, the current folder is `aria-current`. */
 function Tree({ org, folders, parent, current }: { org: string; folders: FolderRow[]; parent: string | null; current: string | undefined }) {
   const ids = new Set(folders.map((f) => f.folderId));
   const here = folders.filter((f) => (parent === null ? !ids.has(f.parentFolderId) : f.parentFolderId === parent));
   if (here.length === 0) return null;
   return (
-    <ul class="tree" role={parent === null ? 'tree' : 'group'} aria-label={parent === null ? 'Folders' : undefined}>
+    <ul class="tree">
       {here.map((f) => (
-        <li key={f.folderId} role="treeitem" aria-selected={f.folderId === current} aria-expanded={folders.some((c) => c.parentFolderId === f.folderId) ? true : undefined}>
-          <Link to={{ view: 'org', org, folder: f.folderId }} class={f.folderId === current ? 'current' : undefined}>
+        <li key={f.folderId}>
+          <Link to={{ view: 'org', org, folder: f.folderId }} class={f.folderId === current ? 'current' : undefined} current={f.folderId === current}>
             {f.folderName}
           </Link>
           <Tree org={org} folders={folders} parent={f.folderId} current={current} />
@@ -125,10 +126,10 @@ export function Org({ client, org, folder, user }: { client: CollabClient; org: 
         <Link to={{ view: 'group', org }}>Groups</Link>
       </nav>
       <div class="columns">
-        <section aria-labelledby="folders-title">
+        <nav aria-labelledby="folders-title">
           <h2 id="folders-title">Folders</h2>
           <Show loaded={folders}>{(rows) => (rows.length ? <Tree org={org} folders={rows} parent={null} current={folder} /> : <p class="muted">No folder.</p>)}</Show>
-        </section>
+        </nav>
         <div>
           {folder !== undefined && folders.data ? <FolderAccess client={client} org={org} folder={folder} folders={folders.data} user={user} explainRoute={explainRoute} /> : null}
           <Documents key={`${org}/${folder ?? ''}`} client={client} org={org} folder={folder} />
