@@ -243,7 +243,7 @@ E('grant access: it appears; a refused grant shows the envelope\'s message; revo
   await page.locator('tr[data-user="dave"]').waitFor({ state: 'detached' });
 });
 
-E('change the access type; disable and enable; each confirmed', async ({ page }) => {
+E('change the access type; disable and enable; move (refused, then done); each confirmed', async ({ page }) => {
   await page.getByLabel('Access type', { exact: true }).selectOption('public');
   await page.getByRole('button', { name: 'Change access type' }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
@@ -258,6 +258,18 @@ E('change the access type; disable and enable; each confirmed', async ({ page })
   await page.getByRole('button', { name: 'Enable', exact: true }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
   await page.locator('[data-fact="disabled"]', { hasText: 'no' }).waitFor();
+  // A refused move shows the envelope's message; a move to f1 shows in the breadcrumb.
+  await page.getByLabel(/^Move to folder id/).fill('no-such-folder');
+  await page.getByRole('button', { name: 'Move', exact: true }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+  const refusal = page.getByRole('region', { name: 'Change' }).getByRole('alert');
+  await refusal.waitFor();
+  assert.match(await refusal.innerText(), /^NOT_FOUND: .*no-such-folder/);
+  await page.getByLabel(/^Move to folder id/).fill('f1');
+  await page.getByRole('button', { name: 'Move', exact: true }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+  await page.locator('.crumbs a', { hasText: 'f2' }).waitFor({ state: 'detached' });
+  assert.equal(await page.locator('.crumbs a').allInnerTexts(), ['Organizations', 'o1', 'f1']);
 });
 
 E('the document\'s audit: its changes with time, event and who; a reload keeps the view', async ({ page }) => {

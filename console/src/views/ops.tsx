@@ -34,7 +34,7 @@ function Deliveries({ client }: { client: CollabClient }) {
                     <td>{d.eventType}</td>
                     <td>{d.status}</td>
                     <td>{d.attemptCount}</td>
-                    <td>{d.attempts[d.attempts.length - 1]?.error ?? ''}</td>
+                    <td>{d.lastError ?? ''}</td>
                   </tr>
                 ))}
               </tbody>
