@@ -34,12 +34,17 @@ const ASSETS: Record<string, string> = {
 };
 
 /**
- * console/dist/ from this module: src/http/ under tsx, dist/src/http/ in production (the
- * Dockerfile copies console/dist/ next to dist/).
+ * console/dist/ of the package this module runs from: the nearest folder above it with a
+ * package.json. That is the repository for src/http/ under tsx, /app for dist/src/http/ in
+ * the image (the Dockerfile copies console/dist/ there), and the repository again for a
+ * build compiled elsewhere inside it (test/build.test.ts compiles into .tmp/).
  */
 export function consoleDir(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  return path.resolve(here, import.meta.url.endsWith('.ts') ? '../..' : '../../..', 'console', 'dist');
+  for (let dir = here; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return path.join(dir, 'console', 'dist');
+    if (path.dirname(dir) === dir) throw new Error(`no package.json above ${here}: cannot find the console's files`);
+  }
 }
 
 function secure(reply: FastifyReply, type: string): FastifyReply {
