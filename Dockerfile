@@ -1,7 +1,8 @@
 # The service image. Two stages: `build` installs every dependency and compiles TypeScript to
 # dist/ (npm run build); the runtime stage holds only the production dependencies, dist/,
-# package.json (which says the JavaScript is ES modules) and the health check, owned by root
-# and read-only to the `node` user that runs it. No tsx, TypeScript, source or test in it.
+# package.json (which says the JavaScript is ES modules), the console's built assets
+# (console/dist/, committed) and the health check, owned by root and read-only to the `node`
+# user that runs it. No tsx, TypeScript, source or test in it.
 #   docker build -t collab-backend .
 #   docker run -v collab-data:/data collab-backend                 embedded store in /data
 #   docker run -e EVENTSTORE_URL=... -e MONGODB_URL=... collab-backend serve --role api
@@ -23,6 +24,8 @@ COPY src ./src
 COPY commands ./commands
 COPY queries ./queries
 COPY projections ./projections
+# The console's committed build (docs/console.md), served as it is at /console.
+COPY console/dist ./console/dist
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 FROM ${NODE_IMAGE}
@@ -31,6 +34,7 @@ WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/console/dist ./console/dist
 COPY --from=build /app/scripts/healthcheck.mjs ./scripts/healthcheck.mjs
 RUN mkdir -p /data && chown node:node /data
 VOLUME /data

@@ -8,7 +8,8 @@
 // 2. No devDependency is left in node_modules (tsx, typescript, esbuild, uvu...).
 // 3. NODE_ENV=production npm start serves: /healthz and /readyz answer 200 (readyz: the
 //    projections caught up, so the background thread runs from dist/), a workspace is created;
-//    the `collab` bin runs from dist/ (projections status); SIGTERM ends it with code 0.
+//    the `collab` bin runs from dist/ (projections status); /console serves the committed
+//    console build; SIGTERM ends it with code 0.
 // 4. The runtime stage: the files of the Dockerfile's last stage's `COPY --from=build` lines
 //    copied from the built clone into a folder of their own, its ENV, ENTRYPOINT and CMD
 //    run there (as an unprivileged user when this runs as root, like `USER node`, with only
@@ -104,6 +105,10 @@ async function serves(base, proc, name) {
   const body = await r.json().catch(() => null);
   check(`${name}: a workspace is created`, r.status === 200 && body?.result?.status === 'success', `${r.status} ${JSON.stringify(body)}`);
   check(`${name}: /readyz answers 200 (the background thread applied the projections)`, await waitStatus(`${base}/readyz`, 200, 20_000, proc));
+  // The console's committed build is served as it is (docs/console.md): no bundler at run time.
+  const page = await fetch(`${base}/console`).catch((e) => ({ status: e.message, headers: new Headers() }));
+  const script = await fetch(`${base}/console/console.js`).catch((e) => ({ status: e.message }));
+  check(`${name}: /console and its script answer 200 with the console's CSP`, page.status === 200 && script.status === 200 && /script-src 'self'/.test(page.headers.get('content-security-policy') ?? ''), `${page.status} ${script.status}`);
   return true;
 }
 

@@ -31,9 +31,11 @@ import { authentication } from './http/authentication.js';
 import { rateLimits } from './http/rate-limits.js';
 import { idempotency } from './http/idempotency.js';
 import { apiRoutes } from './http/api-routes.js';
+import { operationsRoutes } from './http/routes/operations.js';
+import { installConsole } from './http/console.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services)];
+  return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services), ...operationsRoutes(services)];
 }
 
 const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
@@ -52,6 +54,8 @@ const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { serv
   const routes = allRoutes(services);
   // Browser front ends: preflights and CORS headers of the user-token routes (src/http/cors.ts).
   await app.register(cors, { services, paths: routes.filter((r) => r.userToken).map((r) => r.path) });
+  // The console's page and assets (src/http/console.ts): outside the API's hooks' concerns.
+  installConsole(app);
   await app.register(apiRoutes, { services, routes });
 };
 

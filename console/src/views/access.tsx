@@ -1,0 +1,137 @@
+/**
+ * Access, drawn: who can open a folder or document (auth/users/get) with each user's role and
+ * the grant it comes from; for a chosen user, the explanation (permissions/explain) as the
+ * path organization -> folders -> resource with the deciding grant marked; grant and revoke.
+ */
+import { useState } from 'preact/hooks';
+import { failedItems, type CollabClient } from '../api.js';
+import type { Route } from '../route.js';
+import { Confirm, Link, Show, useLoad } from '../ui.js';
+
+export type Kind = 'document' | 'folder';
+
+export interface ResourceRef {
+  org: string;
+  kind: Kind;
+  id: string;
+  /** The resource's folder chain, organization side first (for the path drawn). */
+  folders: string[];
+}
+
+type Via = { type: 'user' | 'group'; level: 'resource' | 'folder' | 'organization'; id: string; groupId?: string };
+
+const scope = (r: ResourceRef) => (r.kind === 'document' ? { documentId: r.id } : { folderId: r.id });
+const resource = (r: ResourceRef) => ({ type: r.kind, id: r.id, organizationId: r.org });
+
+function viaText(via: Via): string {
+  const who = via.type === 'group' ? `group ${via.groupId ?? ''}` : 'own grant';
+  return `${who} on ${via.level === 'resource' ? 'this' : via.level} ${via.level === 'resource' ? '' : via.id}`.trim();
+}
+
+/** Revoking a direct grant (user or group) on this resource; grants above it are revoked where they are. */
+function Revoke({ client, r, userId, via, done }: { client: CollabClient; r: ResourceRef; userId: string; via: Via; done: () => void }) {
+  if (via.level !== 'resource') return null;
+  const group = via.type === 'group' && via.groupId !== undefined ? via.groupId : undefined;
+  const who = group !== undefined ? `group ${group}` : userId;
+  return (
+    <Confirm
+      label={`Revoke ${who}`}
+      question={`Revoke the grant of ${who} on ${r.kind} ${r.id}?`}
+      danger
+      run={async () => {
+        const res = await client.call('/v2/auth/permissions/remove', {
+          ...(group !== undefined ? { group: { groupId: group } } : { userId }),
+          permissions: { resources: [resource(r)] },
+        });
+        return failedItems(res.data).join('; ') || undefined;
+      }}
+      done={done}
+    />
+  );
+}
+
+function Grant({ client, r, done }: { client: CollabClient; r: ResourceRef; done: () => void }) {
+  const [to, setTo] = useState<'user' | 'group'>('user');
+  const [who, setWho] = useState('');
+  const [role, setRole] = useState<'editor' | 'viewer'>('viewer');
+  const id = who.trim();
+  return (
+    <fieldset class="grant">
+      <legend>Grant access</legend>
+      <label for="grant-to">To</label>
+      <select id="grant-to" value={to} onChange={(e) => setTo(e.currentTarget.value === 'group' ? 'group' : 'user')}>
+        <option value="user">User</option>
+        <option value="group">Group</option>
+      </select>
+      <label for="grant-id">{to === 'group' ? 'Group id' : 'User id'}</label>
+      <input id="grant-id" value={who} onInput={(e) => setWho(e.currentTarget.value)} autoComplete="off" />
+      <label for="grant-role">Role</label>
+      <select id="grant-role" value={role} onChange={(e) => setRole(e.currentTarget.value === 'editor' ? 'editor' : 'viewer')}>
+        <option value="viewer">viewer</option>
+        <option value="editor">editor</option>
+      </select>
+      <Confirm
+        label="Grant"
+        disabled={id === ''}
+        question={`Give ${to} ${id} ${role} access to ${r.kind} ${r.id}?`}
+        run={async () => {
+          const res = await client.call('/v2/auth/permissions/add', {
+            ...(to === 'group' ? { group: { groupId: id } } : { userId: id }),
+            permissions: { resources: [{ ...resource(r), accessRole: role }] },
+          });
+          return failedItems(res.data).join('; ') || undefined;
+        }}
+        done={() => {
+          setWho('');
+          done();
+        }}
+      />
+    </fieldset>
+  );
+}
+
+export function WhoCanOpen({ client, r, explainRoute, version }: { client: CollabClient; r: ResourceRef; explainRoute: (user: string) => Route; version: number }) {
+  const users = useLoad(() => client.call('/v2/auth/users/get', { organizationId: r.org, ...scope(r) }), [r.org, r.kind, r.id, version]);
+  return (
+    <section aria-labelledby="who-title">
+      <h2 id="who-title">Who can open it</h2>
+      <Show loaded={users}>
+        {({ data }) => (
+          <>
+            <p>
+              Access type <strong>{data.accessType}</strong>
+              {data.everyone ? ' (every user of the organization can open it)' : ''}.
+            </p>
+            <table class="users">
+              <caption class="sr-only">Users who can open {r.kind} {r.id}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">User</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">Through</th>
+                  <th scope="col">Actions</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.users.map((u) => (
+                  <tr key={`${u.userId}`} data-user={u.userId}>
+                    <td>
+                      <Link to={explainRoute(u.userId)}>{u.userId}</Link>
+                    </td>
+                    <td>{u.accessRole}</td>
+                    <td>{viaText(u.via)}</td>
+                    <td>
+                      <Revoke client={client} r={r} userId={u.userId} via={u.via} done={users.reload} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            {data.users.length === 0 ? <p class="muted">No user holds a grant that reaches it.</p> : null}
+          </>
+        )}
+      </Show>
+      <Grant client={client} r={r} done={users.reload} />
+    </section>
+  );
+}

@@ -1,0 +1,63 @@
+/**
+ * A document's changes from the log (audit/events/get): time, event, who, and the event's
+ * data as the service gives it (secrets already read `__redacted__`). Paged.
+ */
+import { useState } from 'preact/hooks';
+import type { CollabClient } from '../api.js';
+import { Link, Show, useLoad, when } from '../ui.js';
+
+export function Audit({ client, org, doc }: { client: CollabClient; org: string; doc: string }) {
+  const [tokens, setTokens] = useState<(string | undefined)[]>([undefined]);
+  const token = tokens[tokens.length - 1];
+  const page = useLoad(() => client.call('/v2/audit/events/get', { organizationId: org, documentId: doc, pageSize: 50, ...(token ? { pageToken: token } : {}) }), [org, doc, token]);
+  return (
+    <div>
+      <nav aria-label="Breadcrumb" class="crumbs">
+        <Link to={{ view: 'orgs' }}>Organizations</Link> / <Link to={{ view: 'org', org }}>{org}</Link> / <Link to={{ view: 'document', org, doc }}>{doc}</Link> / audit
+      </nav>
+      <h1>Audit of {doc}</h1>
+      <Show loaded={page}>
+        {(res) => (
+          <>
+            <table class="audit">
+              <caption class="sr-only">Changes of document {doc}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Time</th>
+                  <th scope="col">Event</th>
+                  <th scope="col">Who</th>
+                  <th scope="col">Data</th>
+                </tr>
+              </thead>
+              <tbody>
+                {res.data.map((e) => (
+                  <tr key={e.id} data-event={e.type}>
+                    <td>
+                      <code>{when(e.time)}</code>
+                    </td>
+                    <td>{e.type}</td>
+                    <td>
+                      <code>{e.actor}</code>
+                    </td>
+                    <td>
+                      <pre>{JSON.stringify(e.data, null, 1)}</pre>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            {res.data.length === 0 ? <p class="muted">No event on this page.</p> : null}
+            <nav class="row" aria-label="Audit pages">
+              <button type="button" disabled={tokens.length === 1} onClick={() => setTokens(tokens.slice(0, -1))}>
+                Previous page
+              </button>
+              <button type="button" disabled={!res.pageToken} onClick={() => res.pageToken && setTokens([...tokens, res.pageToken])}>
+                Next page
+              </button>
+            </nav>
+          </>
+        )}
+      </Show>
+    </div>
+  );
+}

@@ -1,0 +1,151 @@
+/**
+ * A document, and a folder's access panel: access type, disabled flag, who can open it, one
+ * user's explanation; changing the access type, disabling, moving (each confirmed first).
+ */
+import { useState } from 'preact/hooks';
+import { failedItems, type CollabClient } from '../api.js';
+import type { Route } from '../route.js';
+import { Confirm, Link, Show, useLoad } from '../ui.js';
+import { WhoCanOpen, type ResourceRef } from './access.js';
+import { Explain } from './explain.js';
+
+type AccessType = 'organizationPrivate' | 'restricted' | 'public';
+const TYPES: AccessType[] = ['organizationPrivate', 'restricted', 'public'];
+/** A folder's `ancestors` start with `root`, the organization's top, which the path shows as the organization. */
+const withoutRoot = (ids: string[]) => ids.filter((id) => id !== 'root');
+
+function AccessTypeControl({ current, label, change, onDone }: { current: string; label: string; change: (t: AccessType) => Promise<string | void>; onDone: () => void }) {
+  const [chosen, setChosen] = useState<AccessType>(TYPES.find((t) => t === current) ?? 'restricted');
+  return (
+    <div class="row">
+      <label for="access-type">Access type</label>
+      <select id="access-type" value={chosen} onChange={(e) => setChosen(TYPES.find((t) => t === e.currentTarget.value) ?? 'restricted')}>
+        {TYPES.map((t) => (
+          <option key={t} value={t}>
+            {t}
+          </option>
+        ))}
+      </select>
+      <Confirm label="Change access type" disabled={chosen === current} question={`Set the access type of ${label} to ${chosen}?`} run={() => change(chosen)} done={onDone} />
+    </div>
+  );
+}
+
+export function FolderAccess(props: { client: CollabClient; org: string; folder: string; folders: { folderId: string; folderName: string; ancestors: string[]; accessType?: string }[]; user: string | undefined; explainRoute: (u: string) => Route }) {
+  const { client, org, folder, folders, user, explainRoute } = props;
+  const [version, setVersion] = useState(0);
+  const row = folders.find((f) => f.folderId === folder);
+  if (!row) return <p class="failure" role="alert">NOT_FOUND: Folder {folder} is not in this organization.</p>;
+  const r: ResourceRef = { org, kind: 'folder', id: folder, folders: withoutRoot(row.ancestors) };
+  return (
+    <section aria-labelledby="folder-title" class="panel">
+      <h2 id="folder-title">Folder {row.folderName}</h2>
+      <p>
+        Id <code>{row.folderId}</code>
+      </p>
+      <AccessTypeControl
+        current={row.accessType ?? ''}
+        label={`folder ${row.folderName}`}
+        change={async (t) => {
+          const res = await client.call('/v2/organizations/folders/access/update', { organizationId: org, folderIds: [folder], accessType: t });
+          return failedItems(res.data).join('; ') || undefined;
+        }}
+        onDone={() => setVersion((v) => v + 1)}
+      />
+      <WhoCanOpen client={client} r={r} explainRoute={explainRoute} version={version} />
+      {user !== undefined ? <Explain client={client} r={r} user={user} /> : null}
+    </section>
+  );
+}
+
+function DocumentControls({ client, org, doc, name, accessType, disabled, changed }: { client: CollabClient; org: string; doc: string; name: string; accessType: string; disabled: boolean; changed: () => void }) {
+  const [target, setTarget] = useState('');
+  return (
+    <section aria-labelledby="change-title" class="panel">
+      <h2 id="change-title">Change</h2>
+      <AccessTypeControl
+        current={accessType}
+        label={`document ${name}`}
+        change={async (t) => {
+          const res = await client.call('/v2/organizations/documents/access/update', { organizationId: org, documentIds: [doc], accessType: t });
+          return failedItems(res.data).join('; ') || undefined;
+        }}
+        onDone={changed}
+      />
+      <div class="row">
+        <Confirm
+          label={disabled ? 'Enable' : 'Disable'}
+          danger={!disabled}
+          question={`${disabled ? 'Enable' : 'Disable'} document ${name}? ${disabled ? '' : 'Nobody can open a disabled document.'}`}
+          run={async () => failedItems((await client.call('/v2/organizations/documents/access/disablestate/update', { organizationId: org, documentIds: [doc], disabled: !disabled })).data).join('; ') || undefined}
+          done={changed}
+        />
+      </div>
+      <div class="row">
+        <label for="move-to">Move to folder id ("root" for the top)</label>
+        <input id="move-to" value={target} onInput={(e) => setTarget(e.currentTarget.value)} autoComplete="off" />
+        <Confirm
+          label="Move"
+          disabled={target.trim() === ''}
+          question={`Move document ${name} to folder ${target.trim()}?`}
+          run={async () => {
+            await client.call('/v2/organizations/documents/move', { organizationId: org, documentIds: [doc], folderId: target.trim() });
+          }}
+          done={changed}
+        />
+      </div>
+    </section>
+  );
+}
+
+export function DocumentView({ client, org, doc, user }: { client: CollabClient; org: string; doc: string; user: string | undefined }) {
+  const [version, setVersion] = useState(0);
+  const loaded = useLoad(async () => {
+    const row = (await client.call('/v2/organizations/documents/get', { organizationId: org, documentIds: [doc] })).data[0];
+    if (!row) throw new Error(`NOT_FOUND: Document ${doc} does not exist in organization ${org}.`);
+    const folder = row.folderId !== undefined && row.folderId !== 'root' ? (await client.call('/v2/organizations/folders/get', { organizationId: org, folderId: row.folderId, maxDepth: 0 })).data[0] : undefined;
+    return { row, folders: folder ? withoutRoot([...folder.ancestors, folder.folderId]) : [] };
+  }, [org, doc, version]);
+  const changed = () => setVersion((v) => v + 1);
+  return (
+    <div>
+      <Show loaded={loaded}>
+        {({ row, folders }) => {
+          const r: ResourceRef = { org, kind: 'document', id: doc, folders };
+          return (
+            <>
+              <nav aria-label="Breadcrumb" class="crumbs">
+                <Link to={{ view: 'orgs' }}>Organizations</Link> / <Link to={{ view: 'org', org }}>{org}</Link>
+                {folders.map((f) => (
+                  <span key={f}>
+                    {' / '}
+                    <Link to={{ view: 'org', org, folder: f }}>{f}</Link>
+                  </span>
+                ))}
+              </nav>
+              <h1>{row.documentName}</h1>
+              <dl class="facts">
+                <dt>Id</dt>
+                <dd>
+                  <code>{row.id}</code>
+                </dd>
+                <dt>Access type</dt>
+                <dd data-fact="accessType">{row.accessType}</dd>
+                <dt>Disabled</dt>
+                <dd data-fact="disabled">{row.disabled ? 'yes' : 'no'}</dd>
+              </dl>
+              <p>
+                <Link to={{ view: 'audit', org, doc }}>Audit of this document</Link>
+              </p>
+              <div class="columns">
+                <WhoCanOpen client={client} r={r} explainRoute={(u) => ({ view: 'document', org, doc, user: u })} version={version} />
+                {user !== undefined ? <Explain key={`${user}/${version}`} client={client} r={r} user={user} /> : null}
+              </div>
+              <DocumentControls client={client} org={org} doc={doc} name={row.documentName} accessType={row.accessType} disabled={row.disabled} changed={changed} />
+            </>
+          );
+        }}
+      </Show>
+    </div>
+  );
+}
