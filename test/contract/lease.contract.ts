@@ -134,8 +134,10 @@ export function leaseContract(store: LeaseStore) {
       const t0 = Date.now();
       await a.runner.stop();
       await b.lease!.tryAcquire();
-      await until('B holds', () => b.lease!.held, 1000);
-      assert.ok(Date.now() - t0 < 1000, 'long before the 60 s lease would have expired');
+      // "At once" is measured against the 60 s lease: a loaded CI machine may take seconds to
+      // run the release and the acquire, never the lease's whole time to live.
+      await until('B holds', () => b.lease!.held, 15_000);
+      assert.ok(Date.now() - t0 < 15_000, 'long before the 60 s lease would have expired');
     } finally {
       await b.runner.stop();
       await world.close();
