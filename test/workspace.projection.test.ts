@@ -63,4 +63,24 @@ test('replaying every event twice changes nothing', async () => {
   await given(events).replayTwice([WORKSPACES, API_KEYS]);
 });
 
+test('apikey/update and apikeyconfig/update: the name and settings read back; of an AI model key only its mask', async () => {
+  const more: GivenEvent[] = [
+    ...events,
+    { type: 'ApiKeyRenamed', data: { workspaceId: 'w1', apiKey: 'k1', apiKeyName: 'Renamed', renamedAt: 6 }, metadata: m },
+    { type: 'ApiKeyConfigUpdated', data: { workspaceId: 'w1', apiKey: 'k1', requireJwtToken: true, aiModelKeys: { openai: { sealed: 'SECRET-AI-1', displayText: 'sk-p...XyZ' } }, updatedAt: 7 }, metadata: m },
+    { type: 'ApiKeyConfigUpdated', data: { workspaceId: 'w1', apiKey: 'k1', defaultDocumentAccessType: 'restricted', aiModelKeys: { gemini: { sealed: 'SECRET-AI-2', displayText: 'AIza...abc' } }, updatedAt: 8 }, metadata: m },
+    // A key gone before its events are projected (a rebuild after deletion) is skipped.
+    { type: 'ApiKeyConfigUpdated', data: { workspaceId: 'w1', apiKey: 'gone', requireJwtToken: true, updatedAt: 9 }, metadata: m },
+  ];
+  const store = await project(workspacesProjection, more);
+  const [key] = (await collection(store, API_KEYS)) as any[];
+  assert.is(key.apiKeyName, 'Renamed');
+  assert.is(key.settings.requireJwtToken, true);
+  assert.is(key.settings.defaultDocumentAccessType, 'restricted');
+  assert.equal(key.settings.aiModelsConfig, { openai: { displayText: 'sk-p...XyZ' }, gemini: { displayText: 'AIza...abc' } });
+  assert.is((await collection(store, API_KEYS)).length, 1);
+  assert.not.match(JSON.stringify(await collection(store, API_KEYS)), /SECRET-/);
+  await store.close();
+});
+
 test.run();
