@@ -14,9 +14,9 @@ export type DocumentAccessType = (typeof DOCUMENT_ACCESS_TYPES)[number];
 export const AI_PROVIDERS = ['openai', 'anthropic', 'gemini'] as const;
 export type AiProvider = (typeof AI_PROVIDERS)[number];
 
-/** A stored AI model key: `sealed` never leaves the write side; `displayText` is what reads show. */
+/** A stored AI model key: `secret` (sealed) never leaves the write side, and its name is one the redaction of audit entries and webhook payloads (commands/redaction.ts) always hides; `displayText` is what reads show. */
 export interface AiModelKey {
-  sealed: string;
+  secret: string;
   displayText: string;
 }
 

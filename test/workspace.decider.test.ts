@@ -252,7 +252,7 @@ test('UpdateApiKeyConfig: only the fields that change are in the event; AI keys 
   given(created).when(configure({ requireJwtToken: false, defaultDocumentAccessType: 'public', requireAutoOrgUser: false })).thenNothing();
   given([...created, configured({ requireJwtToken: true })]).when(configure({ requireJwtToken: true })).thenNothing();
   given([...created, configured({ requireJwtToken: true })]).when(configure({ requireJwtToken: false })).then([configured({ requireJwtToken: false })]);
-  const ai = { openai: { sealed: 's1', displayText: 'sk-p...XyZ' } };
+  const ai = { openai: { secret: 's1', displayText: 'sk-p...XyZ' } };
   given([...created, configured({ aiModelKeys: ai })]).when(configure({ aiModelKeys: ai })).then([configured({ aiModelKeys: ai })]);
   given(created).when({ ...configure({ requireJwtToken: true }), data: { apiKey: 'nope', change: { requireJwtToken: true } } }).thenFails('NOT_FOUND', 'API key not found.');
 });
@@ -261,14 +261,14 @@ test('apikey/create\'s toggles are the starting configuration; AI keys merge pro
   const withToggles = keyCreated({ ...key('k2', 'testing'), settings: { ...settings, enablePrivateComments: true, requireAutoOrgUser: true } });
   const k2 = (change: Record<string, unknown>) => ({ type: 'UpdateApiKeyConfig' as const, data: { apiKey: 'k2', change }, metadata: meta });
   given([...created, withToggles]).when(k2({ enablePrivateComments: true, requireAutoOrgUser: true })).thenNothing();
-  let state = [...created, configured({ aiModelKeys: { openai: { sealed: 'a', displayText: 'A' } } }), configured({ aiModelKeys: { gemini: { sealed: 'g', displayText: 'G' } } })]
+  let state = [...created, configured({ aiModelKeys: { openai: { secret: 'a', displayText: 'A' } } }), configured({ aiModelKeys: { gemini: { secret: 'g', displayText: 'G' } } })]
     .reduce(workspaceDecider.evolve, workspaceDecider.initialState());
   if (state.status !== 'active') throw new Error('no workspace');
-  assert.equal(state.keys.k1!.config.aiModelKeys, { openai: { sealed: 'a', displayText: 'A' }, gemini: { sealed: 'g', displayText: 'G' } });
-  state = workspaceDecider.evolve(state, configured({ aiModelKeys: { openai: { sealed: 'b', displayText: 'B' } } }));
+  assert.equal(state.keys.k1!.config.aiModelKeys, { openai: { secret: 'a', displayText: 'A' }, gemini: { secret: 'g', displayText: 'G' } });
+  state = workspaceDecider.evolve(state, configured({ aiModelKeys: { openai: { secret: 'b', displayText: 'B' } } }));
   if (state.status !== 'active') throw new Error('no workspace');
-  assert.equal(state.keys.k1!.config.aiModelKeys.openai, { sealed: 'b', displayText: 'B' });
-  assert.equal(state.keys.k1!.config.aiModelKeys.gemini, { sealed: 'g', displayText: 'G' });
+  assert.equal(state.keys.k1!.config.aiModelKeys.openai, { secret: 'b', displayText: 'B' });
+  assert.equal(state.keys.k1!.config.aiModelKeys.gemini, { secret: 'g', displayText: 'G' });
 });
 
 test.run();

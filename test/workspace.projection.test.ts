@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { API_KEYS, WORKSPACES, workspacesProjection } from '../projections/workspaces.js';
+import { redactForAudit } from '../projections/audit.js';
 import { projectionSpec, project, collection, type GivenEvent } from './support/projection.js';
 
 const { given } = projectionSpec(workspacesProjection);
@@ -67,8 +68,8 @@ test('apikey/update and apikeyconfig/update: the name and settings read back; of
   const more: GivenEvent[] = [
     ...events,
     { type: 'ApiKeyRenamed', data: { workspaceId: 'w1', apiKey: 'k1', apiKeyName: 'Renamed', renamedAt: 6 }, metadata: m },
-    { type: 'ApiKeyConfigUpdated', data: { workspaceId: 'w1', apiKey: 'k1', requireJwtToken: true, aiModelKeys: { openai: { sealed: 'SECRET-AI-1', displayText: 'sk-p...XyZ' } }, updatedAt: 7 }, metadata: m },
-    { type: 'ApiKeyConfigUpdated', data: { workspaceId: 'w1', apiKey: 'k1', defaultDocumentAccessType: 'restricted', aiModelKeys: { gemini: { sealed: 'SECRET-AI-2', displayText: 'AIza...abc' } }, updatedAt: 8 }, metadata: m },
+    { type: 'ApiKeyConfigUpdated', data: { workspaceId: 'w1', apiKey: 'k1', requireJwtToken: true, aiModelKeys: { openai: { secret: 'SECRET-AI-1', displayText: 'sk-p...XyZ' } }, updatedAt: 7 }, metadata: m },
+    { type: 'ApiKeyConfigUpdated', data: { workspaceId: 'w1', apiKey: 'k1', defaultDocumentAccessType: 'restricted', aiModelKeys: { gemini: { secret: 'SECRET-AI-2', displayText: 'AIza...abc' } }, updatedAt: 8 }, metadata: m },
     // A key gone before its events are projected (a rebuild after deletion) is skipped.
     { type: 'ApiKeyConfigUpdated', data: { workspaceId: 'w1', apiKey: 'gone', requireJwtToken: true, updatedAt: 9 }, metadata: m },
   ];
@@ -81,6 +82,12 @@ test('apikey/update and apikeyconfig/update: the name and settings read back; of
   assert.is((await collection(store, API_KEYS)).length, 1);
   assert.not.match(JSON.stringify(await collection(store, API_KEYS)), /SECRET-/);
   await store.close();
+});
+
+test('an AI model key in an audit entry or webhook payload: only its mask', () => {
+  const data = { workspaceId: 'w1', apiKey: 'k1', aiModelKeys: { openai: { secret: 'enc:v1:SECRET-AI', displayText: 'sk-p...XyZ' } }, updatedAt: 1 };
+  const shown = redactForAudit('ApiKeyConfigUpdated', data) as any;
+  assert.equal(shown.aiModelKeys.openai, { secret: '__redacted__', displayText: 'sk-p...XyZ' });
 });
 
 test.run();

@@ -117,7 +117,7 @@ export async function updateApiKeyConfig(ctx: KeyContext, data: ApiKeyConfigUpda
   if (aiModelApiKey) {
     const seal = await ctx.services.secrets.sealer(ctx.apiKey);
     const keys: Partial<Record<AiProvider, AiModelKey>> = {};
-    for (const { provider, customerApiKey } of aiModelApiKey) keys[provider] = { sealed: seal(customerApiKey), displayText: maskModelKey(customerApiKey) };
+    for (const { provider, customerApiKey } of aiModelApiKey) keys[provider] = { secret: seal(customerApiKey), displayText: maskModelKey(customerApiKey) };
     change.aiModelKeys = keys;
   }
   await ctx.execute(workspaceDecider, workspaceStream(ctx.tenant!.workspaceId), { type: 'UpdateApiKeyConfig', data: { apiKey: ctx.apiKey, change } });

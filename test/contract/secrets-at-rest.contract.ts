@@ -148,8 +148,8 @@ export async function configureEverySecret(services: Services, post: Post): Prom
   }
   // The AI model key is kept (sealed) on the write side, and opens to what was sent.
   const aiKey = state.status === 'active' ? state.keys[apiKey]!.config.aiModelKeys.openai : undefined;
-  assert.match(aiKey?.sealed ?? '', /^enc:v1:/, 'the AI model key is stored sealed');
-  assert.is(await services.secrets.open(apiKey, aiKey!.sealed), chosen.aiModelKey, 'the sealed AI model key opens to the key sent');
+  assert.match(aiKey?.secret ?? '', /^enc:v1:/, 'the AI model key is stored sealed');
+  assert.is(await services.secrets.open(apiKey, aiKey!.secret), chosen.aiModelKey, 'the sealed AI model key opens to the key sent');
   return {
     apiKey,
     controls,
