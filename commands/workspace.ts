@@ -29,6 +29,7 @@ import {
 } from './service-config.js';
 import { streamName } from '../src/shared/ids.js';
 import { MAX_DOMAINS_PER_KEY } from './allowed-domains.js';
+import { changedConfig, initialKeyConfig, withConfigChange, type AiProvider, type ApiKeyConfig, type ApiKeyConfigChange, type DocumentAccessType } from './api-key-config.js';
 
 /** The stream of one aggregate of this decider: a name no client id can reach into (src/shared/ids.ts). */
 export const workspaceStream = (workspaceId: string) => streamName('workspace', workspaceId);
@@ -49,6 +50,11 @@ export interface ApiKeySettings {
   enablePrivateComments: boolean;
   emailServiceConfig?: Record<string, string>;
   webhookServiceConfig?: Record<string, string>;
+  /** Read model only (projections/workspaces.ts), from apikeyconfig/update: never in ApiKeyCreated. */
+  requireJwtToken?: boolean;
+  defaultDocumentAccessType?: DocumentAccessType;
+  /** Read model only: the AI model keys' masked text, by provider. */
+  aiModelsConfig?: Partial<Record<AiProvider, { displayText: string }>>;
 }
 
 export type WorkspaceEvent =
@@ -85,6 +91,11 @@ export type WorkspaceEvent =
   // Allowed domains (commands/allowed-domains.ts), stored form; only the entries that changed.
   | DomainEvent<'ApiKeyAllowedDomainsAdded', { workspaceId: string; apiKey: string; domains: string[]; addedAt: number }>
   | DomainEvent<'ApiKeyAllowedDomainsRemoved', { workspaceId: string; apiKey: string; domains: string[]; removedAt: number }>
+  // apikey/update: the key's display name.
+  | DomainEvent<'ApiKeyRenamed', { workspaceId: string; apiKey: string; apiKeyName: string; renamedAt: number }>
+  // apikeyconfig/update (commands/api-key-config.ts): only the fields that changed; AI model
+  // keys sealed, each with the masked text reads show.
+  | DomainEvent<'ApiKeyConfigUpdated', { workspaceId: string; apiKey: string; updatedAt: number } & ApiKeyConfigChange>
   | DomainEvent<'ApiKeyAuthTokenCreated', { apiKey: string; tokenId: string; tokenHash: string; createdAt: number }>
   | DomainEvent<'ApiKeyAuthTokenRevoked', { apiKey: string; tokenId: string; revokedAt: number }>
   // Email/webhook config (commands/service-config.ts): the whole resulting service state.
@@ -155,6 +166,9 @@ interface KeyState {
   signingKeys: SigningKey[];
   /** The key's allowed domains (commands/allowed-domains.ts), in the order they were added. */
   allowedDomains: string[];
+  apiKeyName: string;
+  /** What apikeyconfig/get reads and apikeyconfig/update changes (commands/api-key-config.ts). */
+  config: ApiKeyConfig;
 }
 
 export type WorkspaceState =
@@ -220,6 +234,8 @@ function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceState {
         signingKeys: [],
         // Deduplicated: events from before normalization may list an entry twice.
         allowedDomains: [...new Set(event.data.settings.allowedDomains)],
+        apiKeyName: event.data.apiKeyName,
+        config: initialKeyConfig(event.data.settings),
       };
       return { ...state, keys: { ...state.keys, [event.data.apiKey]: key } };
     }
@@ -231,6 +247,8 @@ function evolve(state: WorkspaceState, event: WorkspaceEvent): WorkspaceState {
     }
     case 'ApiKeyServiceConfigUpdated':
     case 'WebhookEndpointDisabled':
+    case 'ApiKeyRenamed':
+    case 'ApiKeyConfigUpdated':
     case 'ApiKeyAllowedDomainsAdded':
     case 'ApiKeyAllowedDomainsRemoved':
     case 'ApiKeyTokenSigningSecretCreated':
@@ -260,6 +278,12 @@ const asymmetric = (d: { alg?: 'ES256'; publicKey?: SigningPublicKey }): Pick<Si
 
 function evolveKey(key: KeyState, event: WorkspaceEvent): KeyState {
   switch (event.type) {
+    case 'ApiKeyRenamed':
+      return { ...key, apiKeyName: event.data.apiKeyName };
+    case 'ApiKeyConfigUpdated': {
+      const { workspaceId: _w, apiKey: _k, updatedAt: _u, ...change } = event.data;
+      return { ...key, config: withConfigChange(key.config, change) };
+    }
     case 'ApiKeyAllowedDomainsAdded': {
       const added = event.data.domains.filter((d) => !key.allowedDomains.includes(d));
       return added.length === 0 ? key : { ...key, allowedDomains: [...key.allowedDomains, ...added] };
@@ -335,6 +359,10 @@ export type WorkspaceCommand =
   | Command<'AddAllowedDomains', { apiKey: string; domains: string[] }>
   /** Removes those of `domains` the key holds (none: no event). */
   | Command<'RemoveAllowedDomains', { apiKey: string; domains: string[] }>
+  /** apikey/update: a new display name (the same one: no event). */
+  | Command<'RenameApiKey', { apiKey: string; apiKeyName: string }>
+  /** apikeyconfig/update: AI model keys come sealed (with their masked text); unchanged fields make no event. */
+  | Command<'UpdateApiKeyConfig', { apiKey: string; change: ApiKeyConfigChange }>
   /**
    * Makes sure the key's current token-signing key is an ES256 one: creates the first, or
    * replaces an HS256 key from before asymmetric signing (which keeps verifying its tokens
@@ -478,6 +506,23 @@ function decideOnKey(command: KeyCommand, state: WorkspaceState, now: number): W
   }
 }
 
+/** apikey/update and apikeyconfig/update: NOT_FOUND in the hosted API's words for a key the workspace does not have. */
+function decideKeySettings(command: Extract<WorkspaceCommand, { type: 'RenameApiKey' | 'UpdateApiKeyConfig' }>, state: WorkspaceState, now: number): WorkspaceEvent[] {
+  if (state.status !== 'active') throw workspaceNotFound();
+  const { apiKey } = command.data;
+  const key = keyOf(state, apiKey);
+  if (!key) throw notFound(API_KEY_NOT_FOUND);
+  const { workspaceId } = state;
+  if (command.type === 'RenameApiKey') {
+    const { apiKeyName } = command.data;
+    if (apiKeyName === key.apiKeyName) return [];
+    return [{ type: 'ApiKeyRenamed', data: { workspaceId, apiKey, apiKeyName, renamedAt: now } }];
+  }
+  const change = changedConfig(key.config, command.data.change);
+  if (!change) return [];
+  return [{ type: 'ApiKeyConfigUpdated', data: { workspaceId, apiKey, ...change, updatedAt: now } }];
+}
+
 function decide(command: WorkspaceCommand, state: WorkspaceState): WorkspaceEvent[] {
   const now = command.metadata.now;
   switch (command.type) {
@@ -522,6 +567,9 @@ function decide(command: WorkspaceCommand, state: WorkspaceState): WorkspaceEven
     case 'EnsureTokenSigningSecret':
     case 'RotateTokenSigningKey':
       return decideOnKey(command, state, now);
+    case 'RenameApiKey':
+    case 'UpdateApiKeyConfig':
+      return decideKeySettings(command, state, now);
     default:
       return assertNever(command, 'workspace command');
   }

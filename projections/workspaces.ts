@@ -154,6 +154,22 @@ export const workspacesProjection = defineProjection<WorkspaceEvent>({
       await tx.upsert(API_KEYS, doc);
       await holdAll(tx, d.apiKey, doc.settings.allowedDomains);
     },
+    async ApiKeyRenamed(e, tx) {
+      await tx.patch(API_KEYS, e.data.apiKey, { apiKeyName: e.data.apiKeyName });
+    },
+    async ApiKeyConfigUpdated(e, tx) {
+      const { workspaceId: _w, apiKey, updatedAt: _u, aiModelKeys, ...toggles } = e.data;
+      const key = await tx.get<ApiKeyDoc>(API_KEYS, apiKey);
+      if (!key) return;
+      const set: Record<string, unknown> = {};
+      for (const [field, v] of Object.entries(toggles)) set[`settings.${field}`] = v;
+      if (aiModelKeys) {
+        // Only the masked text: the sealed key stays on the write side.
+        const shown = Object.fromEntries(Object.entries(aiModelKeys).map(([provider, k]) => [provider, { displayText: k.displayText }]));
+        set['settings.aiModelsConfig'] = { ...key.settings.aiModelsConfig, ...shown };
+      }
+      await tx.patch(API_KEYS, apiKey, set);
+    },
     async ApiKeyAuthTokenCreated(e, tx) {
       const d = e.data;
       const key = await tx.get<ApiKeyDoc>(API_KEYS, d.apiKey);

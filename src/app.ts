@@ -20,6 +20,7 @@ import { domainRoutes } from './http/routes/domain-routes.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { presenceRoutes } from './http/routes/presence.js';
 import { serviceConfigRoutes } from './http/routes/service-config.js';
+import { workspaceSettingsRoutes } from './http/routes/workspace-settings.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { auditRoutes } from './http/routes/audit.js';
@@ -35,7 +36,7 @@ import { operationsRoutes } from './http/routes/operations.js';
 import { installConsole } from './http/console.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services), ...operationsRoutes(services)];
+  return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...workspaceSettingsRoutes(), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services), ...operationsRoutes(services)];
 }
 
 const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {

@@ -16,6 +16,7 @@ import { serviceConfigRoutes } from '../src/http/routes/service-config.js';
 import { tokenRoutes } from '../src/http/routes/tokens.js';
 import { webhookRoutes } from '../src/http/routes/webhooks.js';
 import { workspaceRoutes } from '../src/http/routes/workspace.js';
+import { workspaceSettingsRoutes } from '../src/http/routes/workspace-settings.js';
 
 /** Each route, its tag, and the failure statuses beyond the common ones (src/http/schema.ts) it must document. */
 const ROUTES: Array<[path: string, tag: string, extra: string[]]> = [
@@ -31,6 +32,13 @@ const ROUTES: Array<[path: string, tag: string, extra: string[]]> = [
   ['/v2/workspace/domains/get', 'API keys', ['NOT_FOUND']],
   ['/v2/workspace/emailconfig/update', 'Service configuration', []],
   ['/v2/workspace/webhookconfig/update', 'Service configuration', []],
+  ['/v2/workspace/get', 'Workspace', ['NOT_FOUND']],
+  ['/v2/workspace/apikeys/get', 'API keys', []],
+  ['/v2/workspace/apikey/update', 'API keys', ['NOT_FOUND']],
+  ['/v2/workspace/apikeyconfig/get', 'API keys', []],
+  ['/v2/workspace/apikeyconfig/update', 'API keys', []],
+  ['/v2/workspace/emailconfig/get', 'Service configuration', []],
+  ['/v2/workspace/webhookconfig/get', 'Service configuration', []],
   ['/v2/auth/generate_token', 'Tokens', ['NOT_FOUND', 'FAILED_PRECONDITION']],
   ['/v2/workspace/webhooks/deliveries/get', 'Webhooks', []],
   ['/v2/audit/events/get', 'Audit', []],
@@ -52,7 +60,7 @@ const ROUTES: Array<[path: string, tag: string, extra: string[]]> = [
 ];
 
 /** Lists that carry `result.pageToken`. */
-const PAGED = new Set(['/v2/workspace/webhooks/deliveries/get', '/v2/audit/events/get', '/v2/presence/get', '/v2/agents/get']);
+const PAGED = new Set(['/v2/workspace/apikeys/get', '/v2/workspace/webhooks/deliveries/get', '/v2/audit/events/get', '/v2/presence/get', '/v2/agents/get']);
 
 const S = suite<{ h: Harness; doc: any }>('OpenAPI: workspace, keys, agents, presence and the rest');
 S.before(async (ctx) => {
@@ -94,7 +102,7 @@ S('each example passes its route\'s request schema', ({ h }) => {
   const s = h.services;
   const routes = [
     ...workspaceRoutes(s), ...keyLifecycleRoutes(), ...serviceConfigRoutes(s), ...tokenRoutes(s),
-    ...webhookRoutes(s), ...auditRoutes(s), ...agentRoutes(s), ...presenceRoutes(s),
+    ...webhookRoutes(s), ...auditRoutes(s), ...agentRoutes(s), ...presenceRoutes(s), ...workspaceSettingsRoutes(),
   ];
   assert.equal(routes.map((r) => r.path).sort(), ROUTES.map(([path]) => path).sort());
   for (const r of routes) {

@@ -229,4 +229,46 @@ test('evolve ignores events that do not apply', () => {
   if (after !== s) throw new Error('an event before WorkspaceCreated changed the state');
 });
 
+// ---- apikey/update and apikeyconfig/update ----
+
+const rename = (apiKey: string, apiKeyName: string) => ({ type: 'RenameApiKey' as const, data: { apiKey, apiKeyName }, metadata: meta });
+const renamed = (apiKeyName: string): WorkspaceEvent => ({ type: 'ApiKeyRenamed', data: { workspaceId: 'w1', apiKey: 'k1', apiKeyName, renamedAt: now } });
+const configure = (change: Record<string, unknown>) => ({ type: 'UpdateApiKeyConfig' as const, data: { apiKey: 'k1', change }, metadata: meta });
+const configured = (change: Record<string, unknown>) => ({ type: 'ApiKeyConfigUpdated', data: { workspaceId: 'w1', apiKey: 'k1', ...change, updatedAt: now } }) as WorkspaceEvent;
+
+test('RenameApiKey: a new name is an event; the same name, nothing; an unknown key, NOT_FOUND in the hosted words', () => {
+  given(created).when(rename('k1', 'Renamed')).then([renamed('Renamed')]);
+  given(created).when(rename('k1', 'testing key')).thenNothing();
+  given([...created, renamed('Renamed')]).when(rename('k1', 'Renamed')).thenNothing();
+  given([...created, renamed('Renamed')]).when(rename('k1', 'testing key')).then([renamed('testing key')]);
+  given(created).when(rename('nope', 'X')).thenFails('NOT_FOUND', 'API key not found.');
+  given([]).when(rename('k1', 'X')).thenFails('NOT_FOUND', 'Workspace not found.');
+});
+
+test('UpdateApiKeyConfig: only the fields that change are in the event; AI keys always are', () => {
+  given(created)
+    .when(configure({ requireJwtToken: true, enablePrivateComments: false, defaultDocumentAccessType: 'restricted' }))
+    .then([configured({ requireJwtToken: true, defaultDocumentAccessType: 'restricted' })]);
+  given(created).when(configure({ requireJwtToken: false, defaultDocumentAccessType: 'public', requireAutoOrgUser: false })).thenNothing();
+  given([...created, configured({ requireJwtToken: true })]).when(configure({ requireJwtToken: true })).thenNothing();
+  given([...created, configured({ requireJwtToken: true })]).when(configure({ requireJwtToken: false })).then([configured({ requireJwtToken: false })]);
+  const ai = { openai: { secret: 's1', displayText: 'sk-p...XyZ' } };
+  given([...created, configured({ aiModelKeys: ai })]).when(configure({ aiModelKeys: ai })).then([configured({ aiModelKeys: ai })]);
+  given(created).when({ ...configure({ requireJwtToken: true }), data: { apiKey: 'nope', change: { requireJwtToken: true } } }).thenFails('NOT_FOUND', 'API key not found.');
+});
+
+test('apikey/create\'s toggles are the starting configuration; AI keys merge provider by provider', () => {
+  const withToggles = keyCreated({ ...key('k2', 'testing'), settings: { ...settings, enablePrivateComments: true, requireAutoOrgUser: true } });
+  const k2 = (change: Record<string, unknown>) => ({ type: 'UpdateApiKeyConfig' as const, data: { apiKey: 'k2', change }, metadata: meta });
+  given([...created, withToggles]).when(k2({ enablePrivateComments: true, requireAutoOrgUser: true })).thenNothing();
+  let state = [...created, configured({ aiModelKeys: { openai: { secret: 'a', displayText: 'A' } } }), configured({ aiModelKeys: { gemini: { secret: 'g', displayText: 'G' } } })]
+    .reduce(workspaceDecider.evolve, workspaceDecider.initialState());
+  if (state.status !== 'active') throw new Error('no workspace');
+  assert.equal(state.keys.k1!.config.aiModelKeys, { openai: { secret: 'a', displayText: 'A' }, gemini: { secret: 'g', displayText: 'G' } });
+  state = workspaceDecider.evolve(state, configured({ aiModelKeys: { openai: { secret: 'b', displayText: 'B' } } }));
+  if (state.status !== 'active') throw new Error('no workspace');
+  assert.equal(state.keys.k1!.config.aiModelKeys.openai, { secret: 'b', displayText: 'B' });
+  assert.equal(state.keys.k1!.config.aiModelKeys.gemini, { secret: 'g', displayText: 'G' });
+});
+
 test.run();

@@ -1,6 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { API_KEYS, WORKSPACES, workspacesProjection } from '../projections/workspaces.js';
+import { redactForAudit } from '../projections/audit.js';
 import { projectionSpec, project, collection, type GivenEvent } from './support/projection.js';
 
 const { given } = projectionSpec(workspacesProjection);
@@ -61,6 +62,32 @@ test('no secret of a service config reaches the read model', async () => {
 
 test('replaying every event twice changes nothing', async () => {
   await given(events).replayTwice([WORKSPACES, API_KEYS]);
+});
+
+test('apikey/update and apikeyconfig/update: the name and settings read back; of an AI model key only its mask', async () => {
+  const more: GivenEvent[] = [
+    ...events,
+    { type: 'ApiKeyRenamed', data: { workspaceId: 'w1', apiKey: 'k1', apiKeyName: 'Renamed', renamedAt: 6 }, metadata: m },
+    { type: 'ApiKeyConfigUpdated', data: { workspaceId: 'w1', apiKey: 'k1', requireJwtToken: true, aiModelKeys: { openai: { secret: 'SECRET-AI-1', displayText: 'sk-p...XyZ' } }, updatedAt: 7 }, metadata: m },
+    { type: 'ApiKeyConfigUpdated', data: { workspaceId: 'w1', apiKey: 'k1', defaultDocumentAccessType: 'restricted', aiModelKeys: { gemini: { secret: 'SECRET-AI-2', displayText: 'AIza...abc' } }, updatedAt: 8 }, metadata: m },
+    // A key gone before its events are projected (a rebuild after deletion) is skipped.
+    { type: 'ApiKeyConfigUpdated', data: { workspaceId: 'w1', apiKey: 'gone', requireJwtToken: true, updatedAt: 9 }, metadata: m },
+  ];
+  const store = await project(workspacesProjection, more);
+  const [key] = (await collection(store, API_KEYS)) as any[];
+  assert.is(key.apiKeyName, 'Renamed');
+  assert.is(key.settings.requireJwtToken, true);
+  assert.is(key.settings.defaultDocumentAccessType, 'restricted');
+  assert.equal(key.settings.aiModelsConfig, { openai: { displayText: 'sk-p...XyZ' }, gemini: { displayText: 'AIza...abc' } });
+  assert.is((await collection(store, API_KEYS)).length, 1);
+  assert.not.match(JSON.stringify(await collection(store, API_KEYS)), /SECRET-/);
+  await store.close();
+});
+
+test('an AI model key in an audit entry or webhook payload: only its mask', () => {
+  const data = { workspaceId: 'w1', apiKey: 'k1', aiModelKeys: { openai: { secret: 'enc:v1:SECRET-AI', displayText: 'sk-p...XyZ' } }, updatedAt: 1 };
+  const shown = redactForAudit('ApiKeyConfigUpdated', data) as any;
+  assert.equal(shown.aiModelKeys.openai, { secret: '__redacted__', displayText: 'sk-p...XyZ' });
 });
 
 test.run();

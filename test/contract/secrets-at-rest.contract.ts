@@ -54,6 +54,7 @@ export async function configureEverySecret(services: Services, post: Post): Prom
     mcpUpdated: v('mcp-updated'),
     restApiBearer: v('rest-api-bearer'),
     restApiHeader: v('rest-api-header'),
+    aiModelKey: v('sk-ai-model'),
   };
   const controls = {
     webhookUrl: `https://hooks.example.com/${randomUUID()}`,
@@ -84,6 +85,7 @@ export async function configureEverySecret(services: Services, post: Post): Prom
   const h = { 'x-service-api-key': apiKey, 'x-service-auth-token': reset.newAuthToken.token };
   await ok(post('/v2/workspace/webhookconfig/update', { webhookServiceConfig: { authToken: chosen.webhookOnUpdate } }, h), 'webhookconfig/update');
   await ok(post('/v2/workspace/emailconfig/update', { emailServiceConfig: { apiKey: chosen.emailOnUpdate } }, h), 'emailconfig/update');
+  await ok(post('/v2/workspace/apikeyconfig/update', { aiModelApiKey: [{ provider: 'openai', customerApiKey: chosen.aiModelKey }] }, h), 'apikeyconfig/update');
   await ok(
     post(
       '/v2/agents/create',
@@ -144,6 +146,10 @@ export async function configureEverySecret(services: Services, post: Post): Prom
     assert.match(k.secret, /^enc:v1:/, 'the signing key is stored sealed');
     signingSecrets[`signing key ${i}`] = (await services.secrets.open(apiKey, k.secret)) as string;
   }
+  // The AI model key is kept (sealed) on the write side, and opens to what was sent.
+  const aiKey = state.status === 'active' ? state.keys[apiKey]!.config.aiModelKeys.openai : undefined;
+  assert.match(aiKey?.secret ?? '', /^enc:v1:/, 'the AI model key is stored sealed');
+  assert.is(await services.secrets.open(apiKey, aiKey!.secret), chosen.aiModelKey, 'the sealed AI model key opens to the key sent');
   return {
     apiKey,
     controls,
