@@ -306,8 +306,18 @@ E('users of the organization, and what one of them can open', async ({ page, h, 
   await shot(page, 'user');
 });
 
-/** What Chromium's datetime-local (step 0.001) holds for an instant read as UTC: a zero millisecond, then a zero second, dropped. */
-const pickerValue = (ms: number) => new Date(ms).toISOString().slice(0, 23).replace(/\.000$/, '').replace(/:00$/, '');
+/**
+ * What Chromium's datetime-local (step 0.001) holds for an instant read as UTC: the shortest
+ * string for it, as HTML asks (`…:05.120` is `…:05.12`, `…:05.000` is `…:05`, `…:00.000` drops
+ * the seconds too). Playwright's fill refuses any other spelling.
+ */
+const pickerValue = (ms: number) =>
+  new Date(ms)
+    .toISOString()
+    .slice(0, 23)
+    .replace(/0+$/, '')
+    .replace(/\.$/, '')
+    .replace(/(T\d\d:\d\d):00$/, '$1');
 
 E('as of a moment between dave\'s grant and its revoke: the picker lists him, the URL keeps it, back to now drops him', async ({ page, h, t, base, between }) => {
   const asOf = new Date(between).toISOString();

@@ -88,7 +88,7 @@ function Change({ c }: { c: Interval['openedBy'] | null }) {
   if (c === null) return null;
   return (
     <>
-      {c.type} by <span class="actor">{c.actor}</span>
+      {c.type} by <code class="actor">{c.actor}</code>
     </>
   );
 }
