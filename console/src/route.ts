@@ -55,7 +55,7 @@ function path(r: Route): string {
 }
 
 /** The route of a hash; anything unknown is the organizations list. */
-export function parse(hash: string): Route {
+function parse(hash: string): Route {
   const [pathPart = '', query = ''] = hash.replace(/^#\/?/, '').split('?', 2);
   let parts: string[];
   try {

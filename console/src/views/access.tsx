@@ -8,7 +8,7 @@ import { failedItems, type CollabClient } from '../api.js';
 import type { Route } from '../route.js';
 import { Confirm, Link, Show, useLoad } from '../ui.js';
 
-export type Kind = 'document' | 'folder';
+type Kind = 'document' | 'folder';
 
 export interface ResourceRef {
   org: string;
