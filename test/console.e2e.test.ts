@@ -375,6 +375,11 @@ E('what dave could open then: resources/get as of the picker\'s moment', async (
   await page.getByRole('region', { name: 'Documents' }).getByRole('listitem').filter({ hasText: 'd1 viewer' }).waitFor();
   assert.equal(await shown(), then);
   assert.ok(page.url().endsWith(`#/orgs/o1/users/dave?asOf=${encodeURIComponent(new Date(between).toISOString())}`), page.url());
+  // An instant the service cannot read, typed into a URL, is its refusal, shown as such.
+  await page.goto(`${base}/console/#/orgs/o1/users/dave?asOf=yesterday`);
+  const refusal = page.getByRole('region', { name: 'Documents' }).getByRole('alert');
+  await refusal.waitFor();
+  assert.match(await refusal.innerText(), /^INVALID_ARGUMENT: .*asOf/);
 });
 
 E('the access timeline of the document: dave\'s interval from grant to revoke, alice\'s still open', async ({ page, base, between, h, t }) => {
