@@ -53,6 +53,8 @@ interface Ctx {
   browser: Browser;
   page: Page;
   requested: string[];
+  /** Unix ms after dave's grant showed and before it was revoked: the past the picker asks about. */
+  between: number;
 }
 
 async function seed(h: Harness, t: Tenant) {
@@ -90,7 +92,7 @@ async function axe(page: Page, view: string) {
  * What differs from run to run (the API key, times, ids made at random) is masked, so a run
  * that changed nothing visible writes the same bytes and leaves docs/console/ as committed.
  */
-const VOLATILE = ['header .muted', 'tr[data-event] td:nth-child(1)', 'tr[data-event] td:nth-child(3)', 'tr[data-event] pre', 'tr[data-parked] td:nth-child(1) code', 'tr[data-parked] td:nth-child(3)', 'tr[data-projection="webhooks"] td:nth-child(n+2)'];
+const VOLATILE = ['header .muted', 'tr[data-event] td:nth-child(1)', 'tr[data-event] td:nth-child(3)', 'tr[data-event] pre', 'tr[data-parked] td:nth-child(1) code', 'tr[data-parked] td:nth-child(3)', 'tr[data-projection="webhooks"] td:nth-child(n+2)', '.timeline time', '.timeline .actor'];
 
 async function shot(page: Page, name: string) {
   const file = path.join(SHOTS, `${name}.png`);
@@ -221,13 +223,16 @@ E('a document: who can open it, and one user\'s explanation drawn with the decid
   await shot(page, 'document');
 });
 
-E('grant access: it appears; a refused grant shows the envelope\'s message; revoke: it goes', async ({ page }) => {
+E('grant access: it appears; a refused grant shows the envelope\'s message; revoke: it goes', async (ctx) => {
+  const { page } = ctx;
   await page.getByLabel('User id', { exact: true }).fill('dave');
   await page.getByRole('button', { name: 'Grant', exact: true }).click();
   const dialog = page.getByRole('dialog');
   await dialog.getByText('Give user dave viewer access to document d1?').waitFor();
   await dialog.getByRole('button', { name: 'Confirm' }).click();
   await page.locator('tr[data-user="dave"]').waitFor();
+  // dave's grant has happened (it shows); the revoke below happens after this instant.
+  ctx.between = Date.now();
   await shot(page, 'grant');
 
   await page.getByLabel('To', { exact: true }).selectOption('group');
@@ -238,6 +243,7 @@ E('grant access: it appears; a refused grant shows the envelope\'s message; revo
   await refusal.waitFor();
   assert.match(await refusal.innerText(), /user group does not exist/i);
 
+  await page.waitForFunction((t) => Date.now() > t, ctx.between);
   await page.getByRole('button', { name: 'Revoke dave' }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
   await page.locator('tr[data-user="dave"]').waitFor({ state: 'detached' });
@@ -298,6 +304,111 @@ E('users of the organization, and what one of them can open', async ({ page, h, 
   assert.equal((await docs.locator('a').allInnerTexts()).sort(), [...expected].sort());
   await axe(page, 'user');
   await shot(page, 'user');
+});
+
+/**
+ * What Chromium's datetime-local (step 0.001) holds for an instant read as UTC: the shortest
+ * string for it, as HTML asks (`…:05.120` is `…:05.12`, `…:05.000` is `…:05`, `…:00.000` drops
+ * the seconds too). Playwright's fill refuses any other spelling.
+ */
+const pickerValue = (ms: number) =>
+  new Date(ms)
+    .toISOString()
+    .slice(0, 23)
+    .replace(/0+$/, '')
+    .replace(/\.$/, '')
+    .replace(/(T\d\d:\d\d):00$/, '$1');
+
+E('as of a moment between dave\'s grant and its revoke: the picker lists him, the URL keeps it, back to now drops him', async ({ page, h, t, base, between }) => {
+  const asOf = new Date(between).toISOString();
+  const then = (await h.ok('/v2/auth/users/get', { organizationId: 'o1', documentId: 'd1', asOf }, t.headers)).data.users as { userId: string; accessRole: string }[];
+  assert.ok(then.some((u) => u.userId === 'dave' && u.accessRole === 'viewer'), `the service lists dave then: ${JSON.stringify(then)}`);
+  await page.goto(`${base}/console/#/orgs/o1/documents/d1`);
+  await page.locator('tr[data-user="alice"]').waitFor();
+  assert.is(await page.locator('tr[data-user="dave"]').count(), 0, 'revoked: not listed now');
+  assert.is(await page.getByRole('status').innerText(), 'Showing access now');
+  await page.getByLabel('As of (UTC)').fill(pickerValue(between));
+  await page.getByRole('button', { name: 'Show as of then' }).click();
+  await page.getByRole('status').filter({ hasText: `Showing access as of ${asOf}` }).waitFor();
+  assert.ok(page.url().endsWith(`#/orgs/o1/documents/d1?asOf=${encodeURIComponent(asOf)}`), page.url());
+  const dave = page.locator('tr[data-user="dave"]');
+  await dave.waitFor();
+  assert.match(await dave.innerText(), /viewer/);
+  for (const u of then) assert.match(await page.locator(`tr[data-user="${u.userId}"]`).innerText(), new RegExp(u.accessRole));
+  assert.is(await page.getByRole('button', { name: /^Revoke / }).count(), 0, 'the past is read-only');
+  await axe(page, 'document as of');
+  // The URL is the view: a reload asks the same past.
+  await page.reload();
+  await page.locator('tr[data-user="dave"]').waitFor();
+  assert.is(await page.getByLabel('As of (UTC)').inputValue(), pickerValue(between));
+  // dave's explanation as of then: allowed, his own grant on the document deciding.
+  await dave.getByRole('link', { name: 'dave' }).click();
+  await page.getByRole('heading', { name: 'Why dave could or could not open it then' }).waitFor();
+  await page.locator('.verdict[data-verdict="allowed"]', { hasText: 'viewer' }).waitFor();
+  assert.match(await page.locator('.path > li.decides').innerText(), /Document d1/);
+  assert.ok(page.url().endsWith(`/explain/dave?asOf=${encodeURIComponent(asOf)}`), page.url());
+  await page.getByRole('button', { name: 'Back to now' }).click();
+  await page.getByRole('status').filter({ hasText: 'Showing access now' }).waitFor();
+  await page.locator('tr[data-user="dave"]').waitFor({ state: 'detached' });
+  assert.not.match(page.url(), /asOf/);
+});
+
+E('what dave could open then: resources/get as of the picker\'s moment', async ({ page, base, between, h, t }) => {
+  // Each listed document is "<id> <role> <access type>", as resources/get answers it, now and then.
+  type Res = { id: string; accessRole: string; accessType: string };
+  const listed = async (asOf?: number) => {
+    const rows = (await h.ok('/v2/auth/resources/get', { organizationId: 'o1', userId: 'dave', type: 'document', ...(asOf !== undefined ? { asOf } : {}) }, t.headers)).data as Res[];
+    return rows.map((r) => `${r.id} ${r.accessRole} ${r.accessType}`).sort();
+  };
+  const shown = () => page.getByRole('region', { name: 'Documents' }).getByRole('listitem').allInnerTexts().then((x) => x.map((s) => s.replace(/\s+/g, ' ').trim()).sort());
+  const then = await listed(between);
+  assert.ok(then.includes('d1 viewer restricted'), `the service: dave could open d1 then, through his own viewer grant: ${JSON.stringify(then)}`);
+  const now = await listed();
+  assert.not.equal(now, then, 'and not so now (d1 is public since, and his grant revoked)');
+  await page.goto(`${base}/console/#/orgs/o1/users/dave`);
+  await page.getByRole('heading', { name: 'What dave can open' }).waitFor();
+  await page.waitForFunction(() => !document.querySelector('[aria-busy="true"]'));
+  assert.equal(await shown(), now);
+  await page.getByLabel('As of (UTC)').fill(pickerValue(between));
+  await page.getByRole('button', { name: 'Show as of then' }).click();
+  await page.getByRole('heading', { name: 'What dave could open then' }).waitFor();
+  await page.getByRole('region', { name: 'Documents' }).getByRole('listitem').filter({ hasText: 'd1 viewer' }).waitFor();
+  assert.equal(await shown(), then);
+  assert.ok(page.url().endsWith(`#/orgs/o1/users/dave?asOf=${encodeURIComponent(new Date(between).toISOString())}`), page.url());
+  // An instant the service cannot read, typed into a URL, is its refusal, shown as such.
+  await page.goto(`${base}/console/#/orgs/o1/users/dave?asOf=yesterday`);
+  const refusal = page.getByRole('region', { name: 'Documents' }).getByRole('alert');
+  await refusal.waitFor();
+  assert.match(await refusal.innerText(), /^INVALID_ARGUMENT: .*asOf/);
+});
+
+E('the access timeline of the document: dave\'s interval from grant to revoke, alice\'s still open', async ({ page, base, between, h, t }) => {
+  await page.goto(`${base}/console/#/orgs/o1/documents/d1`);
+  await page.getByRole('link', { name: 'Access timeline' }).click();
+  await page.getByRole('heading', { name: 'Access timeline of document d1' }).waitFor();
+  assert.match(page.url(), /#\/orgs\/o1\/documents\/d1\/timeline$/);
+  type Interval = { userId: string; accessRole: string; from: number; to: number | null; openedBy: { type: string; actor: string }; closedBy: { type: string; actor: string } | null };
+  const intervals = (await h.ok('/v2/auth/access/history', { organizationId: 'o1', documentId: 'd1' }, t.headers)).data as Interval[];
+  const daves = intervals.filter((i) => i.userId === 'dave');
+  assert.is(daves.length, 1, JSON.stringify(intervals));
+  const d = daves[0]!;
+  assert.ok(d.from <= between && d.to !== null && between < d.to, `the picker's moment lies inside dave's interval: ${JSON.stringify(d)}`);
+  const rows = page.locator('tr[data-interval]');
+  await rows.nth(intervals.length - 1).waitFor();
+  assert.is(await rows.count(), intervals.length);
+  for (const [n, i] of intervals.entries()) {
+    const cells = await rows.nth(n).locator('th, td').allInnerTexts();
+    assert.equal(cells.slice(0, 4), [i.userId, i.accessRole, new Date(i.from).toISOString(), i.to === null ? 'now' : new Date(i.to).toISOString()]);
+    assert.is(cells[5], `${i.openedBy.type} by ${i.openedBy.actor}`);
+    assert.is(cells[6], i.closedBy === null ? '' : `${i.closedBy.type} by ${i.closedBy.actor}`);
+  }
+  assert.is(await page.locator('tr[data-interval="alice"][data-open="yes"]').count(), 1, 'alice can still open it');
+  await axe(page, 'timeline');
+  await shot(page, 'timeline');
+  // An interval's start opens the document as of that instant, where its user is listed.
+  await page.locator('tr[data-interval="dave"]').getByRole('link').click();
+  await page.locator('tr[data-user="dave"]').waitFor();
+  assert.ok(page.url().endsWith(`?asOf=${encodeURIComponent(new Date(d.from).toISOString())}`), page.url());
 });
 
 E('operations with the admin token: projection lag, a parked event retried (it fails again, the error shown) and skipped', async ({ page }) => {

@@ -10,7 +10,6 @@
  */
 import { CollabApiError, createClient, type CollabClient } from '../../clients/typescript/src/index.js';
 
-export { CollabApiError };
 export type { CollabClient };
 
 const KEY = 'collab-console-credentials';

@@ -10,6 +10,7 @@ import { Link } from './ui.js';
 import { Audit } from './views/audit.js';
 import { Ops } from './views/ops.js';
 import { Org, Orgs } from './views/org.js';
+import { Timeline } from './views/history.js';
 import { GroupView, UserView, Users } from './views/people.js';
 import { DocumentView } from './views/resource.js';
 import { SignIn } from './views/signin.js';
@@ -21,15 +22,17 @@ function View({ client, route }: { client: CollabClient; route: Route }) {
     case 'orgs':
       return <Orgs client={client} />;
     case 'org':
-      return <Org client={client} org={route.org} folder={route.folder} user={route.user} />;
+      return <Org client={client} org={route.org} folder={route.folder} user={route.user} asOf={route.asOf} />;
     case 'document':
-      return <DocumentView key={`${route.org}/${route.doc}`} client={client} org={route.org} doc={route.doc} user={route.user} />;
+      return <DocumentView key={`${route.org}/${route.doc}`} client={client} org={route.org} doc={route.doc} user={route.user} asOf={route.asOf} />;
+    case 'timeline':
+      return <Timeline key={`${route.org}/${route.kind}/${route.id}`} client={client} org={route.org} kind={route.kind} id={route.id} />;
     case 'audit':
       return <Audit client={client} org={route.org} doc={route.doc} />;
     case 'users':
       return <Users client={client} org={route.org} />;
     case 'user':
-      return <UserView client={client} org={route.org} user={route.user} />;
+      return <UserView client={client} org={route.org} user={route.user} asOf={route.asOf} />;
     case 'group':
       return <GroupView key={route.group ?? ''} client={client} org={route.org} group={route.group} />;
     case 'ops':

@@ -8,7 +8,7 @@ import { failedItems, type CollabClient } from '../api.js';
 import type { Route } from '../route.js';
 import { Confirm, Link, Show, useLoad } from '../ui.js';
 
-export type Kind = 'document' | 'folder';
+type Kind = 'document' | 'folder';
 
 export interface ResourceRef {
   org: string;
@@ -90,11 +90,15 @@ function Grant({ client, r, done }: { client: CollabClient; r: ResourceRef; done
   );
 }
 
-export function WhoCanOpen({ client, r, explainRoute, version }: { client: CollabClient; r: ResourceRef; explainRoute: (user: string) => Route; version: number }) {
-  const users = useLoad(() => client.call('/v2/auth/users/get', { organizationId: r.org, ...scope(r) }), [r.org, r.kind, r.id, version]);
+/**
+ * Who can open it, or with `asOf` who could then (users/get as of that instant). The past is
+ * read-only: grant and revoke change the present, so they show only on the present view.
+ */
+export function WhoCanOpen({ client, r, explainRoute, version, asOf }: { client: CollabClient; r: ResourceRef; explainRoute: (user: string) => Route; version: number; asOf: string | undefined }) {
+  const users = useLoad(() => client.call('/v2/auth/users/get', { organizationId: r.org, ...scope(r), ...(asOf !== undefined ? { asOf } : {}) }), [r.org, r.kind, r.id, version, asOf]);
   return (
     <section aria-labelledby="who-title">
-      <h2 id="who-title">Who can open it</h2>
+      <h2 id="who-title">{asOf !== undefined ? 'Who could open it then' : 'Who can open it'}</h2>
       <Show loaded={users}>
         {({ data }) => (
           <>
@@ -103,13 +107,15 @@ export function WhoCanOpen({ client, r, explainRoute, version }: { client: Colla
               {data.everyone ? ' (every user of the organization can open it)' : ''}.
             </p>
             <table class="users">
-              <caption class="sr-only">Users who can open {r.kind} {r.id}</caption>
+              <caption class="sr-only">
+                Users who {asOf !== undefined ? `could open ${r.kind} ${r.id} as of ${asOf}` : `can open ${r.kind} ${r.id}`}
+              </caption>
               <thead>
                 <tr>
                   <th scope="col">User</th>
                   <th scope="col">Role</th>
                   <th scope="col">Through</th>
-                  <th scope="col">Actions</th>
+                  {asOf === undefined ? <th scope="col">Actions</th> : null}
                 </tr>
               </thead>
               <tbody>
@@ -120,18 +126,20 @@ export function WhoCanOpen({ client, r, explainRoute, version }: { client: Colla
                     </td>
                     <td>{u.accessRole}</td>
                     <td>{viaText(u.via)}</td>
-                    <td>
-                      <Revoke client={client} r={r} userId={u.userId} via={u.via} done={users.reload} />
-                    </td>
+                    {asOf === undefined ? (
+                      <td>
+                        <Revoke client={client} r={r} userId={u.userId} via={u.via} done={users.reload} />
+                      </td>
+                    ) : null}
                   </tr>
                 ))}
               </tbody>
             </table>
-            {data.users.length === 0 ? <p class="muted">No user holds a grant that reaches it.</p> : null}
+            {data.users.length === 0 ? <p class="muted">{asOf !== undefined ? 'No user held a grant that reached it then.' : 'No user holds a grant that reaches it.'}</p> : null}
           </>
         )}
       </Show>
-      <Grant client={client} r={r} done={users.reload} />
+      {asOf === undefined ? <Grant client={client} r={r} done={users.reload} /> : null}
     </section>
   );
 }

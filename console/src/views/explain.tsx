@@ -23,9 +23,16 @@ interface Step {
   label: string;
 }
 
-function steps(r: ResourceRef): Step[] {
+/**
+ * The path is today's folder chain. As of a past instant the resource may have sat elsewhere:
+ * a folder that held a grant then and is not on today's path gets its own step, so no
+ * candidate is left undrawn.
+ */
+function steps(r: ResourceRef, candidates: Candidate[]): Step[] {
+  const then = [...new Set(candidates.filter((c) => c.level === 'folder' && !r.folders.includes(c.id)).map((c) => c.id))];
   return [
     { level: 'organization', id: r.org, label: 'Organization' },
+    ...then.map((f): Step => ({ level: 'folder', id: f, label: 'Folder (above it then)' })),
     ...r.folders.map((f): Step => ({ level: 'folder', id: f, label: 'Folder' })),
     { level: 'resource', id: r.id, label: r.kind === 'document' ? 'Document' : 'Folder' },
   ];
@@ -36,19 +43,20 @@ const grantText = (c: Candidate) =>
     c.expiresAt !== undefined ? ` until ${new Date(c.expiresAt * 1000).toISOString()}` : ''
   }`;
 
-export function Explain({ client, r, user }: { client: CollabClient; r: ResourceRef; user: string }) {
+export function Explain({ client, r, user, asOf }: { client: CollabClient; r: ResourceRef; user: string; asOf: string | undefined }) {
   const loaded = useLoad(
     () =>
       client.call('/v2/auth/permissions/explain', {
         organizationId: r.org,
         userId: user,
         ...(r.kind === 'document' ? { documentId: r.id } : { folderId: r.id }),
+        ...(asOf !== undefined ? { asOf } : {}),
       }),
-    [r.org, r.kind, r.id, user],
+    [r.org, r.kind, r.id, user, asOf],
   );
   return (
     <section aria-labelledby="explain-title" class="explain">
-      <h2 id="explain-title">Why {user} can or cannot open it</h2>
+      <h2 id="explain-title">{asOf !== undefined ? `Why ${user} could or could not open it then` : `Why ${user} can or cannot open it`}</h2>
       <Show loaded={loaded}>
         {({ data }) => {
           const decided = data.decidedBy.candidate !== undefined ? data.candidates[data.decidedBy.candidate] : undefined;
@@ -60,7 +68,7 @@ export function Explain({ client, r, user }: { client: CollabClient; r: Resource
                 {data.blocked ? ` (${data.blocked})` : ''}
               </p>
               <ol class="path">
-                {steps(r).map((s) => {
+                {steps(r, data.candidates).map((s) => {
                   const here = data.candidates.filter((c) => c.level === s.level && c.id === s.id);
                   const typeHere = data.accessType.from.level === s.level && data.accessType.from.id === s.id;
                   return (

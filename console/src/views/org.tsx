@@ -110,11 +110,11 @@ function Documents({ client, org, folder }: { client: CollabClient; org: string;
   );
 }
 
-export function Org({ client, org, folder, user }: { client: CollabClient; org: string; folder: string | undefined; user: string | undefined }) {
+export function Org({ client, org, folder, user, asOf }: { client: CollabClient; org: string; folder: string | undefined; user: string | undefined; asOf: string | undefined }) {
   const info = useLoad(() => client.call('/v2/organizations/get', { organizationIds: [org] }), [org]);
   const folders = useLoad(() => client.all('/v2/organizations/folders/get', { organizationId: org }), [org]);
   const name = info.data?.data[0]?.organizationName;
-  const explainRoute = (u: string): Route => ({ view: 'org', org, ...(folder !== undefined ? { folder } : {}), user: u });
+  const explainRoute = (u: string): Route => ({ view: 'org', org, ...(folder !== undefined ? { folder } : {}), user: u, ...(asOf !== undefined ? { asOf } : {}) });
   return (
     <div>
       <nav aria-label="Breadcrumb" class="crumbs">
@@ -131,7 +131,7 @@ export function Org({ client, org, folder, user }: { client: CollabClient; org: 
           <Show loaded={folders}>{(rows) => (rows.length ? <Tree org={org} folders={rows} parent={null} current={folder} /> : <p class="muted">No folder.</p>)}</Show>
         </nav>
         <div>
-          {folder !== undefined && folders.data ? <FolderAccess client={client} org={org} folder={folder} folders={folders.data} user={user} explainRoute={explainRoute} /> : null}
+          {folder !== undefined && folders.data ? <FolderAccess client={client} org={org} folder={folder} folders={folders.data} user={user} explainRoute={explainRoute} asOf={asOf} /> : null}
           <Documents key={`${org}/${folder ?? ''}`} client={client} org={org} folder={folder} />
         </div>
       </div>

@@ -7,6 +7,7 @@ import { useState } from 'preact/hooks';
 import type { CollabClient } from '../api.js';
 import { navigate } from '../route.js';
 import { Link, Show, useLoad } from '../ui.js';
+import { AsOfPicker } from './history.js';
 
 function Crumbs({ org, here }: { org: string; here: string }) {
   return (
@@ -61,13 +62,16 @@ export function Users({ client, org }: { client: CollabClient; org: string }) {
   );
 }
 
-export function UserView({ client, org, user }: { client: CollabClient; org: string; user: string }) {
-  const docs = useLoad(() => client.all('/v2/auth/resources/get', { organizationId: org, userId: user, type: 'document' }), [org, user]);
-  const folders = useLoad(() => client.all('/v2/auth/resources/get', { organizationId: org, userId: user, type: 'folder' }), [org, user]);
+/** What a user can open, or with `asOf` what they could then (resources/get as of that instant). */
+export function UserView({ client, org, user, asOf }: { client: CollabClient; org: string; user: string; asOf: string | undefined }) {
+  const past = asOf !== undefined ? { asOf } : {};
+  const docs = useLoad(() => client.all('/v2/auth/resources/get', { organizationId: org, userId: user, type: 'document', ...past }), [org, user, asOf]);
+  const folders = useLoad(() => client.all('/v2/auth/resources/get', { organizationId: org, userId: user, type: 'folder', ...past }), [org, user, asOf]);
   return (
     <div>
       <Crumbs org={org} here={user} />
-      <h1>What {user} can open</h1>
+      <h1>{asOf !== undefined ? `What ${user} could open then` : `What ${user} can open`}</h1>
+      <AsOfPicker key={asOf ?? ''} asOf={asOf} at={(a) => ({ view: 'user', org, user, ...(a !== undefined ? { asOf: a } : {}) })} />
       {(['document', 'folder'] as const).map((kind) => (
         <section key={kind} aria-labelledby={`res-${kind}`}>
           <h2 id={`res-${kind}`}>{kind === 'document' ? 'Documents' : 'Folders'}</h2>
@@ -79,7 +83,7 @@ export function UserView({ client, org, user }: { client: CollabClient; org: str
                 <ul class="list">
                   {rows.map((r) => (
                     <li key={r.id}>
-                      <Link to={kind === 'document' ? { view: 'document', org, doc: r.id, user } : { view: 'org', org, folder: r.id, user }}>{r.id}</Link> {r.accessRole}{' '}
+                      <Link to={kind === 'document' ? { view: 'document', org, doc: r.id, user, ...past } : { view: 'org', org, folder: r.id, user, ...past }}>{r.id}</Link> {r.accessRole}{' '}
                       <span class="badge">{r.accessType}</span>
                     </li>
                   ))}

@@ -8,9 +8,12 @@ import type { Route } from '../route.js';
 import { Confirm, Link, Show, useLoad } from '../ui.js';
 import { WhoCanOpen, type ResourceRef } from './access.js';
 import { Explain } from './explain.js';
+import { AsOfPicker } from './history.js';
 
 type AccessType = 'organizationPrivate' | 'restricted' | 'public';
 const TYPES: AccessType[] = ['organizationPrivate', 'restricted', 'public'];
+/** The optional `asOf` of a route, absent rather than undefined. */
+const at = (asOf: string | undefined) => (asOf !== undefined ? { asOf } : {});
 /** A folder's `ancestors` start with `root`, the organization's top, which the path shows as the organization. */
 const withoutRoot = (ids: string[]) => ids.filter((id) => id !== 'root');
 
@@ -31,8 +34,16 @@ function AccessTypeControl({ current, label, change, onDone }: { current: string
   );
 }
 
-export function FolderAccess(props: { client: CollabClient; org: string; folder: string; folders: { folderId: string; folderName: string; ancestors: string[]; accessType?: string }[]; user: string | undefined; explainRoute: (u: string) => Route }) {
-  const { client, org, folder, folders, user, explainRoute } = props;
+export function FolderAccess(props: {
+  client: CollabClient;
+  org: string;
+  folder: string;
+  folders: { folderId: string; folderName: string; ancestors: string[]; accessType?: string }[];
+  user: string | undefined;
+  explainRoute: (u: string) => Route;
+  asOf: string | undefined;
+}) {
+  const { client, org, folder, folders, user, explainRoute, asOf } = props;
   const [version, setVersion] = useState(0);
   const row = folders.find((f) => f.folderId === folder);
   if (!row) return <p class="failure" role="alert">NOT_FOUND: Folder {folder} is not in this organization.</p>;
@@ -41,19 +52,22 @@ export function FolderAccess(props: { client: CollabClient; org: string; folder:
     <section aria-labelledby="folder-title" class="panel">
       <h2 id="folder-title">Folder {row.folderName}</h2>
       <p>
-        Id <code>{row.folderId}</code>
+        Id <code>{row.folderId}</code> · <Link to={{ view: 'timeline', org, kind: 'folder', id: folder }}>Access timeline</Link>
       </p>
-      <AccessTypeControl
-        current={row.accessType ?? ''}
-        label={`folder ${row.folderName}`}
-        change={async (t) => {
-          const res = await client.call('/v2/organizations/folders/access/update', { organizationId: org, folderIds: [folder], accessType: t });
-          return failedItems(res.data).join('; ') || undefined;
-        }}
-        onDone={() => setVersion((v) => v + 1)}
-      />
-      <WhoCanOpen client={client} r={r} explainRoute={explainRoute} version={version} />
-      {user !== undefined ? <Explain client={client} r={r} user={user} /> : null}
+      <AsOfPicker key={asOf ?? ''} asOf={asOf} at={(a) => ({ view: 'org', org, folder, ...(user !== undefined ? { user } : {}), ...at(a) })} />
+      {asOf === undefined ? (
+        <AccessTypeControl
+          current={row.accessType ?? ''}
+          label={`folder ${row.folderName}`}
+          change={async (t) => {
+            const res = await client.call('/v2/organizations/folders/access/update', { organizationId: org, folderIds: [folder], accessType: t });
+            return failedItems(res.data).join('; ') || undefined;
+          }}
+          onDone={() => setVersion((v) => v + 1)}
+        />
+      ) : null}
+      <WhoCanOpen client={client} r={r} explainRoute={explainRoute} version={version} asOf={asOf} />
+      {user !== undefined ? <Explain client={client} r={r} user={user} asOf={asOf} /> : null}
     </section>
   );
 }
@@ -98,7 +112,7 @@ function DocumentControls({ client, org, doc, name, accessType, disabled, change
   );
 }
 
-export function DocumentView({ client, org, doc, user }: { client: CollabClient; org: string; doc: string; user: string | undefined }) {
+export function DocumentView({ client, org, doc, user, asOf }: { client: CollabClient; org: string; doc: string; user: string | undefined; asOf: string | undefined }) {
   const [version, setVersion] = useState(0);
   const loaded = useLoad(async () => {
     const row = (await client.call('/v2/organizations/documents/get', { organizationId: org, documentIds: [doc] })).data[0];
@@ -134,14 +148,20 @@ export function DocumentView({ client, org, doc, user }: { client: CollabClient;
                 <dt>Disabled</dt>
                 <dd data-fact="disabled">{row.disabled ? 'yes' : 'no'}</dd>
               </dl>
-              <p>
+              <p class="row">
                 <Link to={{ view: 'audit', org, doc }}>Audit of this document</Link>
+                <Link to={{ view: 'timeline', org, kind: 'document', id: doc }}>Access timeline</Link>
               </p>
+              <AsOfPicker key={asOf ?? ''} asOf={asOf} at={(a) => ({ view: 'document', org, doc, ...(user !== undefined ? { user } : {}), ...at(a) })} />
               <div class="columns">
-                <WhoCanOpen client={client} r={r} explainRoute={(u) => ({ view: 'document', org, doc, user: u })} version={version} />
-                {user !== undefined ? <Explain key={`${user}/${version}`} client={client} r={r} user={user} /> : null}
+                <WhoCanOpen client={client} r={r} explainRoute={(u) => ({ view: 'document', org, doc, user: u, ...at(asOf) })} version={version} asOf={asOf} />
+                {user !== undefined ? <Explain key={`${user}/${version}`} client={client} r={r} user={user} asOf={asOf} /> : null}
               </div>
-              <DocumentControls client={client} org={org} doc={doc} name={row.documentName} accessType={row.accessType} disabled={row.disabled} changed={changed} />
+              {asOf === undefined ? (
+                <DocumentControls client={client} org={org} doc={doc} name={row.documentName} accessType={row.accessType} disabled={row.disabled} changed={changed} />
+              ) : (
+                <p class="muted">Changes are made to the present: go back to now to change this document.</p>
+              )}
             </>
           );
         }}
