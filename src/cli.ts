@@ -45,7 +45,8 @@ import { AuditUsageError, parseAuditArgs, printAudit } from './ops/audit.js';
 import { formatProgress, formatStatus, projectionsStatus, rebuildReadModels, RebuildError } from './ops/rebuild.js';
 import { allProjections } from '../projections/index.js';
 import { WEBHOOK_CHECKPOINT } from './webhooks/outbox.js';
-import { ParkedError, formatParked, listParked, retryParked, skipParked } from './ops/parked.js';
+import { ParkedError, formatParked, listParked, skipParked } from './ops/parked.js';
+import { retryParkedEvent } from './usecases/parked.js';
 import { deleteApiKey, rotateWorkspaceAuthToken } from './usecases/key-lifecycle.js';
 import { rotateSigningKey } from './usecases/user-tokens.js';
 import { API_KEYS, type ApiKeyDoc } from '../projections/workspaces.js';
@@ -218,17 +219,7 @@ async function projectionsCommand(sub: string | undefined, args: string[]) {
         await skipParked(services.read, id, services.clock());
         process.stdout.write(`skipped ${id}\n`);
       } else {
-        await retryParked(
-          {
-            events: services.events,
-            read: services.read,
-            projections: allProjections,
-            requeueWebhooks: async (event) => {
-              await services.webhooks.requeue(event);
-            },
-          },
-          id,
-        );
+        await retryParkedEvent(services, id);
         process.stdout.write(`applied ${id} again; its record is gone\n`);
       }
     } finally {

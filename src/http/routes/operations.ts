@@ -12,7 +12,8 @@
  */
 import { z } from 'zod';
 import type { Services } from '../../composition/services.js';
-import { ParkedError, listParked, retryParked, skipParked } from '../../ops/parked.js';
+import { ParkedError, listParked, skipParked } from '../../ops/parked.js';
+import { retryParkedEvent } from '../../usecases/parked.js';
 import { projectionsStatus } from '../../ops/rebuild.js';
 import { WEBHOOK_CHECKPOINT } from '../../webhooks/outbox.js';
 import { allProjections } from '../../../projections/index.js';
@@ -116,8 +117,7 @@ export function operationsRoutes(services: Services): AnyRoute[] {
     errors: ['FAILED_PRECONDITION', 'NOT_FOUND'],
     async handler(data) {
       operatorOnly();
-      const deps = { events: services.events, read: services.read, projections: allProjections, requeueWebhooks: async (e: Parameters<Services['webhooks']['requeue']>[0]) => void (await services.webhooks.requeue(e)) };
-      const doc = await retryParked(deps, data.id).catch(asApiError);
+      const doc = await retryParkedEvent(services, data.id).catch(asApiError);
       return { message: 'Parked event applied again.', data: rowOf(doc) };
     },
   });
