@@ -89,6 +89,12 @@ export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string
     // UPDATE; the worker that takes the lease over blocks on that row until this ends it.
     // Shorter than the default lease time, so a takeover finds it gone (test/postgres.hosts).
     idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    // The same cut caught while the server is still sending to the process (a result, a
+    // notification) leaves the session active, not idle: the timeout above never starts and
+    // the transaction stays open as long as TCP retransmits. TCP_USER_TIMEOUT has the server's
+    // kernel give up on data left unacknowledged this long, which ends that session too. A URL
+    // that sets `options` itself keeps its own.
+    options: `-c tcp_user_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
     // A process's connections are named in pg_stat_activity.
     application_name: 'collab',
   });
