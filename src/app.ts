@@ -23,6 +23,7 @@ import { serviceConfigRoutes } from './http/routes/service-config.js';
 import { workspaceSettingsRoutes } from './http/routes/workspace-settings.js';
 import { tokenRoutes } from './http/routes/tokens.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
+import { advancedWebhookRoutes } from './http/routes/advanced-webhooks.js';
 import { auditRoutes } from './http/routes/audit.js';
 import { operations } from './http/metrics.js';
 import { cors } from './http/cors.js';
@@ -36,7 +37,7 @@ import { operationsRoutes } from './http/routes/operations.js';
 import { installConsole } from './http/console.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...workspaceSettingsRoutes(), ...tokenRoutes(services), ...webhookRoutes(services), ...auditRoutes(services), ...operationsRoutes(services)];
+  return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...workspaceSettingsRoutes(), ...tokenRoutes(services), ...webhookRoutes(services), ...advancedWebhookRoutes(services), ...auditRoutes(services), ...operationsRoutes(services)];
 }
 
 const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {

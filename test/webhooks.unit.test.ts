@@ -35,6 +35,7 @@ U('the Standard Webhooks reference vector signs and verifies', () => {
 
 U('triggers: areas from stream categories; workspace events are never delivered', () => {
   assert.is(triggerOf(streamName('workspace', 'w')), null);
+  assert.is(triggerOf(streamName('advancedWebhooks', 'k')), null, 'a key\'s own webhook settings are never delivered');
   assert.is(triggerOf(streamName('agent', 'k', 'a')), 'agent');
   assert.is(triggerOf(streamName('agentGroup', 'k', 'g')), 'agent');
   assert.is(triggerOf(streamName('organization', 'k', 'o')), 'organization');

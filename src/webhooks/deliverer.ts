@@ -42,6 +42,7 @@ import type { RunnerLogger } from '../runtime/projection-runner.js';
 import type { Lease } from '../runtime/lease.js';
 import { workspaceDecider, workspaceStream } from '../../commands/workspace.js';
 import { ENDPOINT_URL_FIELD, type ServiceState, type WebhookEndpoint } from '../../commands/service-config.js';
+import { advancedWebhooksDecider, advancedWebhooksStream, endpointOf, signingSecrets, type AdvancedWebhooksState } from '../../commands/advanced-webhooks.js';
 import { API_KEYS, type ApiKeyDoc } from '../../projections/workspaces.js';
 import { key } from '../shared/ids.js';
 import {
@@ -59,6 +60,7 @@ import { processedPayload, rawPayload } from './payloads.js';
 import { signPayload } from './signature.js';
 import { DestinationBlockedError, EgressPolicy, postWebhook, systemResolver, type Resolver } from '../adapters/egress.js';
 import { triggerOf } from './triggers.js';
+import { advancedBody, advancedTargets, isAdvancedEndpoint, signAll } from './advanced.js';
 import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc } from '../runtime/parked.js';
 import type { SecretStore } from '../secrets/store.js';
 import { SecretUnavailableError } from '../shared/errors.js';
@@ -113,7 +115,12 @@ const silent: RunnerLogger = { error() {}, warn() {}, info() {} };
 interface KeyConfig {
   workspaceId: string;
   webhook: ServiceState;
+  /** The key's advanced webhooks (commands/advanced-webhooks.ts), secrets sealed. */
+  advanced: AdvancedWebhooksState;
 }
+
+/** Where an attempt goes and the headers that authenticate it (given the attempt's timestamp), or why it is not sent. */
+type Target = { url: string; auth: (timestamp: number) => Record<string, string> } | { stop: string };
 
 export class WebhookDeliverer {
   /** How far the follow loop has read (in memory). */
@@ -282,12 +289,17 @@ export class WebhookDeliverer {
       if (!apiKey || !area) continue;
       if (!configs.has(apiKey)) configs.set(apiKey, await this.configFor(apiKey));
       const cfg = configs.get(apiKey);
-      if (!cfg || !cfg.webhook.enabled) continue;
+      if (!cfg) continue;
+      for (const ep of advancedTargets(cfg.advanced, e, area)) {
+        const webhookId = `${e.id}_${ep.endpointId}`;
+        docs.push(this.newDelivery(e, apiKey, cfg.workspaceId, ep.endpointId, ep.url, advancedBody(e, webhookId, cfg.advanced.settings!)));
+      }
+      if (!cfg.webhook.enabled) continue;
       if (cfg.webhook.triggers && !cfg.webhook.triggers.includes(area)) continue;
       for (const endpoint of ENDPOINTS) {
         const url = cfg.webhook.config[ENDPOINT_URL_FIELD[endpoint]];
         if (!url || cfg.webhook.disabledEndpoints.includes(endpoint)) continue;
-        docs.push(this.newDelivery(e, apiKey, cfg.workspaceId, endpoint, url));
+        docs.push(this.newDelivery(e, apiKey, cfg.workspaceId, endpoint, url, JSON.stringify(endpoint === 'raw' ? rawPayload(e) : processedPayload(e))));
       }
     }
     return docs;
@@ -382,7 +394,7 @@ export class WebhookDeliverer {
     await this.read.transaction((tx) => this.insert(tx, docs));
   }
 
-  private newDelivery(e: RecordedEvent, apiKey: string, workspaceId: string, endpoint: WebhookEndpoint, url: string): DeliveryDoc {
+  private newDelivery(e: RecordedEvent, apiKey: string, workspaceId: string, endpoint: string, url: string, body: string): DeliveryDoc {
     const webhookId = `${e.id}_${endpoint}`;
     const now = this.clock();
     return {
@@ -396,7 +408,7 @@ export class WebhookDeliverer {
       stream: e.stream,
       position: e.position,
       url,
-      body: JSON.stringify(endpoint === 'raw' ? rawPayload(e) : processedPayload(e)),
+      body,
       status: 'pending',
       head: false,
       attempts: [],
@@ -414,7 +426,9 @@ export class WebhookDeliverer {
     if (!doc) return null;
     const { state } = await this.commands.load(workspaceDecider, workspaceStream(doc.workspaceId));
     const k = state.status === 'active' ? state.keys[apiKey] : undefined;
-    return k ? { workspaceId: doc.workspaceId, webhook: k.services.webhook } : null;
+    if (!k) return null;
+    const advanced = await this.commands.load(advancedWebhooksDecider, advancedWebhooksStream(apiKey));
+    return { workspaceId: doc.workspaceId, webhook: k.services.webhook, advanced: advanced.state };
   }
 
   // ---- send ----
@@ -511,26 +525,44 @@ export class WebhookDeliverer {
     if (!d) return;
     if (!this.running) return this.release(d);
     const cfg = await this.configFor(d.apiKey);
-    const url = cfg?.webhook.config[ENDPOINT_URL_FIELD[d.endpoint]];
-    const stop = !cfg || !cfg.webhook.enabled
-      ? 'the webhook service was turned off'
-      : cfg.webhook.disabledEndpoints.includes(d.endpoint)
-        ? `the endpoint is disabled${await this.disabledReason(d)}`
-        : !url
-          ? 'the endpoint has no URL any more'
-          : null;
-    if (stop || !url) {
-      await this.settle(d, { status: 'failed', lastError: `Not sent: ${stop}.` });
+    const target = isAdvancedEndpoint(d.endpoint) ? await this.advancedTarget(d, cfg) : await this.basicTarget(d, cfg);
+    if ('stop' in target) {
+      await this.settle(d, { status: 'failed', lastError: `Not sent: ${target.stop}.` });
       return;
     }
-    const authToken = await this.openAuthToken(d.apiKey, cfg!.webhook.config.authToken);
-    if (authToken === null) {
-      await this.settle(d, { status: 'failed', lastError: 'Not sent: the webhook authToken cannot be decrypted (its data key is gone).' });
-      return;
-    }
-    const sent = await this.post(d, url, authToken);
+    const sent = await this.post(d, target);
     if (!sent) return this.release(d);
-    await this.recordOutcome(d, url, sent.attempt, sent.blocked);
+    await this.recordOutcome(d, target.url, sent.attempt, sent.blocked);
+  }
+
+  /** A basic endpoint (raw or processed URL): `Authorization: Basic <authToken>` and its signature, when a token is set. */
+  private async basicTarget(d: DeliveryDoc, cfg: KeyConfig | null): Promise<Target> {
+    const endpoint = d.endpoint as WebhookEndpoint;
+    const url = cfg?.webhook.config[ENDPOINT_URL_FIELD[endpoint]];
+    if (!cfg || !cfg.webhook.enabled) return { stop: 'the webhook service was turned off' };
+    if (cfg.webhook.disabledEndpoints.includes(endpoint)) return { stop: `the endpoint is disabled${await this.disabledReason(d)}` };
+    if (!url) return { stop: 'the endpoint has no URL any more' };
+    const authToken = await this.openAuthToken(d.apiKey, cfg.webhook.config.authToken);
+    if (authToken === null) return { stop: 'the webhook authToken cannot be decrypted (its data key is gone)' };
+    return {
+      url,
+      auth: (timestamp): Record<string, string> => (authToken ? { authorization: `Basic ${authToken}`, 'webhook-signature': signPayload(authToken, d.webhookId, timestamp, d.body) } : {}),
+    };
+  }
+
+  /** An advanced endpoint: signed with every secret that signs now (a rotated-out one during its grace too), no Authorization. */
+  private async advancedTarget(d: DeliveryDoc, cfg: KeyConfig | null): Promise<Target> {
+    const ep = cfg ? endpointOf(cfg.advanced, d.endpoint) : undefined;
+    if (!cfg?.advanced.settings?.isEnabled) return { stop: 'advanced webhooks were turned off' };
+    if (!ep) return { stop: 'the endpoint was deleted' };
+    if (ep.disabled) return { stop: `the endpoint is disabled${ep.disabledReason ? ` (${ep.disabledReason})` : ''}` };
+    const secrets: string[] = [];
+    for (const sealed of signingSecrets(ep, this.clock())) {
+      const s = await this.openAuthToken(d.apiKey, sealed);
+      if (!s) return { stop: 'the endpoint\'s signing secret cannot be decrypted (its data key is gone)' };
+      secrets.push(s);
+    }
+    return { url: ep.url, auth: (timestamp) => ({ 'webhook-signature': signAll(secrets, d.webhookId, timestamp, d.body) }) };
   }
 
   /**
@@ -550,19 +582,17 @@ export class WebhookDeliverer {
     });
   }
 
-  /** Sends the delivery once, signed when the endpoint has an auth token; null when stopping cut it short. */
-  private async post(d: DeliveryDoc, url: string, authToken: string | undefined): Promise<{ attempt: Attempt; blocked: boolean } | null> {
+  /** Sends the delivery once, with the target's authentication headers; null when stopping cut it short. */
+  private async post(d: DeliveryDoc, target: Extract<Target, { url: string }>): Promise<{ attempt: Attempt; blocked: boolean } | null> {
+    const { url } = target;
     const timestamp = Math.floor(this.clock() / 1000);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'user-agent': 'collab-backend-webhooks/1',
       'webhook-id': d.webhookId,
       'webhook-timestamp': String(timestamp),
+      ...target.auth(timestamp),
     };
-    if (authToken) {
-      headers.authorization = `Basic ${authToken}`;
-      headers['webhook-signature'] = signPayload(authToken, d.webhookId, timestamp, d.body);
-    }
     const started = this.clock();
     const attempt: Attempt = { at: started, durationMs: 0 };
     const timeout = AbortSignal.timeout(this.timeoutMs);
@@ -733,13 +763,16 @@ export class WebhookDeliverer {
    */
   private async disable(d: DeliveryDoc, reason: string) {
     const now = this.clock();
+    const meta = { requestId: `webhook-${randomUUID()}`, actor: 'system:webhooks', time: now, workspaceId: d.workspaceId, apiKey: d.apiKey, causationId: d.eventId };
+    const data = { apiKey: d.apiKey, reason };
     try {
-      await this.commands.handle(
-        workspaceDecider,
-        workspaceStream(d.workspaceId),
-        { type: 'DisableWebhookEndpoint', data: { apiKey: d.apiKey, endpoint: d.endpoint, reason }, metadata: { now } },
-        { requestId: `webhook-${randomUUID()}`, actor: 'system:webhooks', time: now, workspaceId: d.workspaceId, apiKey: d.apiKey, causationId: d.eventId },
-      );
+      if (isAdvancedEndpoint(d.endpoint)) {
+        const command = { type: 'DisableAdvancedWebhookEndpoint' as const, data: { ...data, endpointId: d.endpoint }, metadata: { now } };
+        await this.commands.handle(advancedWebhooksDecider, advancedWebhooksStream(d.apiKey), command, meta);
+      } else {
+        const command = { type: 'DisableWebhookEndpoint' as const, data: { ...data, endpoint: d.endpoint as WebhookEndpoint }, metadata: { now } };
+        await this.commands.handle(workspaceDecider, workspaceStream(d.workspaceId), command, meta);
+      }
     } catch (error) {
       // Still enabled: the next failure tries again.
       this.log.error({ err: error, apiKey: d.apiKey, endpoint: d.endpoint }, 'could not disable a failing webhook endpoint');

@@ -4,14 +4,14 @@
  * and `webhookId` derive from the event id, so replaying the log after a crash finds the
  * delivery already queued and never creates a second one with a new id.
  *
- * Beside it, one document per endpoint (an API key's raw or processed URL slot) in
+ * Beside it, one document per endpoint (an API key's raw or processed URL slot, or one of
+ * its advanced endpoints, named by its `ep_...` id: src/webhooks/advanced.ts) in
  * `webhook_endpoints`: when the sender next has work there (its place in the round-robin)
  * and the endpoint's failing streak. The sender finds work through these documents and the
  * indexes below, endpoint by endpoint, so one endpoint's backlog never costs another
  * endpoint a read.
  */
 import type { Doc, IndexSpec, ReadView } from '../ports/read-store.js';
-import type { WebhookEndpoint } from '../../commands/service-config.js';
 import { key } from '../shared/ids.js';
 import { decodePageToken, encodePageToken } from '../../queries/paging.js';
 
@@ -34,7 +34,8 @@ export interface DeliveryDoc extends Doc {
   apiKey: string;
   workspaceId: string;
   webhookId: string;
-  endpoint: WebhookEndpoint;
+  /** `raw` or `processed` (the basic webhook's URLs), or an advanced endpoint's id (`ep_...`). */
+  endpoint: string;
   eventId: string;
   eventType: string;
   stream: string;
@@ -66,7 +67,7 @@ export interface DeliveryDoc extends Doc {
 export interface EndpointStateDoc extends Doc {
   apiKey: string;
   workspaceId: string;
-  endpoint: WebhookEndpoint;
+  endpoint: string;
   /** Some queue of this endpoint has a pending head delivery. */
   scheduled: boolean;
   /**
@@ -90,7 +91,7 @@ export interface EndpointStateDoc extends Doc {
   disabledReason: string | null;
 }
 
-export const endpointStateId = (apiKey: string, endpoint: WebhookEndpoint) => key(apiKey, endpoint);
+export const endpointStateId = (apiKey: string, endpoint: string) => key(apiKey, endpoint);
 
 export const outboxIndexes: IndexSpec[] = [
   { collection: DELIVERIES, fields: ['status', 'position'] },

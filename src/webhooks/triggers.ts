@@ -18,8 +18,8 @@ export const categoryOf = (stream: string): string => {
   return i < 0 ? stream : stream.slice(0, i);
 };
 
-/** Categories that are not tenant data and never delivered. */
-const NEVER = new Set(['workspace']);
+/** Categories that are not tenant data and never delivered (lower case): the workspace and the key's own webhook settings. */
+const NEVER = new Set(['workspace', 'advancedwebhooks']);
 
 export function triggerOf(stream: string): WebhookTrigger | null {
   const c = categoryOf(stream).toLowerCase();

@@ -15,7 +15,7 @@ const deliveryAnswer = z.object({
   id: z.string().describe('The delivery\'s webhook id (sent to the receiver with the payload).'),
   eventId: z.string().describe('The event delivered.'),
   eventType: z.string(),
-  endpoint: z.enum(['raw', 'processed']).describe('Which of the configured URLs (`rawNotificationUrl`, `processedNotificationUrl`).'),
+  endpoint: z.string().describe('Which of the configured URLs (`raw`: `rawNotificationUrl`, `processed`: `processedNotificationUrl`), or the id (`ep_...`) of an advanced webhook endpoint.'),
   url: z.string().describe('The URL of the last attempt.'),
   status: deliveryStatus,
   attemptCount: z.number().int(),
