@@ -1,6 +1,6 @@
 /**
  * The OpenAPI document (GET /openapi.json) describes the workspace, API-key, service
- * configuration, token, webhook, audit, agent and presence routes: each is listed under its
+ * configuration, token, webhook (advanced ones too), audit, agent and presence routes: each is listed under its
  * tag with a summary, an example request, and a success answer whose `result.data` has a
  * schema (an empty `{}` would tell a client nothing). And each example is a request the
  * route accepts.
@@ -15,6 +15,7 @@ import { presenceRoutes } from '../src/http/routes/presence.js';
 import { serviceConfigRoutes } from '../src/http/routes/service-config.js';
 import { tokenRoutes } from '../src/http/routes/tokens.js';
 import { webhookRoutes } from '../src/http/routes/webhooks.js';
+import { advancedWebhookRoutes } from '../src/http/routes/advanced-webhooks.js';
 import { workspaceRoutes } from '../src/http/routes/workspace.js';
 import { workspaceSettingsRoutes } from '../src/http/routes/workspace-settings.js';
 
@@ -41,6 +42,14 @@ const ROUTES: Array<[path: string, tag: string, extra: string[]]> = [
   ['/v2/workspace/webhookconfig/get', 'Service configuration', []],
   ['/v2/auth/generate_token', 'Tokens', ['NOT_FOUND', 'FAILED_PRECONDITION']],
   ['/v2/workspace/webhooks/deliveries/get', 'Webhooks', []],
+  ['/v2/workspace/advancedwebhookconfig/get', 'Advanced webhooks', []],
+  ['/v2/workspace/advancedwebhookconfig/update', 'Advanced webhooks', ['FAILED_PRECONDITION']],
+  ['/v2/workspace/advancedwebhook/endpoints/create', 'Advanced webhooks', ['FAILED_PRECONDITION', 'RESOURCE_EXHAUSTED']],
+  ['/v2/workspace/advancedwebhook/endpoints/update', 'Advanced webhooks', ['FAILED_PRECONDITION', 'NOT_FOUND']],
+  ['/v2/workspace/advancedwebhook/endpoints/delete', 'Advanced webhooks', ['FAILED_PRECONDITION', 'NOT_FOUND']],
+  ['/v2/workspace/advancedwebhook/endpoints/get', 'Advanced webhooks', ['FAILED_PRECONDITION']],
+  ['/v2/workspace/advancedwebhook/endpoints/secret/get', 'Advanced webhooks', ['FAILED_PRECONDITION', 'NOT_FOUND']],
+  ['/v2/workspace/advancedwebhook/endpoints/secret/rotate', 'Advanced webhooks', ['FAILED_PRECONDITION', 'NOT_FOUND']],
   ['/v2/audit/events/get', 'Audit', []],
   ['/v2/agents/get', 'Agents', ['NOT_FOUND']],
   ['/v2/agents/create', 'Agents', []],
@@ -102,7 +111,7 @@ S('each example passes its route\'s request schema', ({ h }) => {
   const s = h.services;
   const routes = [
     ...workspaceRoutes(s), ...keyLifecycleRoutes(), ...serviceConfigRoutes(s), ...tokenRoutes(s),
-    ...webhookRoutes(s), ...auditRoutes(s), ...agentRoutes(s), ...presenceRoutes(s), ...workspaceSettingsRoutes(),
+    ...webhookRoutes(s), ...auditRoutes(s), ...agentRoutes(s), ...presenceRoutes(s), ...workspaceSettingsRoutes(), ...advancedWebhookRoutes(s),
   ];
   assert.equal(routes.map((r) => r.path).sort(), ROUTES.map(([path]) => path).sort());
   for (const r of routes) {

@@ -1645,6 +1645,170 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/workspace/advancedwebhookconfig/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The API key's advanced webhook settings
+         * @description Never configured: every field at its default (`isEnabled: false`, `publicKey: ""`).
+         */
+        post: operations["workspaceAdvancedwebhookconfigGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspace/advancedwebhookconfig/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update the API key's advanced webhook settings
+         * @description A partial update: at least one of isEnabled, encryptData, encodeData, publicKey or enableDataProtection (else `INVALID_ARGUMENT`). The first update must carry `isEnabled: true` (else `FAILED_PRECONDITION`). The answer is the settings after the write.
+         *     - `encryptData` needs `publicKey`: the base64 DER of an RSA public key (at most 8192 characters); payloads are then sent encrypted (AES-256-CBC, the key wrapped with RSA-OAEP SHA-256).
+         *     - `encodeData` sends payloads as `{ encodedPayload: <base64> }`; `enableDataProtection` is stored only.
+         */
+        post: operations["workspaceAdvancedwebhookconfigUpdate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspace/advancedwebhook/endpoints/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create an advanced webhook endpoint
+         * @description Needs advanced webhooks enabled on the key (`advancedwebhookconfig/update` with `isEnabled: true`), else `FAILED_PRECONDITION`. An API key has at most 50 endpoints (`RESOURCE_EXHAUSTED`).
+         *     - `url`: http(s), at most 2048 characters, allowed by the destination policy; `filterTypes`: 1 to 100 event types (exact names, each at most 128 characters), absent: every event; `channels`: areas (organization, folder, document, user, group, agent, other), absent: every area; `metadata`: at most 50 string entries.
+         *     - The endpoint's signing secret is generated here, stored encrypted, and read with `advancedwebhook/endpoints/secret/get`.
+         */
+        post: operations["workspaceAdvancedwebhookEndpointsCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspace/advancedwebhook/endpoints/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update an advanced webhook endpoint
+         * @description Needs advanced webhooks enabled on the key (`advancedwebhookconfig/update` with `isEnabled: true`), else `FAILED_PRECONDITION`. A partial update: at least one field besides `endpointId`; the fields as on create. `disabled: false` also enables an endpoint the service disabled. The answer is the endpoint after the write.
+         */
+        post: operations["workspaceAdvancedwebhookEndpointsUpdate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspace/advancedwebhook/endpoints/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete an advanced webhook endpoint
+         * @description Needs advanced webhooks enabled on the key (`advancedwebhookconfig/update` with `isEnabled: true`), else `FAILED_PRECONDITION`. Its pending deliveries are not sent, and its secret stops signing.
+         */
+        post: operations["workspaceAdvancedwebhookEndpointsDelete"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspace/advancedwebhook/endpoints/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List the API key's advanced webhook endpoints
+         * @description Needs advanced webhooks enabled on the key (`advancedwebhookconfig/update` with `isEnabled: true`), else `FAILED_PRECONDITION`. In creation order; `limit` 1 to 250 (default 250). While `done` is false, send `iterator` back for the next page; `prevIterator` is always `null` here.
+         */
+        post: operations["workspaceAdvancedwebhookEndpointsGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspace/advancedwebhook/endpoints/secret/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The endpoint's current signing secret
+         * @description Needs advanced webhooks enabled on the key (`advancedwebhookconfig/update` with `isEnabled: true`), else `FAILED_PRECONDITION`. `whsec_` and the base64 of the key (Standard Webhooks). Stored encrypted; this route is the only one that shows it. After a rotation, the new one.
+         */
+        post: operations["workspaceAdvancedwebhookEndpointsSecretGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspace/advancedwebhook/endpoints/secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the endpoint's signing secret (this service's addition)
+         * @description Needs advanced webhooks enabled on the key (`advancedwebhookconfig/update` with `isEnabled: true`), else `FAILED_PRECONDITION`. A new secret signs from now on (read it with `secret/get`); the previous one keeps signing beside it, a second `v1,` signature in `webhook-signature`, for 24 hours, so receivers can switch without losing deliveries. `revokePrevious: true` stops the previous ones at once (a leaked secret).
+         */
+        post: operations["workspaceAdvancedwebhookEndpointsSecretRotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/audit/events/get": {
         parameters: {
             query?: never;
@@ -11831,11 +11995,8 @@ export interface operations {
                                 /** @description The event delivered. */
                                 eventId: string;
                                 eventType: string;
-                                /**
-                                 * @description Which of the configured URLs (`rawNotificationUrl`, `processedNotificationUrl`).
-                                 * @enum {string}
-                                 */
-                                endpoint: "raw" | "processed";
+                                /** @description Which of the configured URLs (`raw`: `rawNotificationUrl`, `processed`: `processedNotificationUrl`), or the id (`ep_...`) of an advanced webhook endpoint. */
+                                endpoint: string;
                                 /** @description The URL of the last attempt. */
                                 url: string;
                                 /** @enum {string} */
@@ -11895,6 +12056,1088 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    workspaceAdvancedwebhookconfigGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {}
+                 *     }
+                 */
+                "application/json": {
+                    data: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                isEnabled: boolean;
+                                encryptData: boolean;
+                                encodeData: boolean;
+                                publicKey: string;
+                                /** @description Stored and answered; this service does not act on it. */
+                                enableDataProtection: boolean;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    workspaceAdvancedwebhookconfigUpdate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "isEnabled": true,
+                 *         "encryptData": false,
+                 *         "encodeData": false
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        isEnabled?: boolean;
+                        encryptData?: boolean;
+                        encodeData?: boolean;
+                        publicKey?: string;
+                        enableDataProtection?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                isEnabled: boolean;
+                                encryptData: boolean;
+                                encodeData: boolean;
+                                publicKey: string;
+                                /** @description Stored and answered; this service does not act on it. */
+                                enableDataProtection: boolean;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description ABORTED or ALREADY_EXISTS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure409"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    workspaceAdvancedwebhookEndpointsCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "url": "https://example.com/webhooks/collab",
+                 *         "description": "Primary endpoint",
+                 *         "filterTypes": [
+                 *           "DocumentAdded",
+                 *           "DocumentDeleted"
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        url: string;
+                        uid?: string;
+                        description?: string;
+                        filterTypes?: string[];
+                        channels?: ("organization" | "folder" | "document" | "user" | "group" | "agent" | "other")[];
+                        disabled?: boolean;
+                        rateLimit?: number;
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                id: string;
+                                url: string;
+                                description: string | null;
+                                /** @description Event types delivered (exact names, e.g. `DocumentAdded`); `null`: every event. */
+                                filterTypes: string[] | null;
+                                /** @description Areas delivered; `null`: every area. */
+                                channels: string[] | null;
+                                disabled: boolean;
+                                /** @description Stored and answered; not enforced (docs/webhooks.md). */
+                                rateLimit: number | null;
+                                uid: string | null;
+                                metadata: {
+                                    [key: string]: string;
+                                };
+                                /** @description Why the service disabled the endpoint (410 Gone, or failing for days); `null` otherwise. */
+                                disabledReason: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description ABORTED or ALREADY_EXISTS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure409"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    workspaceAdvancedwebhookEndpointsUpdate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "endpointId": "ep_2vK9mPzGqLxYwBnRtCdHsJfAeUo",
+                 *         "description": "Updated endpoint description",
+                 *         "disabled": false
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        endpointId: string;
+                        url?: string;
+                        description?: string;
+                        filterTypes?: string[];
+                        channels?: ("organization" | "folder" | "document" | "user" | "group" | "agent" | "other")[];
+                        disabled?: boolean;
+                        rateLimit?: number;
+                        metadata?: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                id: string;
+                                url: string;
+                                description: string | null;
+                                /** @description Event types delivered (exact names, e.g. `DocumentAdded`); `null`: every event. */
+                                filterTypes: string[] | null;
+                                /** @description Areas delivered; `null`: every area. */
+                                channels: string[] | null;
+                                disabled: boolean;
+                                /** @description Stored and answered; not enforced (docs/webhooks.md). */
+                                rateLimit: number | null;
+                                uid: string | null;
+                                metadata: {
+                                    [key: string]: string;
+                                };
+                                /** @description Why the service disabled the endpoint (410 Gone, or failing for days); `null` otherwise. */
+                                disabledReason: string | null;
+                                createdAt: string;
+                                updatedAt: string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description ABORTED or ALREADY_EXISTS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure409"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    workspaceAdvancedwebhookEndpointsDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "endpointId": "ep_2vK9mPzGqLxYwBnRtCdHsJfAeUo"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        endpointId: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                endpointId: string;
+                                /** @enum {boolean} */
+                                deleted: true;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description ABORTED or ALREADY_EXISTS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure409"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    workspaceAdvancedwebhookEndpointsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "limit": 50
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        limit?: number;
+                        iterator?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                endpoints: {
+                                    id: string;
+                                    url: string;
+                                    description: string | null;
+                                    /** @description Event types delivered (exact names, e.g. `DocumentAdded`); `null`: every event. */
+                                    filterTypes: string[] | null;
+                                    /** @description Areas delivered; `null`: every area. */
+                                    channels: string[] | null;
+                                    disabled: boolean;
+                                    /** @description Stored and answered; not enforced (docs/webhooks.md). */
+                                    rateLimit: number | null;
+                                    uid: string | null;
+                                    metadata: {
+                                        [key: string]: string;
+                                    };
+                                    /** @description Why the service disabled the endpoint (410 Gone, or failing for days); `null` otherwise. */
+                                    disabledReason: string | null;
+                                    createdAt: string;
+                                    updatedAt: string;
+                                }[];
+                                iterator: string | null;
+                                prevIterator: null;
+                                done: boolean;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    workspaceAdvancedwebhookEndpointsSecretGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "endpointId": "ep_2vK9mPzGqLxYwBnRtCdHsJfAeUo"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        endpointId: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                endpointId: string;
+                                secret: string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    workspaceAdvancedwebhookEndpointsSecretRotate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "endpointId": "ep_2vK9mPzGqLxYwBnRtCdHsJfAeUo"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        endpointId: string;
+                        revokePrevious?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                endpointId: string;
+                                /** @description When the previous secret stops signing (ISO 8601). */
+                                previousSecretValidUntil: string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description ABORTED or ALREADY_EXISTS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure409"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
