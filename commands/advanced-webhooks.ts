@@ -60,7 +60,7 @@ export type EndpointFields = {
 export type EndpointChange = Partial<Omit<EndpointFields, 'uid'>>;
 
 /** A signing secret, sealed; `validUntil` null while it is the current one. */
-export interface SigningSecret {
+interface SigningSecret {
   secret: string;
   createdAt: number;
   validUntil: number | null;
