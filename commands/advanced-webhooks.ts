@@ -64,6 +64,8 @@ interface SigningSecret {
   secret: string;
   createdAt: number;
   validUntil: number | null;
+  /** Shown once: `secret/get` answers it the first time only (docs/webhooks.md, Advanced webhooks). */
+  revealed?: boolean;
 }
 
 export interface EndpointState extends EndpointFields {
@@ -88,7 +90,9 @@ export type AdvancedWebhookEvent =
   | DomainEvent<'AdvancedWebhookEndpointDeleted', { apiKey: string; endpointId: string; deletedAt: number }>
   /** `secret`: the new current one, sealed; the previous one signs until `previousValidUntil`; `dropped`: creation times of secrets past their grace. */
   | DomainEvent<'AdvancedWebhookSecretRotated', { apiKey: string; endpointId: string; secret: string; previousValidUntil: number; dropped: number[]; rotatedAt: number }>
-  | DomainEvent<'AdvancedWebhookEndpointDisabled', { apiKey: string; endpointId: string; reason: string; disabledAt: number }>;
+  | DomainEvent<'AdvancedWebhookEndpointDisabled', { apiKey: string; endpointId: string; reason: string; disabledAt: number }>
+  /** `secret/get` showed the current secret (the one created at `secretCreatedAt`); it is never shown again. */
+  | DomainEvent<'AdvancedWebhookSecretRevealed', { apiKey: string; endpointId: string; secretCreatedAt: number; revealedAt: number }>;
 
 // ---- state ----
 
@@ -124,6 +128,10 @@ function evolveEndpoint(ep: EndpointState, event: AdvancedWebhookEvent): Endpoin
     }
     case 'AdvancedWebhookEndpointDisabled':
       return { ...ep, disabled: true, disabledReason: event.data.reason, updatedAt: event.data.disabledAt };
+    case 'AdvancedWebhookSecretRevealed': {
+      const at = event.data.secretCreatedAt;
+      return { ...ep, secrets: ep.secrets.map((s) => (s.createdAt === at ? { ...s, revealed: true } : s)) };
+    }
     default:
       return ep;
   }
@@ -147,6 +155,7 @@ function evolve(state: AdvancedWebhooksState, event: AdvancedWebhookEvent): Adva
     }
     case 'AdvancedWebhookEndpointUpdated':
     case 'AdvancedWebhookSecretRotated':
+    case 'AdvancedWebhookSecretRevealed':
     case 'AdvancedWebhookEndpointDisabled': {
       const ep = endpointOf(state, event.data.endpointId);
       return ep ? withEndpoint(state, evolveEndpoint(ep, event)) : state;
@@ -166,6 +175,8 @@ export type AdvancedWebhookCommand =
   | Command<'DeleteAdvancedWebhookEndpoint', { apiKey: string; endpointId: string }>
   /** `secret`: the new one, generated and sealed outside; `revokePrevious`: the old ones stop signing at once. */
   | Command<'RotateAdvancedWebhookSecret', { apiKey: string; endpointId: string; secret: string; revokePrevious: boolean }>
+  /** `secret/get`: records that the current secret is shown; nothing when it was shown before. */
+  | Command<'RevealAdvancedWebhookSecret', { apiKey: string; endpointId: string }>
   /** The deliverer's (410 Gone, or failing for days); nothing when the endpoint is gone or already disabled. */
   | Command<'DisableAdvancedWebhookEndpoint', { apiKey: string; endpointId: string; reason: string }>;
 
@@ -214,6 +225,11 @@ function decideOnEndpoint(command: EndpointCommand, ep: EndpointState, now: numb
       const revoked = command.data.revokePrevious ? ep.secrets.filter((s) => s.validUntil !== null && !dropped.includes(s.createdAt)).map((s) => s.createdAt) : [];
       return [{ type: 'AdvancedWebhookSecretRotated', data: { apiKey, endpointId, secret: command.data.secret, previousValidUntil, dropped: [...dropped, ...revoked], rotatedAt: now } }];
     }
+    case 'RevealAdvancedWebhookSecret': {
+      const current = currentSecret(ep);
+      if (current.revealed) return [];
+      return [{ type: 'AdvancedWebhookSecretRevealed', data: { apiKey, endpointId, secretCreatedAt: current.createdAt, revealedAt: now } }];
+    }
     default:
       return assertNever(command, 'advanced webhook endpoint command');
   }
@@ -248,6 +264,13 @@ export const advancedWebhooksDecider: Decider<AdvancedWebhooksState, AdvancedWeb
   evolve,
   decide,
 };
+
+/** The endpoint's current secret (every endpoint has one from its creation on). */
+export function currentSecret(ep: EndpointState): SigningSecret {
+  const current = ep.secrets.find((s) => s.validUntil === null);
+  if (!current) throw new Error(`advanced webhook endpoint ${ep.endpointId} has no current secret`);
+  return current;
+}
 
 /** The sealed secrets that sign at `now`: the current one first, then those still in their grace. */
 export function signingSecrets(ep: EndpointState, now: number): string[] {

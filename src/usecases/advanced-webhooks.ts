@@ -14,8 +14,8 @@ import {
   advancedWebhooksStream,
   DEFAULT_SETTINGS,
   DISABLED,
-  ENDPOINT_NOT_FOUND,
   NOT_CONFIGURED,
+  currentSecret,
   endpointOf,
   type AdvancedWebhookSettings,
   type EndpointChange,
@@ -27,9 +27,10 @@ import {
   type AdvancedWebhookEndpointDoc,
   type AdvancedWebhookSettingsDoc,
 } from '../../projections/advanced-webhooks.js';
+import { REDACTED } from '../../commands/service-config.js';
 import { decodePageToken, encodePageToken } from '../../queries/paging.js';
 import { ADVANCED_ENDPOINT_PREFIX, newSigningSecret, rsaPublicKey } from '../webhooks/advanced.js';
-import { failedPrecondition, invalidArgument, notFound } from '../shared/errors.js';
+import { failedPrecondition, invalidArgument } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import type { TenantContext } from './context.js';
 
@@ -156,14 +157,21 @@ export async function listAdvancedWebhookEndpoints(ctx: TenantContext, q: { limi
   };
 }
 
-/** The endpoint's current signing secret, opened from the write side (the only way to read it). */
+/**
+ * The endpoint's current signing secret, shown once: the first call after the endpoint's
+ * creation or a rotation answers it, opened from its sealed form; later calls answer
+ * `__redacted__` (rotate to get a new one). The hosted `create` never answers the secret, so
+ * a hosted client's create-then-`secret/get` still reads it. The reveal is an event: of two
+ * concurrent calls, the one whose append conflicts decides again and finds it shown.
+ */
 export async function getAdvancedWebhookSecret(ctx: TenantContext, endpointId: string) {
   const { state } = await ctx.services.commands.load(advancedWebhooksDecider, advancedWebhooksStream(ctx.apiKey));
   requireEnabled(state.settings);
-  const ep = endpointOf(state, endpointId);
-  if (!ep) throw notFound(ENDPOINT_NOT_FOUND, { reason: `No advanced webhook endpoint ${JSON.stringify(endpointId)} on this API key.` });
-  const current = ep.secrets.find((s) => s.validUntil === null)!;
-  return { endpointId, secret: await ctx.services.secrets.openString(ctx.apiKey, current.secret) };
+  const r = await ctx.execute(advancedWebhooksDecider, advancedWebhooksStream(ctx.apiKey), { type: 'RevealAdvancedWebhookSecret', data: { apiKey: ctx.apiKey, endpointId } });
+  const revealed = r.events.find((e) => e.type === 'AdvancedWebhookSecretRevealed');
+  if (!revealed) return { endpointId, secret: REDACTED };
+  const ep = endpointOf(r.state, endpointId)!;
+  return { endpointId, secret: await ctx.services.secrets.openString(ctx.apiKey, currentSecret(ep).secret) };
 }
 
 /** A new signing secret; the previous one keeps signing for the grace period unless `revokePrevious`. */
