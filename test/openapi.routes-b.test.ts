@@ -33,6 +33,7 @@ const expected: Record<string, [tag: string, data: boolean, notFound: boolean]> 
   '/v2/users/delete': ['Users', true, true],
   '/v2/users/get': ['Users', true, true],
   '/v2/organizations/usergroups/add': ['User groups', true, true],
+  '/v2/organizations/usergroups/get': ['User groups', true, true],
   '/v2/organizations/usergroups/users/add': ['User groups', true, true],
   '/v2/organizations/usergroups/users/delete': ['User groups', true, true],
   '/v2/auth/permissions/get': ['Permissions', true, true],

@@ -888,6 +888,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/usergroups/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List an organization's user groups (this service's; the hosted API has none)
+         * @description The organization's groups in creation order, each with `memberCount` (its members, whether or not they still hold a grant on the organization). Paged: `pageSize` 1 to 100 (default 100); while more follow, the answer carries `result.pageToken` and `result.nextPageToken`. A token is bound to the query that made it: with another query it is INVALID_ARGUMENT. An organization that does not exist is NOT_FOUND.
+         */
+        post: operations["organizationsUsergroupsGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/usergroups/users/add": {
         parameters: {
             query?: never;
@@ -6495,6 +6515,133 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure422"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    organizationsUsergroupsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "pageSize": 50
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        organizationId: string;
+                        pageSize?: number;
+                        pageToken?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                groupId: string;
+                                /** @description The groupId when the group was added without a name. */
+                                groupName: string;
+                                /** @description How many users are in the group. */
+                                memberCount: number;
+                            }[];
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
+                            /** @description The same token as `pageToken` (the hosted API's name). */
+                            nextPageToken?: string;
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */
