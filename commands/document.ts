@@ -24,7 +24,8 @@ type DocRef = {
   documentId: string;
 };
 
-type DeletionReason = 'request' | 'folderDeleted' | 'organizationDeleted';
+/** `migrated`: documents/migrate moved it to a new id (commands/document-migration.ts). */
+type DeletionReason = 'request' | 'folderDeleted' | 'organizationDeleted' | 'migrated';
 
 export type DocumentEvent =
   | DomainEvent<'DocumentAdded', DocRef & {

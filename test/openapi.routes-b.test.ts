@@ -27,6 +27,8 @@ const expected: Record<string, [tag: string, data: boolean, notFound: boolean]> 
   '/v2/organizations/documents/delete': ['Documents', true, true],
   '/v2/organizations/documents/move': ['Documents', false, true],
   '/v2/organizations/documents/access/update': ['Documents', true, true],
+  '/v2/organizations/documents/migrate': ['Documents', true, true],
+  '/v2/organizations/documents/migrate/status': ['Documents', true, true],
   '/v2/organizations/documents/access/disablestate/update': ['Documents', true, true],
   '/v2/users/add': ['Users', true, true],
   '/v2/users/update': ['Users', true, true],
