@@ -30,7 +30,11 @@ export const migrationKey = (apiKey: string, organizationId: string, migrationId
 
 export const documentMigrationsProjection = defineProjection<DocumentMigrationEvent | OrganizationEvent>({
   name: 'documentMigrations',
-  indexes: [{ collection: DOCUMENT_MIGRATIONS, fields: ['apiKey', 'organizationId'] }],
+  indexes: [
+    { collection: DOCUMENT_MIGRATIONS, fields: ['apiKey', 'organizationId'] },
+    // A migration sent again finds the unfinished one of the same two ids (src/usecases/document-migration.ts).
+    { collection: DOCUMENT_MIGRATIONS, fields: ['apiKey', 'organizationId', 'documentId', 'newDocumentId', 'status'] },
+  ],
   handlers: {
     async DocumentMigrationStarted(e, tx) {
       const d = e.data;

@@ -50,3 +50,9 @@ export async function migrationStatus(read: ReadView, apiKey: string, organizati
     ...(m.error !== undefined ? { error: m.error } : {}),
   };
 }
+
+/** The migration of `documentId` to `newDocumentId` that started and neither completed nor failed, if any. */
+export async function unfinishedMigration(read: ReadView, apiKey: string, organizationId: string, documentId: string, newDocumentId: string): Promise<string | undefined> {
+  const [m] = await read.find<MigrationDoc>(DOCUMENT_MIGRATIONS, { apiKey, organizationId, documentId, newDocumentId, status: 'in_progress' }, { limit: 1 });
+  return m?.migrationId;
+}

@@ -149,16 +149,78 @@ test('status: an unknown migration, another organization\'s or another key\'s is
   assert.is((await post(STATUS, { organizationId: 'nope', migrationId })).body.error.message, 'Organization does not exist.');
 });
 
-test('a step refused midway: the migration is recorded failed with its message, and the refusal is the answer', async () => {
-  await ok('/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: 'y' }] });
+/**
+ * A request context whose commands of the `refused` types are refused with `err` (the others
+ * run), to stop a migration at a chosen step as a taken id, a crash or a lost store would.
+ */
+function refusing(refused: (command: { type: string; data: Record<string, unknown> }) => boolean, err = new ApiError('ALREADY_EXISTS', 'Document already exists')) {
   const silent = { info() {}, warn() {}, error() {} };
-  const real = new RequestContext(h.services, 'req-fail', h.services.clock(), silent, 'test', { apiKey: t.apiKey, workspaceId: t.workspaceId, type: 'testing' });
-  // The new document's append is refused (as when another request took the id meanwhile).
-  const failing = Object.assign(Object.create(real) as RequestContext, {
+  const real = new RequestContext(h.services, 'req-stopped', h.services.clock(), silent, 'test', { apiKey: t.apiKey, workspaceId: t.workspaceId, type: 'testing' });
+  return Object.assign(Object.create(real) as RequestContext, {
     execute: ((decider, stream, command) =>
-      (command as { type: string }).type === 'AddDocument' ? Promise.reject(new ApiError('ALREADY_EXISTS', 'Document already exists')) : real.execute(decider, stream, command)) as RequestContext['execute'],
+      refused(command as { type: string; data: Record<string, unknown> }) ? Promise.reject(err) : real.execute(decider, stream, command)) as RequestContext['execute'],
   });
-  let migrationId = '';
+}
+
+const until = waiter(5000, 10);
+/** The id of the newest migration of `documentId` whose events include `type`, once the audit read model has it. */
+async function migrationOf(documentId: string, type: string): Promise<string> {
+  let id = '';
+  await until(`${type} of ${documentId} in the audit`, async () => {
+    const rows = (await ok('/v2/audit/events/get', { organizationId: 'o', pageSize: 1000 })).data as { type: string; data: { migrationId: string; documentId?: string } }[];
+    const started = new Set(rows.filter((e) => e.type === 'DocumentMigrationStarted' && e.data.documentId === documentId).map((e) => e.data.migrationId));
+    const hit = rows.filter((e) => e.type === type && started.has(e.data.migrationId)).pop();
+    if (hit) id = hit.data.migrationId;
+    return hit !== undefined;
+  });
+  return id;
+}
+
+test('stopped among the moves: in_progress; sent again it finishes the same migration, and the permissions are the old ones', async () => {
+  await ok('/v2/organizations/documents/add', { organizationId: 'o', folderId: 'f', documents: [{ documentId: 'r', documentName: 'Resumed', accessType: 'restricted' }] });
+  for (const [userId, accessRole] of [['alice', 'viewer'], ['bob', 'editor'], ['erin', 'viewer']]) {
+    await ok('/v2/auth/permissions/add', { userId, permissions: { resources: [{ type: 'document', id: 'r', organizationId: 'o', accessRole }] } });
+  }
+  const before = await permissionsOn('r');
+  // bob's move is refused (the store went away): alice's is done, erin's is not yet.
+  const stopped = refusing((c) => c.type === 'MoveGrant' && c.data.userId === 'bob', new ApiError('UNAVAILABLE', 'The event store is unavailable.'));
+  try {
+    await migrateDocument(stopped, { organizationId: 'o', documentId: 'r', newDocumentId: 'r2' });
+    assert.unreachable('the migration went through');
+  } catch (err) {
+    assert.is((err as ApiError).status, 'UNAVAILABLE');
+  }
+  const migrationId = await migrationOf('r', 'DocumentMigrationStarted');
+  assert.is((await ok(STATUS, { organizationId: 'o', migrationId })).data.status, 'in_progress');
+  const r = await ok(MIGRATE, { organizationId: 'o', documentId: 'r', newDocumentId: 'r2' });
+  assert.is(r.data.migrationId, migrationId, 'the same migration, finished');
+  const s = (await ok(STATUS, { organizationId: 'o', migrationId })).data;
+  assert.is(s.status, 'completed');
+  assert.is(s.grantsMoved, 2, 'bob and erin, moved by the run that finished it');
+  assert.equal(await permissionsOn('r2'), before);
+  assert.equal((await ok('/v2/organizations/documents/get', { organizationId: 'o', documentIds: ['r', 'r2'] })).data.map((d: { id: string }) => d.id), ['r2']);
+});
+
+test('an unfinished migration whose new id became another document meanwhile is refused when sent again; the old document keeps its grants', async () => {
+  await ok('/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: 'z' }] });
+  await ok('/v2/auth/permissions/add', { userId: 'alice', permissions: { resources: [{ type: 'document', id: 'z', organizationId: 'o', accessRole: 'editor' }] } });
+  // Stopped after it started, before its document was made, and before it could record that (a crash).
+  const crashed = refusing((c) => c.type === 'AddDocument' || c.type === 'FailDocumentMigration', new ApiError('UNAVAILABLE', 'gone'));
+  await migrateDocument(crashed, { organizationId: 'o', documentId: 'z', newDocumentId: 'z2' }).then(() => assert.unreachable('went through'), () => undefined);
+  const migrationId = await migrationOf('z', 'DocumentMigrationStarted');
+  await ok('/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: 'z2' }] });
+  const again = await post(MIGRATE, { organizationId: 'o', documentId: 'z', newDocumentId: 'z2' });
+  assert.is(again.status, 409);
+  assert.is(again.body.error.message, 'Document "z2" already exists.');
+  assert.is((await ok(STATUS, { organizationId: 'o', migrationId })).data.status, 'in_progress');
+  assert.is((await permissionsOn('z')).alice.accessRole, 'editor', 'nothing moved into another\'s document');
+  assert.equal((await whoCanOpen('z2')).filter((u: { via: { level: string } }) => u.via.level === 'resource'), []);
+});
+
+test('its new document refused: the migration is recorded failed with the message, which is the answer; nothing else changed', async () => {
+  await ok('/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: 'y' }] });
+  // The new document's append is refused (as when another request took the id meanwhile).
+  const failing = refusing((c) => c.type === 'AddDocument');
   try {
     await migrateDocument(failing, { organizationId: 'o', documentId: 'y', newDocumentId: 'y2' });
     assert.unreachable('the migration went through');
@@ -166,13 +228,7 @@ test('a step refused midway: the migration is recorded failed with its message, 
     assert.instance(err, ApiError);
     assert.is((err as ApiError).message, 'Document already exists');
   }
-  const until = waiter(5000, 10);
-  await until('the failed migration in the read model', async () => {
-    const rows = (await ok('/v2/audit/events/get', { organizationId: 'o', pageSize: 1000 })).data as { type: string; data: { migrationId: string } }[];
-    const f = rows.find((e) => e.type === 'DocumentMigrationFailed');
-    if (f) migrationId = f.data.migrationId;
-    return f !== undefined;
-  });
+  const migrationId = await migrationOf('y', 'DocumentMigrationFailed');
   const s = (await ok(STATUS, { organizationId: 'o', migrationId })).data;
   assert.is(s.status, 'failed');
   assert.is(s.error, 'Document already exists');
