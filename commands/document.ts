@@ -24,7 +24,11 @@ type DocRef = {
   documentId: string;
 };
 
-type DeletionReason = 'request' | 'folderDeleted' | 'organizationDeleted';
+/** `migrated`: documents/migrate moved it to a new id (commands/document-migration.ts). */
+/** The migration that made a document (commands/document-migration.ts), so a migration sent again knows its own document. */
+type DocumentMigrationRef = { migrationId: string; fromDocumentId: string };
+
+type DeletionReason = 'request' | 'folderDeleted' | 'organizationDeleted' | 'migrated';
 
 export type DocumentEvent =
   | DomainEvent<'DocumentAdded', DocRef & {
@@ -33,6 +37,8 @@ export type DocumentEvent =
       accessType: AccessType | null;
       disabled: boolean;
       createdAt: number;
+      /** Present when documents/migrate made it: the migration, and the id the document had. */
+      migration?: DocumentMigrationRef;
     }>
   | DomainEvent<'DocumentRenamed', DocRef & { documentName: string }>
   | DomainEvent<'DocumentMoved', DocRef & { folderId: string | null; previousFolderId: string | null }>
@@ -44,7 +50,7 @@ export type DocumentEvent =
 
 export type DocumentState =
   | { status: 'none' }
-  | { status: 'active'; folderId: string | null; documentName: string; accessType: AccessType | null; disabled: boolean };
+  | { status: 'active'; folderId: string | null; documentName: string; accessType: AccessType | null; disabled: boolean; migrationId?: string };
 
 const initialState = (): DocumentState => ({ status: 'none' });
 
@@ -53,7 +59,9 @@ const initialState = (): DocumentState => ({ status: 'none' });
 function evolve(state: DocumentState, event: DocumentEvent): DocumentState {
   if (event.type === 'DocumentAdded') {
     const d = event.data;
-    return { status: 'active', folderId: d.folderId, documentName: d.documentName, accessType: d.accessType, disabled: d.disabled };
+    const s: DocumentState = { status: 'active', folderId: d.folderId, documentName: d.documentName, accessType: d.accessType, disabled: d.disabled };
+    if (d.migration) s.migrationId = d.migration.migrationId;
+    return s;
   }
   if (state.status !== 'active') return state;
   switch (event.type) {
@@ -80,6 +88,7 @@ export type DocumentCommand =
       folderId: string | null;
       accessType?: AccessType;
       disabled?: boolean;
+      migration?: DocumentMigrationRef;
     }>
   | Command<'UpdateDocument', DocRef & { documentName?: string; accessType?: AccessType; disabled?: boolean }>
   | Command<'MoveDocument', DocRef & { folderId: string | null }>
@@ -105,7 +114,7 @@ function decide(command: DocumentCommand, state: DocumentState): DocumentEvent[]
     case 'AddDocument': {
       if (state.status === 'active') throw new ApiError('ALREADY_EXISTS', 'Document already exists');
       const d = command.data;
-      return [{
+      const added: Extract<DocumentEvent, { type: 'DocumentAdded' }> = {
         type: 'DocumentAdded',
         data: {
           organizationId,
@@ -116,7 +125,9 @@ function decide(command: DocumentCommand, state: DocumentState): DocumentEvent[]
           disabled: d.disabled ?? false,
           createdAt: command.metadata.now,
         },
-      }];
+      };
+      if (d.migration) added.data.migration = d.migration;
+      return [added];
     }
     case 'UpdateDocument': {
       const s = active(state);

@@ -128,7 +128,12 @@ export type GrantsCommand =
   | Command<'Grant', { organizationId: string; userId: string; grants: GrantRequest[] }>
   | Command<'Revoke', { organizationId: string; userId: string; resources: RevokeRequest[] }>
   /** Every grant of the user in the organization (users/delete without a scope). */
-  | Command<'RevokeAll', { organizationId: string; userId: string }>;
+  | Command<'RevokeAll', { organizationId: string; userId: string }>
+  /**
+   * The grant on `from` becomes the same grant on `to` (documents/migrate): role, expiry and
+   * access fields kept, in one append. No grant on `from`: nothing (a migration run again).
+   */
+  | Command<'MoveGrant', { organizationId: string; userId: string; from: Resource; to: Resource }>;
 
 // ---- decide ----
 
@@ -152,6 +157,8 @@ export function plan(command: GrantsCommand, state: GrantsState): Plan {
       const { organizationId, userId } = command.data;
       return { events: Object.values(state.grants).map((r) => revoked(organizationId, userId, r, command.metadata.now)), outcomes: new Map() };
     }
+    case 'MoveGrant':
+      return { events: moved(command, state), outcomes: new Map() };
     default:
       return assertNever(command, 'grants command');
   }
@@ -161,6 +168,24 @@ const revoked = (organizationId: string, userId: string, r: Resource, now: numbe
   type: 'GrantRevoked',
   data: { organizationId, userId, resourceType: r.resourceType, resourceId: r.resourceId, revokedAt: now },
 });
+
+/** GrantAdded on `to` as the grant on `from` is, then GrantRevoked on `from`: the user's access-field total stays as it was. */
+function moved(command: GrantsCommandOf<'MoveGrant'>, state: GrantsState): GrantEvent[] {
+  const { organizationId, userId, from, to } = command.data;
+  const g = state.grants[resourceKey(from)];
+  if (!g) return [];
+  const now = command.metadata.now;
+  return [
+    {
+      type: 'GrantAdded',
+      data: {
+        organizationId, userId, resourceType: to.resourceType, resourceId: to.resourceId, accessRole: g.accessRole, expiresAt: g.expiresAt, grantedAt: now,
+        ...(g.accessFields.length > 0 ? { accessFields: [...g.accessFields] } : {}),
+      },
+    },
+    revoked(organizationId, userId, from, now),
+  ];
+}
 
 /**
  * The access fields a grant on `g` would hold (its live ones plus those asked), or the

@@ -126,7 +126,12 @@ export type GroupCommand =
   | Command<'DeleteGroup', GroupRef>
   /** permissions/add with `group`: resources of the group's organization that exist. */
   | Command<'GrantGroupAccess', GroupRef & { grants: Array<Resource & { accessRole: AccessRole; expiresAt?: number | null }> }>
-  | Command<'RevokeGroupAccess', GroupRef & { resources: Resource[] }>;
+  | Command<'RevokeGroupAccess', GroupRef & { resources: Resource[] }>
+  /**
+   * The group's grant on `from` becomes the same grant on `to` (documents/migrate), in one
+   * append, so the group's grant count stays as it was. No grant on `from`: nothing.
+   */
+  | Command<'MoveGroupAccess', GroupRef & { from: Resource; to: Resource }>;
 
 // ---- decide ----
 
@@ -164,6 +169,8 @@ export function plan(command: GroupCommand, state: GroupState): Plan {
       return planGrantAccess(command, state);
     case 'RevokeGroupAccess':
       return planRevokeAccess(command, state);
+    case 'MoveGroupAccess':
+      return { events: movedAccess(command, state), outcomes: new Map() };
     default:
       return assertNever(command, 'group command');
   }
@@ -253,6 +260,17 @@ function planGrantAccess(command: GroupCommandOf<'GrantGroupAccess'>, state: Gro
     outcomes.set(k, { success: true, message: 'Permission added.' });
   }
   return { events, outcomes };
+}
+
+function movedAccess(command: GroupCommandOf<'MoveGroupAccess'>, state: GroupState): GroupEvent[] {
+  const { organizationId, groupId, from, to } = command.data;
+  const g = state.status === 'active' ? state.grants[resourceKey(from)] : undefined;
+  if (!g) return [];
+  const now = command.metadata.now;
+  return [
+    { type: 'GroupAccessGranted', data: { organizationId, groupId, resourceType: to.resourceType, resourceId: to.resourceId, accessRole: g.accessRole, expiresAt: g.expiresAt, grantedAt: now } },
+    { type: 'GroupAccessRevoked', data: { organizationId, groupId, resourceType: from.resourceType, resourceId: from.resourceId, revokedAt: now } },
+  ];
 }
 
 /** Revokes per resource; a grant that is not there succeeds ("Permission does not exist."). */

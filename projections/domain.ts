@@ -1,4 +1,4 @@
-/** The read models of the domain (organizations, folders, documents, grants, users, groups, group grants). */
+/** The read models of the domain (organizations, folders, documents, grants, users, groups, group grants, document migrations). */
 import type { Projection } from '../src/runtime/projection.js';
 import { organizationsProjection } from './organizations.js';
 import { foldersProjection } from './folders.js';
@@ -7,6 +7,7 @@ import { grantsProjection } from './grants.js';
 import { usersProjection } from './users.js';
 import { groupsProjection } from './groups.js';
 import { groupGrantsProjection } from './group-grants.js';
+import { documentMigrationsProjection } from './document-migrations.js';
 
 export const domainProjections: Projection[] = [
   organizationsProjection,
@@ -16,4 +17,5 @@ export const domainProjections: Projection[] = [
   usersProjection,
   groupsProjection,
   groupGrantsProjection,
+  documentMigrationsProjection,
 ];

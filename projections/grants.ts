@@ -85,7 +85,7 @@ export const grantsProjection = defineProjection<Ev>({
     async DocumentDeleted(e, tx) {
       const d = e.data;
       const filter = { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'document', resourceId: d.documentId };
-      const reason = d.reason === 'request' ? 'documentDeleted' : d.reason;
+      const reason = d.reason === 'request' || d.reason === 'migrated' ? 'documentDeleted' : d.reason;
       await queueCascade(tx, e, { collection: GRANTS, filter, sort: 'userId', field: 'userId' }, 'resourceGrants', d.organizationId, reason, { resourceType: 'document', resourceId: d.documentId });
       await tx.deleteMany(GRANTS, filter);
     },

@@ -82,7 +82,7 @@ export const groupGrantsProjection = defineProjection<Ev>({
     async DocumentDeleted(e, tx) {
       const d = e.data;
       const filter = { apiKey: apiKeyOf(e), organizationId: d.organizationId, resourceType: 'document', resourceId: d.documentId };
-      const reason = d.reason === 'request' ? 'documentDeleted' : d.reason;
+      const reason = d.reason === 'request' || d.reason === 'migrated' ? 'documentDeleted' : d.reason;
       await queueCascade(tx, e, { collection: GROUP_GRANTS, filter, sort: 'groupId', field: 'groupId' }, 'resourceGroupGrants', d.organizationId, reason, { resourceType: 'document', resourceId: d.documentId });
       await tx.deleteMany(GROUP_GRANTS, filter);
     },

@@ -15,7 +15,7 @@ import { queueCascade } from './cascade-work.js';
 export const USER_GROUPS = 'user_groups';
 export const GROUP_MEMBERS = 'user_group_members';
 
-interface GroupDoc extends Doc {
+export interface GroupDoc extends Doc {
   apiKey: string;
   organizationId: string;
   groupId: string;

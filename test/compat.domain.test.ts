@@ -30,6 +30,12 @@ const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures',
 interface Step {
   url: string;
   data: unknown;
+  /**
+   * Values of the answer kept for later requests: name -> dotted path in the body
+   * (`result.data.migrationId`); `${name}` in a later request's strings is that value (an id
+   * the service makes, which the page's example names `yourMigrationId`).
+   */
+  capture?: Record<string, string>;
 }
 interface Example {
   name: string;
@@ -93,6 +99,23 @@ export function mismatch(expected: unknown, actual: unknown, ctx: { apiKey: stri
   return Object.is(expected, actual) ? null : `${at}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`;
 }
 
+/** `value` with every `${name}` in its strings replaced by what was captured. */
+function fill(value: unknown, captured: Map<string, string>): unknown {
+  if (typeof value === 'string') return value.replace(/\$\{(\w+)\}/g, (m, name: string) => captured.get(name) ?? m);
+  if (Array.isArray(value)) return value.map((v) => fill(v, captured));
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fill(v, captured)]));
+  return value;
+}
+
+/** Keeps the values a step's `capture` names from its answer's body. */
+function keep(step: Step, body: unknown, captured: Map<string, string>) {
+  for (const [name, at] of Object.entries(step.capture ?? {})) {
+    const v = at.split('.').reduce<unknown>((o, k) => (o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), body);
+    assert.type(v, 'string', `capture ${name} at ${at}`);
+    captured.set(name, v as string);
+  }
+}
+
 function fixtures(): Array<[string, Fixture]> {
   const out: Array<[string, Fixture]> = [];
   for (const area of AREAS) {
@@ -143,17 +166,19 @@ for (const [file, fixture] of all) {
   for (const example of fixture.examples) {
     Compat(`${file} ${fixture.endpoint}, ${example.kind}: ${example.name}`, async () => {
       const tenant = await h.tenant();
+      const captured = new Map<string, string>();
       for (const step of fixture.setup ?? []) {
-        const r = await h.post(step.url, step.data, tenant.headers);
+        const r = await h.post(step.url, fill(step.data, captured), tenant.headers);
         assert.is(r.status, 200, `setup ${step.url}: ${JSON.stringify(r.body)}`);
+        keep(step, r.body, captured);
       }
-      const res = await h.app.inject({ method: 'POST', url: fixture.endpoint, payload: example.request as object, headers: tenant.headers });
+      const res = await h.app.inject({ method: 'POST', url: fixture.endpoint, payload: fill(example.request, captured) as object, headers: tenant.headers });
       const body = JSON.parse(res.body);
       assert.is(res.statusCode, example.status, JSON.stringify(body));
       const why = mismatch(example.response, body, { apiKey: tenant.apiKey });
       assert.is(why, null, why ?? '');
       for (const step of example.then ?? []) {
-        const r = await h.post(step.url, step.data, tenant.headers);
+        const r = await h.post(step.url, fill(step.data, captured), tenant.headers);
         assert.is(r.status, step.status ?? 200, `${step.url}: ${JSON.stringify(r.body)}`);
         const w = mismatch(step.response, r.body, { apiKey: tenant.apiKey });
         assert.is(w, null, `then ${step.url}: ${w}`);

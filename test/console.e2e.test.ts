@@ -4,7 +4,9 @@
  * the issue's "Done when" lists, in order: sign in; organization -> folder -> document; the
  * users who can open it and one user's explanation; grant access and see it appear; a refused
  * grant shows the failure envelope's message; revoke; change the access type; the document's
- * audit. On the way: a document named as markup shows as text; the page's CSP refuses an
+ * audit; the organization's groups and one group's members; with the admin token, a parked
+ * event retried; with the workspace credentials, the workspace's API keys (no secret shown).
+ * On the way: a document named as markup shows as text; the page's CSP refuses an
  * inline script; the credentials are in session storage and never in a URL; axe-core finds no
  * serious or critical violation. Each view's screenshot is written to docs/console/.
  * No fixed waits: every step waits for what it expects to see.
@@ -73,6 +75,8 @@ async function seed(h: Harness, t: Tenant) {
   await ok('/v2/users/add', { organizationId: 'o1', users: ['alice', 'bob', 'carol'].map((u) => ({ userId: u, name: u, email: `${u}@example.com`, accessRole: 'viewer' })) });
   await ok('/v2/auth/permissions/add', { userId: 'alice', permissions: { resources: [{ type: 'folder', id: 'f1', organizationId: 'o1', accessRole: 'editor' }] } });
   await ok('/v2/auth/permissions/add', { userId: 'bob', permissions: { resources: [{ type: 'document', id: 'd1', organizationId: 'o1', accessRole: 'viewer' }] } });
+  await ok('/v2/organizations/usergroups/add', { organizationId: 'o1', organizationUserGroups: [{ groupId: 'eng', groupName: 'Engineers' }, { groupId: 'ops', groupName: XSS_NAME }] });
+  await ok('/v2/organizations/usergroups/users/add', { organizationId: 'o1', organizationUserGroupId: 'eng', userIds: ['alice', 'bob'] });
 }
 
 /** axe-core over the page as it is: no serious or critical violation. */
@@ -92,7 +96,7 @@ async function axe(page: Page, view: string) {
  * What differs from run to run (the API key, times, ids made at random) is masked, so a run
  * that changed nothing visible writes the same bytes and leaves docs/console/ as committed.
  */
-const VOLATILE = ['header .muted', 'tr[data-event] td:nth-child(1)', 'tr[data-event] td:nth-child(3)', 'tr[data-event] pre', 'tr[data-parked] td:nth-child(1) code', 'tr[data-parked] td:nth-child(3)', 'tr[data-projection="webhooks"] td:nth-child(n+2)', '.timeline time', '.timeline .actor'];
+const VOLATILE = ['header .muted', 'tr[data-api-key] code', 'li[data-token] code', 'li[data-token] time', 'tr[data-event] td:nth-child(1)', 'tr[data-event] td:nth-child(3)', 'tr[data-event] pre', 'tr[data-parked] td:nth-child(1) code', 'tr[data-parked] td:nth-child(3)', 'tr[data-projection="webhooks"] td:nth-child(n+2)', '.timeline time', '.timeline .actor'];
 
 async function shot(page: Page, name: string) {
   const file = path.join(SHOTS, `${name}.png`);
@@ -295,6 +299,9 @@ E('users of the organization, and what one of them can open', async ({ page, h, 
   await page.getByRole('link', { name: 'o1' }).first().click();
   await page.getByRole('link', { name: 'Users', exact: true }).click();
   await page.getByRole('heading', { name: 'Users of o1' }).waitFor();
+  await page.locator('tbody tr').nth(2).waitFor();
+  await axe(page, 'users');
+  await shot(page, 'users');
   await page.getByRole('link', { name: 'alice' }).click();
   await page.getByRole('heading', { name: 'What alice can open' }).waitFor();
   const expected = (await h.ok('/v2/auth/resources/get', { organizationId: 'o1', userId: 'alice', type: 'document' }, t.headers)).data.map((r: { id: string }) => r.id);
@@ -304,6 +311,36 @@ E('users of the organization, and what one of them can open', async ({ page, h, 
   assert.equal((await docs.locator('a').allInnerTexts()).sort(), [...expected].sort());
   await axe(page, 'user');
   await shot(page, 'user');
+});
+
+E('the organization\'s groups (usergroups/get) and one group\'s members', async ({ page, h, t, base }) => {
+  await page.goto(`${base}/console/#/orgs/o1`);
+  await page.getByRole('navigation', { name: 'Organization' }).getByRole('link', { name: 'Groups' }).click();
+  await page.getByRole('heading', { name: 'Groups of o1' }).waitFor();
+  assert.match(page.url(), /#\/orgs\/o1\/groups$/);
+  const groups = (await h.ok('/v2/organizations/usergroups/get', { organizationId: 'o1' }, t.headers)).data as { groupId: string; groupName: string; memberCount: number }[];
+  assert.equal(groups.map((g) => g.groupId), ['eng', 'ops']);
+  const rows = page.locator('tr[data-group]');
+  await rows.nth(groups.length - 1).waitFor();
+  assert.is(await rows.count(), groups.length);
+  for (const [n, g] of groups.entries()) assert.equal(await rows.nth(n).locator('td').allInnerTexts(), [g.groupId, g.groupName, String(g.memberCount)]);
+  // A group named as markup is that text.
+  assert.is(await page.locator('tr[data-group] img').count(), 0);
+  assert.is(await page.evaluate(() => window.__xss), undefined);
+  await axe(page, 'groups');
+  await shot(page, 'groups');
+  await page.locator('tr[data-group="eng"]').getByRole('link', { name: 'eng' }).click();
+  await page.getByRole('heading', { name: 'Group eng' }).waitFor();
+  assert.match(page.url(), /#\/orgs\/o1\/groups\/eng$/);
+  const members = (await h.ok('/v2/users/get', { organizationId: 'o1', organizationUserGroupIds: ['eng'] }, t.headers)).data.map((u: { userId: string }) => u.userId);
+  assert.equal(members, ['alice', 'bob']);
+  const links = page.getByRole('region', { name: /Members/ }).getByRole('link');
+  await links.nth(members.length - 1).waitFor();
+  assert.equal(await links.allInnerTexts(), members);
+  await axe(page, 'group');
+  await shot(page, 'group');
+  await page.getByRole('navigation', { name: 'Breadcrumb' }).getByRole('link', { name: 'Groups' }).click();
+  await page.getByRole('heading', { name: 'Groups of o1' }).waitFor();
 });
 
 /**
@@ -435,10 +472,39 @@ E('operations with the admin token: projection lag, a parked event retried (it f
   await page.locator('tr[data-parked^="agents:"]').waitFor({ state: 'detached' });
 });
 
+E('with the workspace credentials: the workspace\'s API keys and the key\'s auth tokens, no secret shown', async ({ page, h, t }) => {
+  const ws = t.workspaceHeaders;
+  // A second key, made with its auth token: listed by id and name, its token never shown.
+  const made = (await h.ok('/v2/workspace/apikey/create', { ownerEmail: 'owner@example.com', type: 'testing', createAuthToken: true }, ws)).data;
+  const madeToken = JSON.stringify(made).match(/"authToken":"([^"]+)"/)?.[1];
+  assert.ok(madeToken && madeToken !== '__redacted__', JSON.stringify(made));
+  await page.getByLabel('Workspace id', { exact: true }).fill(ws['x-service-workspace-id']!);
+  await page.getByLabel('Workspace auth token', { exact: true }).fill(ws['x-service-workspace-auth-token']!);
+  await page.getByRole('button', { name: 'Unlock', exact: true }).click();
+  const keys = (await h.ok('/v2/workspace/apikeys/get', {}, ws)).data as { id: string; apiKeyName: string; type: string }[];
+  assert.ok(keys.length === 2 && keys.some((k) => k.id === t.apiKey), JSON.stringify(keys));
+  const rows = page.getByRole('region', { name: 'API keys of the workspace' }).locator('tbody tr');
+  await rows.nth(keys.length - 1).waitFor();
+  assert.is(await rows.count(), keys.length);
+  // The signed-in key first, then the others as the service lists them.
+  for (const [n, k] of [...keys.filter((k) => k.id === t.apiKey), ...keys.filter((k) => k.id !== t.apiKey)].entries()) {
+    assert.equal((await rows.nth(n).locator('td').allInnerTexts()).map((x) => x.replace(/\s+/g, ' ').trim()), [k.id === t.apiKey ? `${k.id} signed in` : k.id, k.apiKeyName, k.type]);
+  }
+  assert.is(await page.locator('tr[data-api-key="signed-in"]').count(), 1);
+  await page.locator('li[data-token]').first().waitFor();
+  // Neither the key's auth token nor the workspace's is anywhere on the page or in storage.
+  const text = await page.evaluate(() => (document.querySelector('main') as PageElement).textContent ?? '');
+  for (const secret of [t.headers['x-service-auth-token']!, ws['x-service-workspace-auth-token']!, madeToken]) assert.not.ok(text.includes(secret), 'a secret on the page');
+  const stored = await page.evaluate(() => JSON.stringify(sessionStorage) + JSON.stringify(localStorage) + document.cookie);
+  assert.not.ok(stored.includes(ws['x-service-workspace-auth-token']!), 'the workspace token is kept in memory only');
+  await axe(page, 'API keys');
+  await shot(page, 'apikeys');
+});
+
 E('nothing was requested from another origin, and no URL carried a credential', async ({ requested, base, t }) => {
   const elsewhere = requested.filter((u) => new URL(u).origin !== base);
   assert.equal(elsewhere, []);
-  for (const secret of [t.headers['x-service-auth-token']!, ADMIN_TOKEN]) {
+  for (const secret of [t.headers['x-service-auth-token']!, t.workspaceHeaders['x-service-workspace-auth-token']!, ADMIN_TOKEN]) {
     assert.equal(requested.filter((u) => u.includes(secret) || u.includes(encodeURIComponent(secret))), []);
   }
 });

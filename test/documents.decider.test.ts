@@ -1,4 +1,5 @@
 import { test } from 'uvu';
+import * as assert from 'uvu/assert';
 import { spec } from './support/decider.js';
 import { documentDecider, type DocumentEvent } from '../commands/document.js';
 
@@ -15,6 +16,15 @@ test('AddDocument: adds with defaults; existing is ALREADY_EXISTS; re-add after 
   given([added]).when({ type: 'AddDocument', data: { ...ref, folderId: null }, metadata: meta }).thenFails('ALREADY_EXISTS', 'Document already exists');
   const deleted: DocumentEvent = { type: 'DocumentDeleted', data: { ...ref, reason: 'request', deletedAt: now } };
   given([added, deleted]).when({ type: 'AddDocument', data: { ...ref, documentName: 'D', folderId: 'f' }, metadata: meta }).then([added]);
+});
+
+test('AddDocument by a migration: the event names it, and the state keeps its id through later changes', () => {
+  const migration = { migrationId: 'm', fromDocumentId: 'old' };
+  const byMigration: DocumentEvent = { type: 'DocumentAdded', data: { ...ref, documentName: 'D', folderId: 'f', accessType: 'restricted', disabled: true, createdAt: now, migration } };
+  given([]).when({ type: 'AddDocument', data: { ...ref, documentName: 'D', folderId: 'f', accessType: 'restricted', disabled: true, migration }, metadata: meta }).then([byMigration]);
+  const state = given([byMigration, { type: 'DocumentRenamed', data: { ...ref, documentName: 'E' } }]).state;
+  assert.is(state.status === 'active' ? state.migrationId : null, 'm');
+  assert.is(given([added]).state.status === 'active' && 'migrationId' in given([added]).state, false, 'a document added otherwise names none');
 });
 
 test('UpdateDocument: only what changes; missing is NOT_FOUND', () => {

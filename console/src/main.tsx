@@ -11,7 +11,7 @@ import { Audit } from './views/audit.js';
 import { Ops } from './views/ops.js';
 import { Org, Orgs } from './views/org.js';
 import { Timeline } from './views/history.js';
-import { GroupView, UserView, Users } from './views/people.js';
+import { GroupView, Groups, UserView, Users } from './views/people.js';
 import { DocumentView } from './views/resource.js';
 import { SignIn } from './views/signin.js';
 import type { CollabClient } from './api.js';
@@ -33,8 +33,10 @@ function View({ client, route }: { client: CollabClient; route: Route }) {
       return <Users client={client} org={route.org} />;
     case 'user':
       return <UserView client={client} org={route.org} user={route.user} asOf={route.asOf} />;
+    case 'groups':
+      return <Groups client={client} org={route.org} />;
     case 'group':
-      return <GroupView key={route.group ?? ''} client={client} org={route.org} group={route.group} />;
+      return <GroupView key={route.group} client={client} org={route.org} group={route.group} />;
     case 'ops':
       return <Ops client={client} />;
   }

@@ -16,7 +16,8 @@ export type Route =
   | { view: 'audit'; org: string; doc: string }
   | { view: 'users'; org: string }
   | { view: 'user'; org: string; user: string; asOf?: string }
-  | { view: 'group'; org: string; group?: string }
+  | { view: 'groups'; org: string }
+  | { view: 'group'; org: string; group: string }
   | { view: 'ops' };
 
 const seg = (s: string) => encodeURIComponent(s);
@@ -47,8 +48,10 @@ function path(r: Route): string {
       return `#/orgs/${seg(r.org)}/users`;
     case 'user':
       return `#/orgs/${seg(r.org)}/users/${seg(r.user)}`;
+    case 'groups':
+      return `#/orgs/${seg(r.org)}/groups`;
     case 'group':
-      return `#/orgs/${seg(r.org)}/groups${r.group !== undefined ? `/${seg(r.group)}` : ''}`;
+      return `#/orgs/${seg(r.org)}/groups/${seg(r.group)}`;
     case 'ops':
       return '#/ops';
   }
@@ -78,7 +81,7 @@ function parsePath(parts: string[]): Route {
   if ((kind === 'folders' || kind === 'documents') && id !== undefined && sub === 'timeline') return { view: 'timeline', org, kind: kind === 'folders' ? 'folder' : 'document', id };
   if (kind === 'folders' && id !== undefined) return sub === 'explain' && user !== undefined ? { view: 'org', org, folder: id, user } : { view: 'org', org, folder: id };
   if (kind === 'users') return id === undefined ? { view: 'users', org } : { view: 'user', org, user: id };
-  if (kind === 'groups') return id === undefined ? { view: 'group', org } : { view: 'group', org, group: id };
+  if (kind === 'groups') return id === undefined ? { view: 'groups', org } : { view: 'group', org, group: id };
   if (kind === 'documents' && id !== undefined) {
     if (sub === 'audit') return { view: 'audit', org, doc: id };
     if (sub === 'explain' && user !== undefined) return { view: 'document', org, doc: id, user };

@@ -7,8 +7,10 @@ import { grantsDecider, isLive, resourceKey, grantsStream } from '../../commands
 import { groupDecider, MAX_GROUPS_PER_USER, groupStream, type GroupCommand } from '../../commands/group.js';
 import { organizationDecider, organizationStream } from '../../commands/organization.js';
 import { GROUP_MEMBERS } from '../../projections/groups.js';
+import { GROUPS_MAX_PAGE_SIZE, groupsPage } from '../../queries/groups.js';
+import { requireOrganization } from '../../queries/organizations.js';
 import type { Unstamped } from '../runtime/decider.js';
-import type { TenantContext } from './context.js';
+import type { TenantContext, TenantReadContext } from './context.js';
 import { eachItem, keyed, unique } from './items.js';
 import { organizationTree } from './organization-tree.js';
 
@@ -77,4 +79,10 @@ export async function removeGroupMembers(ctx: TenantContext, organizationId: str
   await organizationTree(ctx.services, ctx.apiKey, organizationId);
   const userIds = requested === null ? null : unique(requested);
   return members(ctx, { type: 'RemoveMembers', data: { organizationId, groupId, userIds } }, userIds);
+}
+
+/** usergroups/get: a page of the organization's groups with their member counts; an unknown organization is NOT_FOUND. */
+export async function listGroups(ctx: TenantReadContext, input: { organizationId: string; pageSize?: number | undefined; pageToken?: string | undefined }) {
+  await requireOrganization(ctx.services.read, ctx.apiKey, input.organizationId);
+  return groupsPage(ctx.services.read, ctx.apiKey, { organizationId: input.organizationId, pageSize: input.pageSize ?? GROUPS_MAX_PAGE_SIZE, pageToken: input.pageToken });
 }

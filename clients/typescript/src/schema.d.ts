@@ -788,6 +788,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/documents/migrate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a document to a new id, with everything attached to it
+         * @description The new document takes the old one's name, folder, own access type and disabled flag; every user's and group's grant on it (role, expiry, access fields) moves to the new id; then the old id is deleted. The move is done when the answer comes: `documents/migrate/status` with the `migrationId` says `completed` (or `failed` with the refusal, which is also this answer). Refused before anything changes: the same id twice (INVALID_ARGUMENT), an organization or document that does not exist (NOT_FOUND), a new id that is a document already (ALREADY_EXISTS), a document holding more than 10000 grants (FAILED_PRECONDITION). A migration stopped midway (a crash, a store that went away) stays `in_progress`: the same request sent again finishes it and answers its `migrationId`. Sent again after it completed, the old id is gone: NOT_FOUND, and nothing changes (send an Idempotency-Key to get the first answer again).
+         */
+        post: operations["organizationsDocumentsMigrate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/documents/migrate/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The status of a document migration
+         * @description `status` is `in_progress`, `completed` or `failed` (the hosted `pending` is never seen: a migration starts as it is recorded). Besides the hosted fields: the two document ids, `startedAt` and `completedAt` (ms), the grants moved, and `error` when it failed. A migration or organization that does not exist is NOT_FOUND.
+         */
+        post: operations["organizationsDocumentsMigrateStatus"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/users/add": {
         parameters: {
             query?: never;
@@ -882,6 +922,26 @@ export interface paths {
          * @description Each group is its own item, keyed by groupId (each id once): a group id that exists fails its item ("Organization user group already exists."). Without `groupName` a group is named after its groupId. With `createOrganization: true` a missing organization is created first; otherwise an organization that does not exist is NOT_FOUND.
          */
         post: operations["organizationsUsergroupsAdd"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/usergroups/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List an organization's user groups (this service's; the hosted API has none)
+         * @description The organization's groups in creation order, each with `memberCount` (its members, whether or not they still hold a grant on the organization). Paged: `pageSize` 1 to 100 (default 100); while more follow, the answer carries `result.pageToken` and `result.nextPageToken`. A token is bound to the query that made it: with another query it is INVALID_ARGUMENT. An organization that does not exist is NOT_FOUND.
+         */
+        post: operations["organizationsUsergroupsGet"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5899,6 +5959,279 @@ export interface operations {
             };
         };
     };
+    organizationsDocumentsMigrate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "documentId": "yourDocumentId",
+                 *         "newDocumentId": "yourNewDocumentId"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        organizationId: string;
+                        documentId: string;
+                        newDocumentId: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                /** @description For documents/migrate/status. */
+                                migrationId: string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description ABORTED or ALREADY_EXISTS */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure409"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure422"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    organizationsDocumentsMigrateStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "migrationId": "yourMigrationId"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        organizationId: string;
+                        migrationId: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                migrationId: string;
+                                /** @enum {string} */
+                                status: "in_progress" | "completed" | "failed";
+                                /** @description The id the document had. */
+                                documentId: string;
+                                /** @description The id it has now. */
+                                newDocumentId: string;
+                                /** @description Milliseconds since the epoch. */
+                                startedAt: number;
+                                /** @description When it completed or failed (ms). */
+                                completedAt?: number;
+                                /** @description Users' grants moved (completed only). */
+                                grantsMoved?: number;
+                                /** @description Groups' grants moved (completed only). */
+                                groupGrantsMoved?: number;
+                                /** @description Why it failed: the refusal's message. */
+                                error?: string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
     usersAdd: {
         parameters: {
             query?: never;
@@ -6659,6 +6992,133 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Failure422"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    organizationsUsergroupsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "organizationId": "yourOrganizationId",
+                 *         "pageSize": 50
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        organizationId: string;
+                        pageSize?: number;
+                        pageToken?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                groupId: string;
+                                /** @description The groupId when the group was added without a name. */
+                                groupName: string;
+                                /** @description How many users are in the group. */
+                                memberCount: number;
+                            }[];
+                            /** @description Present while another page may follow: send it back as `data.pageToken`. */
+                            pageToken?: string;
+                            /** @description The same token as `pageToken` (the hosted API's name). */
+                            nextPageToken?: string;
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure404"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
                 };
             };
             /** @description RESOURCE_EXHAUSTED */

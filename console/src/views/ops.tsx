@@ -1,6 +1,7 @@
 /**
  * Operations: webhook deliveries of the signed-in API key (their attempts and last error);
- * with the workspace's credentials, the key's auth tokens; with the operator's admin token,
+ * with the workspace's credentials, the workspace's API keys and the signed-in key's auth
+ * tokens (ids and names: no read answers a secret); with the operator's admin token,
  * projection status and lag and the parked events with retry and skip. The workspace
  * credentials and the admin token are kept in this module's memory only (src/api.ts).
  */
@@ -46,21 +47,61 @@ function Deliveries({ client }: { client: CollabClient }) {
   );
 }
 
+/** The workspace's API keys (apikeys/get): id, name and type only; the service answers no secret there. The signed-in key first, then the others in the service's order (key id). */
+function ApiKeys({ client }: { client: CollabClient }) {
+  const keys = useLoad(() => client.all('/v2/workspace/apikeys/get', {}), []);
+  const mine = currentApiKey();
+  return (
+    <section aria-labelledby="keys-title">
+      <h3 id="keys-title">API keys of the workspace</h3>
+      <Show loaded={keys}>
+        {(rows) => (
+          <table>
+            <caption class="sr-only">API keys of the workspace</caption>
+            <thead>
+              <tr>
+                <th scope="col">API key</th>
+                <th scope="col">Name</th>
+                <th scope="col">Type</th>
+              </tr>
+            </thead>
+            <tbody>
+              {[...rows.filter((k) => k.id === mine), ...rows.filter((k) => k.id !== mine)].map((k) => (
+                <tr key={k.id} data-api-key={k.id === mine ? 'signed-in' : 'other'}>
+                  <td>
+                    <code>{k.id}</code> {k.id === mine ? <span class="badge">signed in</span> : null}
+                  </td>
+                  <td>{k.apiKeyName}</td>
+                  <td>{k.type}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </Show>
+    </section>
+  );
+}
+
+/** The signed-in key's auth tokens: names and ids, never a token (authtokens/get reads them redacted). */
 function Tokens({ client }: { client: CollabClient }) {
   const apiKey = currentApiKey() ?? '';
   const tokens = useLoad(() => client.call('/v2/workspace/authtokens/get', { apiKey }), [apiKey]);
   return (
-    <Show loaded={tokens}>
-      {(res) => (
-        <ul class="list">
-          {res.data.authTokens.map((t) => (
-            <li key={t.tokenId}>
-              {t.name} <code>{t.tokenId}</code> created {when(t.createdAt)}
-            </li>
-          ))}
-        </ul>
-      )}
-    </Show>
+    <section aria-labelledby="tokens-title">
+      <h3 id="tokens-title">Auth tokens of the signed-in key</h3>
+      <Show loaded={tokens}>
+        {(res) => (
+          <ul class="list">
+            {res.data.authTokens.map((t) => (
+              <li key={t.tokenId} data-token>
+                {t.name} <code>{t.tokenId}</code> created <time>{when(t.createdAt)}</time>
+              </li>
+            ))}
+          </ul>
+        )}
+      </Show>
+    </section>
   );
 }
 
@@ -70,9 +111,12 @@ function Workspace() {
   const [token, setToken] = useState('');
   return (
     <section aria-labelledby="ws-title">
-      <h2 id="ws-title">API key tokens (workspace credentials)</h2>
+      <h2 id="ws-title">API keys (workspace credentials)</h2>
       {client ? (
-        <Tokens client={client} />
+        <>
+          <ApiKeys client={client} />
+          <Tokens client={client} />
+        </>
       ) : (
         <form
           onSubmit={(e) => {

@@ -123,7 +123,7 @@ export function Org({ client, org, folder, user, asOf }: { client: CollabClient;
       <h1>{name ?? org}</h1>
       <nav class="row" aria-label="Organization">
         <Link to={{ view: 'users', org }}>Users</Link>
-        <Link to={{ view: 'group', org }}>Groups</Link>
+        <Link to={{ view: 'groups', org }}>Groups</Link>
       </nav>
       <div class="columns">
         <nav aria-labelledby="folders-title">

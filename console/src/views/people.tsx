@@ -1,11 +1,10 @@
 /**
  * Users and groups of an organization: the users holding a grant on it (users/get), what one
- * user can open (resources/get), and a group's members (users/get narrowed to the group; the
- * API lists no groups, so a group is opened by its id).
+ * user can open (resources/get), its groups (usergroups/get) and a group's members (users/get
+ * narrowed to the group).
  */
 import { useState } from 'preact/hooks';
 import type { CollabClient } from '../api.js';
-import { navigate } from '../route.js';
 import { Link, Show, useLoad } from '../ui.js';
 import { AsOfPicker } from './history.js';
 
@@ -97,30 +96,73 @@ export function UserView({ client, org, user, asOf }: { client: CollabClient; or
   );
 }
 
-export function GroupView({ client, org, group }: { client: CollabClient; org: string; group: string | undefined }) {
-  const [id, setId] = useState(group ?? '');
-  const members = useLoad(() => (group === undefined ? Promise.resolve(undefined) : client.all('/v2/users/get', { organizationId: org, organizationUserGroupIds: [group] })), [org, group]);
+const GROUPS_PAGE = 50;
+
+/** An organization's groups (usergroups/get, paged), each opening its members. */
+export function Groups({ client, org }: { client: CollabClient; org: string }) {
+  const [tokens, setTokens] = useState<(string | undefined)[]>([undefined]);
+  const token = tokens[tokens.length - 1];
+  const page = useLoad(() => client.call('/v2/organizations/usergroups/get', { organizationId: org, pageSize: GROUPS_PAGE, ...(token ? { pageToken: token } : {}) }), [org, token]);
   return (
     <div>
       <Crumbs org={org} here="Groups" />
       <h1>Groups of {org}</h1>
-      <form
-        class="row"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (id.trim()) navigate({ view: 'group', org, group: id.trim() });
-        }}
-      >
-        <label for="group-id">Group id</label>
-        <input id="group-id" value={id} onInput={(e) => setId(e.currentTarget.value)} autoComplete="off" />
-        <button type="submit">Open group</button>
-      </form>
-      {group !== undefined ? (
-        <section aria-labelledby="members-title">
-          <h2 id="members-title">Members of {group} with a grant on the organization</h2>
-          {members.error ? <Show loaded={members}>{() => null}</Show> : <UserTable org={org} rows={asRows(members.data)} label={`Members of ${group}`} />}
-        </section>
-      ) : null}
+      <Show loaded={page}>
+        {(res) => (
+          <>
+            {res.data.length === 0 ? (
+              <p class="muted">No group.</p>
+            ) : (
+              <table>
+                <caption class="sr-only">{`Groups of ${org}`}</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Group</th>
+                    <th scope="col">Name</th>
+                    <th scope="col">Members</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {res.data.map((g) => (
+                    <tr key={g.groupId} data-group={g.groupId}>
+                      <td>
+                        <Link to={{ view: 'group', org, group: g.groupId }}>{g.groupId}</Link>
+                      </td>
+                      <td>{g.groupName}</td>
+                      <td>{g.memberCount}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+            <nav class="row" aria-label="Group pages">
+              <button type="button" disabled={tokens.length === 1} onClick={() => setTokens(tokens.slice(0, -1))}>
+                Previous page
+              </button>
+              <button type="button" disabled={!res.pageToken} onClick={() => res.pageToken && setTokens([...tokens, res.pageToken])}>
+                Next page
+              </button>
+            </nav>
+          </>
+        )}
+      </Show>
+    </div>
+  );
+}
+
+/** A group's members who hold a grant on the organization (users/get narrowed to the group). */
+export function GroupView({ client, org, group }: { client: CollabClient; org: string; group: string }) {
+  const members = useLoad(() => client.all('/v2/users/get', { organizationId: org, organizationUserGroupIds: [group] }), [org, group]);
+  return (
+    <div>
+      <nav aria-label="Breadcrumb" class="crumbs">
+        <Link to={{ view: 'orgs' }}>Organizations</Link> / <Link to={{ view: 'org', org }}>{org}</Link> / <Link to={{ view: 'groups', org }}>Groups</Link> / {group}
+      </nav>
+      <h1>Group {group}</h1>
+      <section aria-labelledby="members-title">
+        <h2 id="members-title">Members with a grant on the organization</h2>
+        <Show loaded={members}>{(rows) => <UserTable org={org} rows={asRows(rows)} label={`Members of ${group}`} />}</Show>
+      </section>
     </div>
   );
 }

@@ -1,9 +1,10 @@
-/** Every route of the domain: organizations, folders, documents, users, groups, permissions, access queries. */
+/** Every route of the domain: organizations, folders, documents (and their migration), users, groups, permissions, access queries. */
 import type { Services } from '../../composition/services.js';
 import type { AnyRoute } from '../route.js';
 import { organizationRoutes } from './organizations.js';
 import { folderRoutes } from './folders.js';
 import { documentRoutes } from './documents.js';
+import { documentMigrationRoutes } from './document-migration.js';
 import { userRoutes } from './users.js';
 import { groupRoutes } from './groups.js';
 import { permissionRoutes } from './permissions.js';
@@ -14,6 +15,7 @@ export function domainRoutes(services: Services): AnyRoute[] {
     ...organizationRoutes(),
     ...folderRoutes(),
     ...documentRoutes(services),
+    ...documentMigrationRoutes(),
     ...userRoutes(services),
     ...groupRoutes(),
     ...permissionRoutes(),

@@ -4,15 +4,17 @@
  * with per-user outcomes (src/usecases/groups.ts does what each route does).
  *
  * Top-level messages are the hosted API's, character for character (semantics §0;
- * rest-apis/v2/user-groups/*).
+ * rest-apis/v2/user-groups/*). usergroups/get is this service's (docs/compatibility.md,
+ * Users and groups): the hosted API has no route that lists groups.
  */
 import { z } from 'zod';
 import { MAX_GROUPS_PER_USER } from '../../../commands/group.js';
+import { GROUPS_MAX_PAGE_SIZE } from '../../../queries/groups.js';
 import { invalidArgument } from '../../shared/errors.js';
-import { addGroupMembers, addGroups, removeGroupMembers } from '../../usecases/groups.js';
+import { addGroupMembers, addGroups, listGroups, removeGroupMembers } from '../../usecases/groups.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id, ids, items, text } from '../validation.js';
-import { idOutcome, outcomesById } from './domain.js';
+import { idOutcome, outcomesById, pageAnswer, pageToken } from './domain.js';
 
 /** Membership changes answer per user: `{ [userId]: { success, organizationUserGroupId, message } }`. */
 const memberOutcomes = outcomesById(
@@ -22,6 +24,30 @@ const memberOutcomes = outcomesById(
     message: z.string().describe('What happened to this user.'),
   }),
 );
+
+/** usergroups/get: this service's (the hosted API lists no groups). */
+const listRoute = defineRoute({
+  path: '/v2/organizations/usergroups/get',
+  tag: 'User groups',
+  doc: {
+    summary: 'List an organization\'s user groups (this service\'s; the hosted API has none)',
+    description: 'The organization\'s groups in creation order, each with `memberCount` (its members, whether or not they still hold a grant on the organization). ' +
+      `Paged: \`pageSize\` 1 to ${GROUPS_MAX_PAGE_SIZE} (default ${GROUPS_MAX_PAGE_SIZE}); while more follow, the answer carries \`result.pageToken\` and \`result.nextPageToken\`. ` +
+      'A token is bound to the query that made it: with another query it is INVALID_ARGUMENT. An organization that does not exist is NOT_FOUND.',
+    example: { organizationId: 'yourOrganizationId', pageSize: 50 },
+  },
+  mutates: false,
+  auth: 'apiKey',
+  schema: z.object({ organizationId: id(), pageSize: z.number().int().min(1).max(GROUPS_MAX_PAGE_SIZE).optional(), pageToken: pageToken() }),
+  response: z.array(z.object({
+    groupId: z.string(),
+    groupName: z.string().describe('The groupId when the group was added without a name.'),
+    memberCount: z.number().int().describe('How many users are in the group.'),
+  })),
+  paged: 'both',
+  errors: ['NOT_FOUND'],
+  handler: async (data, ctx) => pageAnswer('Organization user groups retrieved successfully.', await listGroups(ctx, data)),
+});
 
 export function groupRoutes(): AnyRoute[] {
   const add = defineRoute({
@@ -90,5 +116,5 @@ export function groupRoutes(): AnyRoute[] {
     },
   });
 
-  return [add, addUsers, removeUsers];
+  return [add, listRoute, addUsers, removeUsers];
 }
