@@ -106,6 +106,7 @@ export const STAGES = [
   'validation',
   'query (handler, read store)',
   'serialization',
+  'CORS (user-token routes)',
   'metrics',
   'event loop & timers (Node)',
   'GC',
@@ -151,6 +152,7 @@ function ownerStage({ url, functionName }: CallFrame): Stage | undefined {
   if (/\/src\/http\/(authentication|auth)\.js$|\/queries\/credentials\.js$|\/src\/shared\/ids\.js$/.test(url)) return 'authentication';
   if (/\/src\/http\/rate-limits?\.js$/.test(url)) return 'rate limit';
   if (url.endsWith('/src/http/metrics.js')) return 'metrics';
+  if (url.endsWith('/src/http/cors.js')) return 'CORS (user-token routes)';
   if (/\/src\/http\/(request-id|edge)\.js$/.test(url)) return 'request id & edge hooks';
   return 'query (handler, read store)';
 }
