@@ -538,11 +538,25 @@ function printBudgets() {
  * read-your-writes wait timed out under load answered before its projections applied, and a
  * scenario measured then would read a store still filling.
  */
-async function caughtUp(url: string) {
+async function caughtUp(server: Server) {
   const t0 = Date.now();
-  while (!(await fetch(`${url}/readyz`)).ok) {
+  while (!(await fetch(`${server.url}/readyz`)).ok) {
     if (Date.now() - t0 > 600_000) throw new Error('the read models did not catch up within 10 minutes of seeding');
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Until the process is quiet, after seeding and before the first load: right after it, V8's
+ * threads were still marking the heap the seeding left (365 us of CPU per request of the
+ * first load, against 38 us later: docs/performance.md, "Per-request budget"), which no
+ * later scenario pays. Quiet: under a fifth of a core over half a second, for at most 30 s.
+ */
+async function quiet(server: Server) {
+  for (let i = 0; i < 60; i++) {
+    const before = cpuSample(server.child.pid!).processUs;
+    await new Promise((r) => setTimeout(r, 500));
+    if (cpuSample(server.child.pid!).processUs - before < 100_000) return;
   }
 }
 
@@ -746,9 +760,10 @@ async function postgresBeside(sqlite: SqliteFigures) {
       const t1 = Date.now();
       await seedOrg(svc.url, 'big', S.bigDocs);
       await seedOrg(svc.url, 'small', S.smallDocs);
-      await caughtUp(svc.url);
+      await caughtUp(svc);
       const seedSeconds = (Date.now() - t1) / 1000;
       console.log(`seeded ${S.bigDocs + S.smallDocs} documents on PostgreSQL in ${seedSeconds.toFixed(1)} s`);
+      await quiet(svc);
       const seeded = S.bigDocs + S.smallDocs;
       if (sqlite.seedSeconds !== undefined) {
         const pgRate = seeded / seedSeconds;
@@ -852,10 +867,11 @@ async function main() {
     let t0 = Date.now();
     await seedOrg(svc.url, 'big', S.bigDocs);
     await seedOrg(svc.url, 'small', S.smallDocs);
-    await caughtUp(svc.url);
+    await caughtUp(svc);
     const seedSeconds = (Date.now() - t0) / 1000;
     sqlite.seedSeconds = seedSeconds;
     console.log(`seeded ${S.bigDocs + S.smallDocs} documents in ${seedSeconds.toFixed(1)} s`);
+    await quiet(svc);
     const rssAfterSeed = rssMiB(svc.child.pid!);
 
     let p1: Awaited<ReturnType<typeof versus>> | undefined;
