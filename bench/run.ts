@@ -11,10 +11,17 @@
  * met.
  *
  * Scenarios (--scenario=): perm1, perm1asof (perm1 with asOf, beside the live one), perm1rate, perm10, docs, size, add, move, memory, access,
- * rebuild, workers. --store=postgres also measures permissions/get (perm1), documents/add (add)
- * and the rebuild on PostgreSQL, beside the same scenarios on SQLite in the same run: a
- * throwaway server (test/support/postgres.ts, Debian's binaries) and a service on it, seeded the
- * same way; each row gives PostgreSQL's figure against SQLite's and their ratio. workers measures a one-document write's latency with one process and with
+ * budget, rebuild, workers. perm1, perm10 and docs give each server's CPU per request (its whole
+ * process, every thread, from /proc, over the measured run, divided by the requests answered;
+ * bench/stage-budget.ts): the read goals are bare Fastify's CPU per request over the
+ * service's, steadier on a shared machine than requests per second. budget restarts the
+ * service and the bare Fastify ceiling under V8's CPU profiler and prints, for permissions/get
+ * and documents/get, where one request's CPU goes, stage by stage, beside bare Fastify's.
+ * --store=postgres also measures the reads (perm1, docs, perm1rate, with their goals; the CPU
+ * per request counts the database server's processes too), documents/add (add) and the
+ * rebuild on PostgreSQL, beside the same scenarios on SQLite in the same run: a throwaway
+ * server (test/support/postgres.ts, Debian's binaries) and a service on it, seeded the same
+ * way; each row gives PostgreSQL's figure beside SQLite's. workers measures a one-document write's latency with one process and with
  * `serve --workers 2`, each on a fresh store of its own, in alternating rounds. perm1rate is perm1's request at a fixed 1,000 requests/s: its latency at a steady
  * load rather than at saturation, from bench/steady-load.ts (evenly spaced requests), beside
  * the raw ceiling at the same rate. rebuild replays the log in this process, importing the
@@ -32,6 +39,7 @@ import { fileURLToPath } from 'node:url';
 import net from 'node:net';
 import autocannon from 'autocannon';
 import { steadyLoad } from './steady-load.js';
+import { cpuSample, mainThreadProfile, perRequest, postgresCpuUs, stageShares, STAGES, type StageShares } from './stage-budget.js';
 import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
 import { ProjectionRunner } from '../src/runtime/projection-runner.js';
@@ -51,7 +59,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
 const scale = args.has('--full') ? 'full' : args.has('--quick') ? 'quick' : 'standard';
 // --scenario=perm1,docs: measure only these (perm1, perm1rate, perm10, docs, size, add, move,
-// memory, rebuild, access, workers); the seeding is the same. Without it, every scenario runs.
+// memory, budget, rebuild, access, workers); the seeding is the same. Without it, every scenario runs.
 const only = process.argv.find((a) => a.startsWith('--scenario='))?.slice('--scenario='.length).split(',');
 const want = (name: string) => !only || only.includes(name);
 // --store=postgres: perm1, add and rebuild measured on PostgreSQL too, beside SQLite.
@@ -61,6 +69,11 @@ if (storeArg !== 'sqlite' && storeArg !== 'postgres') {
   process.exit(2);
 }
 const withPostgres = storeArg === 'postgres';
+// --ab=<dir>: another checkout of this repository, built (`npm run build` there). perm1 and docs
+// then also measure its service (A) beside this one (B), both on the same store at once, in
+// alternating rounds: the CPU per request of a change, A/B, in one run.
+const abDir = process.argv.find((a) => a.startsWith('--ab='))?.slice('--ab='.length);
+const AB_ROUNDS = 3;
 const S = {
   quick: { bigDocs: 20_000, smallDocs: 1_000, subtree: 1_000, seconds: 3 },
   standard: { bigDocs: 100_000, smallDocs: 1_000, subtree: 10_000, seconds: 8 },
@@ -93,10 +106,16 @@ function freePort(): Promise<number> {
 /** The paths the ceilings answer like the service (the bare Fastify one needs them up front). */
 const MEASURED_ROUTES = ['/v2/auth/permissions/get', '/v2/organizations/documents/get', '/v2/organizations/documents/add'];
 
+/** A server the bench started: the service or a ceiling. */
+interface Server {
+  url: string;
+  child: ChildProcess;
+}
+
 /** A ceiling server (bench/*.mjs), forked; it says `ready` through process.send once listening. */
-async function startCeiling(file: string): Promise<{ url: string; child: ChildProcess }> {
+async function startCeiling(file: string, execArgv: string[] = []): Promise<Server> {
   const port = await freePort();
-  const child = fork(path.join(ROOT, 'bench', file), [], { env: { ...process.env, PORT: String(port), ROUTES: MEASURED_ROUTES.join(',') }, stdio: 'inherit' });
+  const child = fork(path.join(ROOT, 'bench', file), [], { env: { ...process.env, PORT: String(port), ROUTES: MEASURED_ROUTES.join(',') }, stdio: 'inherit', execArgv });
   await new Promise<void>((resolve, reject) => {
     child.once('message', () => resolve());
     child.once('exit', (code) => reject(new Error(`bench/${file} exited with code ${code} before it was ready`)));
@@ -113,12 +132,14 @@ function buildService() {
   console.log(`built dist/ in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
 
-async function startService(dataDir: string, serveArgs: string[] = [], env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
+async function startService(dataDir: string, serveArgs: string[] = [], env: Record<string, string> = {}, profileDir = process.env.BENCH_PROFILE_DIR, root = ROOT): Promise<Server> {
   const port = await freePort();
   // BENCH_PROFILE_DIR=dir: the service writes a V8 CPU profile there when it exits.
-  const prof = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...prof, SERVER_ENTRY, ...serveArgs], {
-    cwd: ROOT,
+  const prof = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const entry = root === ROOT ? SERVER_ENTRY : path.join(root, 'dist', 'src', 'server.js');
+  if (!fs.existsSync(entry)) throw new Error(`${entry} is missing: build that checkout first (npm run build)`);
+  const child = spawn(process.execPath, [...prof, entry, ...serveArgs], {
+    cwd: root,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'error', RATE_LIMIT_PER_SECOND: '0', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -194,12 +215,28 @@ interface Load {
   mean: number;
   errors: number;
   non2xx: number;
+  /** Requests answered in the measured run. */
+  answered: number;
+  /** The server's CPU per request answered, microseconds, when its pid was given: whole process, and its main thread. */
+  cpuUs?: number;
+  mainCpuUs?: number;
+  /** Per request: how long the main thread waited for a CPU, and each other thread's CPU by name, microseconds. */
+  mainWaitUs?: number;
+  threads?: Record<string, number>;
+  /** The store server's CPU per request (PostgreSQL's processes), microseconds, when asked for. */
+  storeCpuUs?: number;
 }
 
-async function load(url: string, route: string, opts: { body?: string; setupBody?: () => string; connections?: number; seconds?: number; warmup?: boolean }): Promise<Load> {
+async function load(
+  url: string,
+  route: string,
+  opts: { body?: string; setupBody?: () => string; connections?: number; seconds?: number; warmup?: boolean; pid?: number; storeCpu?: () => number },
+): Promise<Load> {
   // A short warm-up first (JIT, caches, connection set-up), not counted: every measurement
   // then starts from the same warm state, whichever scenario ran before it.
-  if (opts.warmup !== false) await load(url, route, { ...opts, seconds: 1, warmup: false });
+  if (opts.warmup !== false) await load(url, route, { ...opts, seconds: 1, warmup: false, pid: undefined, storeCpu: undefined });
+  const before = opts.pid ? cpuSample(opts.pid) : undefined;
+  const storeBefore = opts.storeCpu?.();
   const result = await autocannon({
     url: `${url}${route}`,
     method: 'POST',
@@ -210,7 +247,19 @@ async function load(url: string, route: string, opts: { body?: string; setupBody
       ? { requests: [{ setupRequest: (req: any) => ({ ...req, body: opts.setupBody!() }) }] }
       : { body: opts.body }),
   });
-  return { reqPerSec: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, mean: result.latency.average, errors: result.errors, non2xx: result.non2xx };
+  const answered = result.requests.total;
+  const after = opts.pid ? cpuSample(opts.pid) : undefined;
+  return {
+    reqPerSec: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    mean: result.latency.average,
+    errors: result.errors,
+    non2xx: result.non2xx,
+    answered,
+    ...(before && after ? perRequest(before, after, answered) : {}),
+    ...(storeBefore !== undefined && answered > 0 ? { storeCpuUs: (opts.storeCpu!() - storeBefore) / answered } : {}),
+  };
 }
 
 interface RateLoad {
@@ -240,17 +289,33 @@ async function loadAtRate(url: string, route: string, body: string, rate: number
  * Measures the service, the bare Fastify ceiling and the raw one with the same request, one
  * after the other, both ceilings answering the service's own envelope for it.
  */
-async function versus(svc: string, fw: string, raw: string, route: string, data: unknown, connections = CONNECTIONS) {
+async function versus(svc: Server, fw: Server, raw: Server, route: string, data: unknown, storeCpu?: () => number) {
+  const connections = CONNECTIONS;
   const body = JSON.stringify({ data });
-  const sample = await call(svc, route, data);
-  for (const ceiling of [fw, raw]) {
-    const r = await fetch(`${ceiling}/__canned`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ path: route, body: sample }) });
-    if (!r.ok) throw new Error(`${ceiling}/__canned -> ${r.status}`);
-  }
-  const measured = await load(svc, route, { body, connections });
-  const framework = await load(fw, route, { body, connections });
-  const ceiling = await load(raw, route, { body, connections });
+  const sample = await call(svc.url, route, data);
+  for (const ceiling of [fw, raw]) await canned(ceiling.url, route, sample);
+  const measured = await load(svc.url, route, { body, connections, pid: svc.child.pid, storeCpu });
+  const framework = await load(fw.url, route, { body, connections, pid: fw.child.pid });
+  const ceiling = await load(raw.url, route, { body, connections, pid: raw.child.pid });
   return { measured, framework, ceiling, sample };
+}
+
+/** Sets the envelope a ceiling answers on `route`. */
+async function canned(ceiling: string, route: string, sample: unknown) {
+  const r = await fetch(`${ceiling}/__canned`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ path: route, body: sample }) });
+  if (!r.ok) throw new Error(`${ceiling}/__canned -> ${r.status}`);
+}
+
+/**
+ * CPU per request of a row measured by versus(): each server's, and bare Fastify's over the
+ * service's. On PostgreSQL the service's is its own process's plus the database server's.
+ */
+function cpuOf(v: Awaited<ReturnType<typeof versus>>) {
+  const us = (l: Load) => `${Math.round(l.cpuUs ?? NaN)} us`;
+  const store = v.measured.storeCpuUs;
+  const ratio = (v.framework.cpuUs ?? NaN) / ((v.measured.cpuUs ?? NaN) + (store ?? 0));
+  const svc = store === undefined ? us(v.measured) : `${us(v.measured)} + PostgreSQL ${Math.round(store)} us`;
+  return { text: { svc, fastify: us(v.framework), raw: us(v.ceiling) }, ratio };
 }
 
 /** The ceiling columns of a row measured by versus(). */
@@ -258,12 +323,14 @@ function ceilings(v: Awaited<ReturnType<typeof versus>>) {
   const svc = v.measured.reqPerSec;
   const fw = v.framework.reqPerSec;
   const raw = v.ceiling.reqPerSec;
+  const cpu = cpuOf(v);
   return {
-    fastify: `${fmt(fw)} req/s`,
-    ceiling: `${fmt(raw)} req/s`,
+    fastify: `${fmt(fw)} req/s, CPU ${cpu.text.fastify}/req`,
+    ceiling: `${fmt(raw)} req/s, CPU ${cpu.text.raw}/req`,
     ratio: (svc / raw).toFixed(2),
     fastifyRaw: (fw / raw).toFixed(2),
     svcFastify: (svc / fw).toFixed(2),
+    cpuFastifySvc: cpu.ratio.toFixed(2),
   };
 }
 
@@ -280,11 +347,13 @@ interface Row {
   ratio: string;
   fastifyRaw: string;
   svcFastify: string;
+  /** CPU per request, bare Fastify's / the service's (the read goals). */
+  cpuFastifySvc: string;
   target: string;
   met: boolean | null;
   raw: Record<string, unknown>;
 }
-const NO_CEILING = { fastify: '-', ceiling: '-', ratio: '-', fastifyRaw: '-', svcFastify: '-' };
+const NO_CEILING = { fastify: '-', ceiling: '-', ratio: '-', fastifyRaw: '-', svcFastify: '-', cpuFastifySvc: '-' };
 const rows: Row[] = [];
 const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2));
 
@@ -297,6 +366,7 @@ function printTable() {
     ['ratio', 'svc/raw'],
     ['fastifyRaw', 'fastify/raw'],
     ['svcFastify', 'svc/fastify'],
+    ['cpuFastifySvc', 'CPU/req fastify/svc'],
     ['target', 'target'],
     ['met', 'met'],
   ];
@@ -319,7 +389,176 @@ function targetsSummary(): string {
   return `targets met: ${met} of ${targets.length}${failedReports ? ` (and ${failedReports} report row(s) had failed requests)` : ''}`;
 }
 
+// ---- A/B of two builds (--ab) ----
+
+/**
+ * The other build's service (A) and this one (B) answer the same load in turns, AB_ROUNDS
+ * times, each turn after its own warm-up; the row gives each side's median CPU per request
+ * (whole process) and B / A. Both serve the same store at once; only one applies projections
+ * (the lease), and the load only reads.
+ */
+async function abRow(a: Server, b: Server, name: string, route: string, data: unknown) {
+  const body = JSON.stringify({ data });
+  const [sa, sb] = [await call(a.url, route, data), await call(b.url, route, data)];
+  // Page tokens are sealed per query, the same on both: the answers must be equal.
+  if (JSON.stringify(sa) !== JSON.stringify(sb)) throw new Error(`--ab: ${route} answers differ between the builds`);
+  const as: Load[] = [];
+  const bs: Load[] = [];
+  for (let i = 0; i < AB_ROUNDS; i++) {
+    as.push(await load(a.url, route, { body, pid: a.child.pid }));
+    bs.push(await load(b.url, route, { body, pid: b.child.pid }));
+  }
+  const median = (xs: Load[]) => [...xs].map((x) => x.cpuUs!).sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+  const [ma, mb] = [median(as), median(bs)];
+  const all = (xs: Load[]) => xs.map((x) => Math.round(x.cpuUs!)).join(', ');
+  rows.push({
+    scenario: `A/B ${name}: CPU per request, ${path.basename(abDir!)} (A) vs this build (B), ${AB_ROUNDS} alternating rounds`,
+    measured: `B ${Math.round(mb)} us (${all(bs)}), A ${Math.round(ma)} us (${all(as)})`,
+    ...NO_CEILING,
+    ratio: (mb / ma).toFixed(2),
+    target: 'report (B / A)',
+    met: [...as, ...bs].every((x) => x.non2xx === 0) ? null : false,
+    raw: { a: as, b: bs },
+  });
+}
+
+// ---- per-request budget (issue 27) ----
+
+interface BudgetSide {
+  cpuUs: number;
+  mainCpuUs: number;
+  /** The other threads' CPU per request by thread name, and the main thread's wait for a CPU under the profiled load. */
+  threads: Record<string, number>;
+  profiledWaitUs: number;
+  profiledMainCpuUs: number;
+  stages: StageShares;
+}
+
+/** One route's budget: the service's and bare Fastify's CPU per request, by stage. */
+interface Budget {
+  route: string;
+  /** Per server: CPU per request (whole process, main thread) it is scaled to, and the profile's stage shares. */
+  svc: BudgetSide;
+  fastify: BudgetSide;
+}
+const budgets: Budget[] = [];
+
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+
+/** A load with the CPU profiler on: warmed up first, the measured stretch's instants returned. */
+async function profiledLoad(server: Server, route: string, body: string) {
+  await load(server.url, route, { body, seconds: 1, warmup: false });
+  const from = nowUs();
+  const l = await load(server.url, route, { body, warmup: false, pid: server.child.pid });
+  return { load: l, from, to: nowUs() };
+}
+
+/**
+ * The budget scenario: the service, restarted on the store the other scenarios used, and the
+ * bare Fastify ceiling, both under V8's CPU profiler, answer each route's load in turn; each
+ * profile's stretch of that load is split into stages (bench/stage-budget.ts) and scaled to
+ * the main thread's CPU per request measured without the profiler earlier in this run (the
+ * profiler's own cost inflates every stage alike; the shares are what it is for). Whatever
+ * the other threads spent (the background thread, V8's helpers) is a row of its own.
+ */
+async function stageBudget(dataDir: string, measuredBefore: Map<string, Awaited<ReturnType<typeof versus>>>, routes: Array<[string, string, unknown]>) {
+  const profDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-prof-'));
+  const svc = await startService(dataDir, [], {}, profDir);
+  const fw = await startCeiling('fastify-server.mjs', ['--cpu-prof', `--cpu-prof-dir=${profDir}`]);
+  const runs: Array<{ name: string; route: string; s: Awaited<ReturnType<typeof profiledLoad>>; f: Awaited<ReturnType<typeof profiledLoad>> }> = [];
+  try {
+    for (const [name, route, data] of routes) {
+      const body = JSON.stringify({ data });
+      await canned(fw.url, route, await call(svc.url, route, data));
+      runs.push({ name, route, s: await profiledLoad(svc, route, body), f: await profiledLoad(fw, route, body) });
+    }
+  } finally {
+    await stop(svc.child);
+    await stop(fw.child);
+  }
+  const svcProfile = mainThreadProfile(profDir, svc.child.pid!);
+  const fwProfile = mainThreadProfile(profDir, fw.child.pid!);
+  for (const { name, route, s, f } of runs) {
+    const before = measuredBefore.get(route);
+    const per = (l: Load | undefined, profiled: Load) => ({
+      cpuUs: (l ?? profiled).cpuUs!,
+      mainCpuUs: (l ?? profiled).mainCpuUs!,
+      threads: (l ?? profiled).threads!,
+      profiledWaitUs: profiled.mainWaitUs!,
+      profiledMainCpuUs: profiled.mainCpuUs!,
+    });
+    budgets.push({
+      route: name,
+      svc: { ...per(before?.measured, s.load), stages: stageShares(svcProfile, s.from, s.to) },
+      fastify: { ...per(before?.framework, f.load), stages: stageShares(fwProfile, f.from, f.to) },
+    });
+  }
+  fs.rmSync(profDir, { recursive: true, force: true });
+}
+
+const budgetJson = (s: StageShares) => ({ busySeconds: s.busySeconds, shares: Object.fromEntries(s.shares), top: Object.fromEntries(s.top) });
+
+function printBudgets() {
+  for (const b of budgets) {
+    const cell = (side: Budget['svc'], share: number) => (share > 0 ? `${(share * side.mainCpuUs).toFixed(1).padStart(6)} us ${(100 * share * side.mainCpuUs / side.cpuUs).toFixed(1).padStart(5)}%` : '-');
+    console.log(`\nCPU of one ${b.route} request, by stage (main thread profiled, scaled to the CPU per request measured above)`);
+    const rowsOut: string[][] = [['stage', 'service', 'bare fastify']];
+    for (const stage of STAGES) {
+      const a = b.svc.stages.shares.get(stage) ?? 0;
+      const c = b.fastify.stages.shares.get(stage) ?? 0;
+      if (a > 0 || c > 0) rowsOut.push([stage, cell(b.svc, a), cell(b.fastify, c)]);
+    }
+    const other = (side: Budget['svc']) => `${(side.cpuUs - side.mainCpuUs).toFixed(1).padStart(6)} us ${(100 * (side.cpuUs - side.mainCpuUs) / side.cpuUs).toFixed(1).padStart(5)}%`;
+    rowsOut.push(['other threads (background, V8 helpers)', other(b.svc), other(b.fastify)]);
+    const names = [...new Set([...Object.keys(b.svc.threads), ...Object.keys(b.fastify.threads)])].sort();
+    const thread = (side: BudgetSide, name: string) => (side.threads[name] ? `${side.threads[name]!.toFixed(1).padStart(6)} us` : '-');
+    for (const name of names) rowsOut.push([`  thread "${name}"`, thread(b.svc, name), thread(b.fastify, name)]);
+    rowsOut.push(['total (whole process)', `${b.svc.cpuUs.toFixed(1).padStart(6)} us`, `${b.fastify.cpuUs.toFixed(1).padStart(6)} us`]);
+    const widths = rowsOut[0]!.map((_, i) => Math.max(...rowsOut.map((r) => r[i]!.length)));
+    for (const r of rowsOut) console.log(r.map((v, i) => v.padEnd(widths[i]!)).join(' | '));
+    // The profiler samples wall time while the thread is busy: time the thread spent runnable
+    // but waiting for a CPU lands in whatever function it was in (mostly the socket write
+    // that woke the load generator). Said apart so the socket row is read with it.
+    const wait = (side: BudgetSide) => `${side.profiledWaitUs.toFixed(1)} us waiting for a CPU per ${side.profiledMainCpuUs.toFixed(1)} us on one`;
+    console.log(`under the profiler the main thread spent ${wait(b.svc)} (bare fastify: ${wait(b.fastify)}); the profile counts the wait in the function it interrupted`);
+    console.log('the heaviest functions of each stage above 5% of the service\'s request:');
+    for (const stage of STAGES) {
+      const share = (b.svc.stages.shares.get(stage) ?? 0) * b.svc.mainCpuUs / b.svc.cpuUs;
+      if (share < 0.05) continue;
+      const fns = (b.svc.stages.top.get(stage) ?? []).map(([fn, x]) => `${fn} ${(100 * x).toFixed(1)}%`).join('; ');
+      console.log(`  ${stage}: ${fns}`);
+    }
+  }
+}
+
 // ---- seeding ----
+
+/**
+ * Until the read models have caught up with the log (GET /readyz answers 200): a write whose
+ * read-your-writes wait timed out under load answered before its projections applied, and a
+ * scenario measured then would read a store still filling.
+ */
+async function caughtUp(server: Server) {
+  const t0 = Date.now();
+  while (!(await fetch(`${server.url}/readyz`)).ok) {
+    if (Date.now() - t0 > 600_000) throw new Error('the read models did not catch up within 10 minutes of seeding');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Until the process is quiet, after seeding and before the first load: right after it, V8's
+ * threads were still marking the heap the seeding left (365 us of CPU per request of the
+ * first load, against 38 us later: docs/performance.md, "Per-request budget"), which no
+ * later scenario pays. Quiet: under a fifth of a core over half a second, for at most 30 s.
+ */
+async function quiet(server: Server) {
+  for (let i = 0; i < 60; i++) {
+    const before = cpuSample(server.child.pid!).processUs;
+    await new Promise((r) => setTimeout(r, 500));
+    if (cpuSample(server.child.pid!).processUs - before < 100_000) return;
+  }
+}
 
 const ids = (prefix: string, n: number, from = 0) => Array.from({ length: n }, (_, i) => `${prefix}${from + i}`);
 
@@ -436,15 +675,72 @@ async function oneDocAdds(rounds: number, env: () => Promise<Record<string, stri
 interface SqliteFigures {
   seedSeconds?: number;
   perm1?: Load;
+  docs?: Load;
+  rate?: RateLoad;
   adds?: Load;
   rebuild?: { replayed: number; seconds: number };
 }
 
 /**
- * The same seeding and the same perm1, add and rebuild scenarios as on SQLite above, on a
- * service whose both ports are in a throwaway PostgreSQL server on this machine (POSTGRES_URL),
- * each row PostgreSQL's figure against SQLite's of this run, the ratio PostgreSQL / SQLite
- * (above 1: PostgreSQL does more per second). Rows are reports: no target names PostgreSQL.
+ * The reads on PostgreSQL, with the goals of the SQLite rows (issue 27, "on PostgreSQL too"):
+ * perm1 and documents/get against fresh ceilings, their CPU per request the service's process
+ * plus the database server's, and perm1 at 1,000 requests/s against the raw ceiling at that rate.
+ */
+async function pgReads(svc: Server, pgDataDir: string, sqlite: SqliteFigures) {
+  const raw = await startCeiling('raw-server.mjs');
+  const fw = await startCeiling('fastify-server.mjs');
+  const pgCpu = () => postgresCpuUs(pgDataDir);
+  const perm1 = { organizationId: 'big', userIds: ['u3'], documentIds: deepDocs(S.bigDocs, 10) };
+  const page = { organizationId: 'big', folderId: 'f10', pageSize: 100 };
+  try {
+    const reads: Array<[string, string, string, unknown, number, Load | undefined]> = [
+      ['perm1', `permissions/get 1 user x 10 docs (org ${S.bigDocs} docs): PostgreSQL`, '/v2/auth/permissions/get', perm1, 0.6, sqlite.perm1],
+      ['docs', 'documents/get page of 100: PostgreSQL', '/v2/organizations/documents/get', page, 0.5, sqlite.docs],
+    ];
+    for (const [name, scenario, route, data, goal, sq] of reads) {
+      if (!want(name)) continue;
+      console.log(`measuring ${route} on PostgreSQL`);
+      const v = await versus(svc, fw, raw, route, data, pgCpu);
+      const cpu = cpuOf(v);
+      rows.push({
+        scenario,
+        measured: `${fmt(v.measured.reqPerSec)} req/s, p99 ${v.measured.p99} ms, CPU ${cpu.text.svc}/req${sq ? ` (SQLite: ${fmt(sq.reqPerSec)} req/s, ${Math.round(sq.cpuUs ?? NaN)} us)` : ''}`,
+        ...ceilings(v),
+        target: `CPU/req fastify/(svc + PostgreSQL) >= ${goal}`,
+        met: cpu.ratio >= goal && v.measured.non2xx === 0 && v.measured.errors === 0,
+        raw: { postgres: v, sqlite: sq },
+      });
+    }
+    if (want('perm1rate')) {
+      console.log('measuring permissions/get at a steady rate on PostgreSQL');
+      const body = JSON.stringify({ data: perm1 });
+      await canned(raw.url, '/v2/auth/permissions/get', await call(svc.url, '/v2/auth/permissions/get', perm1));
+      const pr = await loadAtRate(svc.url, '/v2/auth/permissions/get', body, RATE, RATE_CONNECTIONS, S.seconds);
+      const floor = await loadAtRate(raw.url, '/v2/auth/permissions/get', body, RATE, RATE_CONNECTIONS, S.seconds);
+      const reached = Math.abs(pr.achieved - RATE) <= RATE * 0.05;
+      rows.push({
+        scenario: `permissions/get 1 user x 10 docs at ${fmt(RATE)} req/s, evenly spaced: PostgreSQL`,
+        measured: `${fmt(pr.achieved)} req/s, p50 ${pr.p50.toFixed(2)} ms, p99 ${pr.p99.toFixed(2)} ms${sqlite.rate ? ` (SQLite p99 ${sqlite.rate.p99.toFixed(2)} ms)` : ''}`,
+        ...NO_CEILING,
+        ceiling: `p50 ${floor.p50.toFixed(2)} ms, p99 ${floor.p99.toFixed(2)} ms`,
+        ratio: (pr.p99 / floor.p99).toFixed(2),
+        target: `p99 <= 2x raw's p99 at ${fmt(RATE)} req/s (rate within 5%)`,
+        met: pr.p99 <= 2 * floor.p99 && reached && pr.non2xx === 0 && pr.errors === 0,
+        raw: { service: pr, rawCeiling: floor },
+      });
+    }
+  } finally {
+    await stop(fw.child);
+    await stop(raw.child);
+  }
+}
+
+/**
+ * The same seeding and the same scenarios as on SQLite above (the reads through pgReads), on a
+ * service whose both ports are in a throwaway PostgreSQL server on this machine (POSTGRES_URL).
+ * The reads carry the SQLite rows' goals; documents/add and the rebuild give PostgreSQL's
+ * figure against SQLite's of this run, the ratio PostgreSQL / SQLite (above 1: PostgreSQL does
+ * more per second), and the same goals.
  */
 async function postgresBeside(sqlite: SqliteFigures) {
   const t0 = Date.now();
@@ -464,8 +760,10 @@ async function postgresBeside(sqlite: SqliteFigures) {
       const t1 = Date.now();
       await seedOrg(svc.url, 'big', S.bigDocs);
       await seedOrg(svc.url, 'small', S.smallDocs);
+      await caughtUp(svc);
       const seedSeconds = (Date.now() - t1) / 1000;
       console.log(`seeded ${S.bigDocs + S.smallDocs} documents on PostgreSQL in ${seedSeconds.toFixed(1)} s`);
+      await quiet(svc);
       const seeded = S.bigDocs + S.smallDocs;
       if (sqlite.seedSeconds !== undefined) {
         const pgRate = seeded / seedSeconds;
@@ -481,22 +779,7 @@ async function postgresBeside(sqlite: SqliteFigures) {
         });
       }
 
-      if (want('perm1') && sqlite.perm1) {
-        console.log('measuring permissions/get on PostgreSQL');
-        const perm1 = { organizationId: 'big', userIds: ['u3'], documentIds: deepDocs(S.bigDocs, 10) };
-        await call(svc.url, '/v2/auth/permissions/get', perm1);
-        const pg1 = await load(svc.url, '/v2/auth/permissions/get', { body: JSON.stringify({ data: perm1 }) });
-        const sq = sqlite.perm1;
-        rows.push({
-          scenario: `permissions/get 1 user x 10 docs (org ${S.bigDocs} docs): PostgreSQL vs SQLite`,
-          measured: `${fmt(pg1.reqPerSec)} vs ${fmt(sq.reqPerSec)} req/s, p99 ${pg1.p99} vs ${sq.p99} ms`,
-          ...NO_CEILING,
-          ratio: (pg1.reqPerSec / sq.reqPerSec).toFixed(2),
-          target: 'report',
-          met: pg1.non2xx === 0 && pg1.errors === 0 ? null : false,
-          raw: { postgres: pg1, sqlite: sq },
-        });
-      }
+      await pgReads(svc, server.dataDir, sqlite);
 
       if (want('add') && sqlite.adds) {
         console.log('measuring documents/add on PostgreSQL');
@@ -506,15 +789,17 @@ async function postgresBeside(sqlite: SqliteFigures) {
             data: { organizationId: 'adds', createOrganization: true, documents: Array.from({ length: 100 }, () => ({ documentId: `a${n++}`, documentName: 'Added' })) },
           });
         await call(svc.url, '/v2/organizations/add', { organizations: [{ organizationId: 'adds' }] });
-        const adds = await load(svc.url, '/v2/organizations/documents/add', { setupBody: addBody, connections: 10 });
+        // Three times as long as on SQLite: a batch can take seconds here, and a quick run's 3 s
+        // then counted none.
+        const adds = await load(svc.url, '/v2/organizations/documents/add', { setupBody: addBody, connections: 10, seconds: S.seconds * 3 });
         const sq = sqlite.adds;
         rows.push({
           scenario: 'documents/add batches of 100 (read-your-writes): PostgreSQL vs SQLite',
           measured: `${fmt(adds.reqPerSec * 100)} vs ${fmt(sq.reqPerSec * 100)} docs/s, p99 ${adds.p99} vs ${sq.p99} ms`,
           ...NO_CEILING,
           ratio: (adds.reqPerSec / sq.reqPerSec).toFixed(2),
-          target: 'report',
-          met: adds.non2xx === 0 && adds.errors === 0 ? null : false,
+          target: '>= 20,000 docs/s',
+          met: adds.reqPerSec * 100 >= 20_000 && adds.non2xx === 0 && adds.errors === 0,
           raw: { postgres: adds, sqlite: sq },
         });
       }
@@ -538,8 +823,8 @@ async function postgresBeside(sqlite: SqliteFigures) {
         measured: `${fmt(eps)} vs ${fmt(sqEps)} events/s`,
         ...NO_CEILING,
         ratio: (eps / sqEps).toFixed(2),
-        target: 'report',
-        met: null,
+        target: `>= 50,000 events/s at 1M events${replayed < 1_000_000 ? ' (smaller log: not counted as met)' : ''}`,
+        met: eps >= 50_000 && replayed >= 1_000_000,
         raw: { postgres: { replayed, seconds }, sqlite: sqlite.rebuild },
       });
     }
@@ -567,6 +852,11 @@ async function main() {
   const raw = await startCeiling('raw-server.mjs');
   const fw = await startCeiling('fastify-server.mjs');
   let svc = await startService(dataDir);
+  // permissions/get, 1 user x 10 documents in the deepest folder; documents/get, a page of 100.
+  const perm1 = { organizationId: 'big', userIds: ['u3'], documentIds: deepDocs(S.bigDocs, 10) };
+  const page = { organizationId: 'big', folderId: 'f10', pageSize: 100 };
+  // The unprofiled figures the budget scales its profiles to.
+  const measuredBefore = new Map<string, Awaited<ReturnType<typeof versus>>>();
   // SQLite's figures for the rows that set PostgreSQL's beside them (--store=postgres).
   const sqlite: SqliteFigures = {};
   try {
@@ -577,26 +867,26 @@ async function main() {
     let t0 = Date.now();
     await seedOrg(svc.url, 'big', S.bigDocs);
     await seedOrg(svc.url, 'small', S.smallDocs);
+    await caughtUp(svc);
     const seedSeconds = (Date.now() - t0) / 1000;
     sqlite.seedSeconds = seedSeconds;
     console.log(`seeded ${S.bigDocs + S.smallDocs} documents in ${seedSeconds.toFixed(1)} s`);
+    await quiet(svc);
     const rssAfterSeed = rssMiB(svc.child.pid!);
 
-    // permissions/get, 1 user x 10 documents in the deepest folder.
-    const perm1 = { organizationId: 'big', userIds: ['u3'], documentIds: deepDocs(S.bigDocs, 10) };
-    const page = { organizationId: 'big', folderId: 'f10', pageSize: 100 };
     let p1: Awaited<ReturnType<typeof versus>> | undefined;
     let dg: Awaited<ReturnType<typeof versus>> | undefined;
     if (want('perm1')) {
-      p1 = await versus(svc.url, fw.url, raw.url, '/v2/auth/permissions/get', perm1);
+      p1 = await versus(svc, fw, raw, '/v2/auth/permissions/get', perm1);
       sqlite.perm1 = p1.measured;
-      const ratio1 = p1.measured.reqPerSec / p1.ceiling.reqPerSec;
+      measuredBefore.set('/v2/auth/permissions/get', p1);
+      const cpu1 = cpuOf(p1).ratio;
       rows.push({
         scenario: `permissions/get 1 user x 10 docs (org ${S.bigDocs} docs, 10 deep)`,
-        measured: `${fmt(p1.measured.reqPerSec)} req/s, p99 ${p1.measured.p99} ms`,
+        measured: `${fmt(p1.measured.reqPerSec)} req/s, p99 ${p1.measured.p99} ms, CPU ${cpuOf(p1).text.svc}/req`,
         ...ceilings(p1),
-        target: '>= 0.5, p99 < 10 ms',
-        met: ratio1 >= 0.5 && p1.measured.p99 < 10 && p1.measured.non2xx === 0,
+        target: 'CPU/req fastify/svc >= 0.6',
+        met: cpu1 >= 0.6 && p1.measured.non2xx === 0,
         raw: p1,
       });
     }
@@ -628,6 +918,7 @@ async function main() {
       await fetch(`${raw.url}/__canned`, { method: 'POST', body: JSON.stringify({ path: '/v2/auth/permissions/get', body: await call(svc.url, '/v2/auth/permissions/get', perm1) }) });
       const pr = await loadAtRate(svc.url, '/v2/auth/permissions/get', body, RATE, RATE_CONNECTIONS, S.seconds);
       const floor = await loadAtRate(raw.url, '/v2/auth/permissions/get', body, RATE, RATE_CONNECTIONS, S.seconds);
+      sqlite.rate = pr;
       const reached = Math.abs(pr.achieved - RATE) <= RATE * 0.05;
       const ms = (r: RateLoad) => `p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms`;
       rows.push({
@@ -635,8 +926,9 @@ async function main() {
         measured: `${fmt(pr.achieved)} req/s, ${ms(pr)} (sent late p99 ${pr.lateP99.toFixed(2)} ms)`,
         ...NO_CEILING,
         ceiling: `${ms(floor)}`,
-        target: `p99 < 2 ms at ${fmt(RATE)} req/s (within 5%)`,
-        met: pr.p99 < 2 && reached && pr.non2xx === 0 && pr.errors === 0,
+        ratio: (pr.p99 / floor.p99).toFixed(2),
+        target: `p99 <= 2x raw's p99 at ${fmt(RATE)} req/s (rate within 5%)`,
+        met: pr.p99 <= 2 * floor.p99 && reached && pr.non2xx === 0 && pr.errors === 0,
         raw: { service: pr, rawCeiling: floor, rate: RATE, connections: RATE_CONNECTIONS },
       });
     }
@@ -644,10 +936,10 @@ async function main() {
     // permissions/get, 10 users x 30 documents.
     if (want('perm10')) {
       const perm10 = { organizationId: 'big', userIds: ids('u', 10), documentIds: deepDocs(S.bigDocs, 30) };
-      const p10 = await versus(svc.url, fw.url, raw.url, '/v2/auth/permissions/get', perm10);
+      const p10 = await versus(svc, fw, raw, '/v2/auth/permissions/get', perm10);
       rows.push({
         scenario: 'permissions/get 10 users x 30 docs',
-        measured: `${fmt(p10.measured.reqPerSec)} req/s, ${fmt(p10.measured.reqPerSec * 300)} entries/s`,
+        measured: `${fmt(p10.measured.reqPerSec)} req/s, ${fmt(p10.measured.reqPerSec * 300)} entries/s, CPU ${cpuOf(p10).text.svc}/req`,
         ...ceilings(p10),
         target: 'report',
         met: p10.measured.non2xx === 0 ? null : false,
@@ -657,16 +949,29 @@ async function main() {
 
     // documents/get, a page of 100 rows.
     if (want('docs')) {
-      dg = await versus(svc.url, fw.url, raw.url, '/v2/organizations/documents/get', page);
-      const ratioDg = dg.measured.reqPerSec / dg.ceiling.reqPerSec;
+      dg = await versus(svc, fw, raw, '/v2/organizations/documents/get', page);
+      const cpuDg = cpuOf(dg).ratio;
+      measuredBefore.set('/v2/organizations/documents/get', dg);
+      sqlite.docs = dg.measured;
       rows.push({
         scenario: 'documents/get page of 100',
-        measured: `${fmt(dg.measured.reqPerSec)} req/s, p99 ${dg.measured.p99} ms`,
+        measured: `${fmt(dg.measured.reqPerSec)} req/s, p99 ${dg.measured.p99} ms, CPU ${cpuOf(dg).text.svc}/req`,
         ...ceilings(dg),
-        target: '>= 0.4',
-        met: ratioDg >= 0.4 && dg.measured.non2xx === 0,
+        target: 'CPU/req fastify/svc >= 0.5',
+        met: cpuDg >= 0.5 && dg.measured.non2xx === 0,
         raw: dg,
       });
+    }
+
+    // --ab: the other build beside this one, on this store, for perm1 and docs.
+    if (abDir) {
+      const other = await startService(dataDir, [], {}, undefined, path.resolve(abDir));
+      try {
+        if (want('perm1')) await abRow(other, svc, 'permissions/get 1 x 10', '/v2/auth/permissions/get', perm1);
+        if (want('docs')) await abRow(other, svc, 'documents/get page of 100', '/v2/organizations/documents/get', page);
+      } finally {
+        await stop(other.child);
+      }
     }
 
     // Cost vs size: the same two queries on the small organization (each after a warm-up).
@@ -814,17 +1119,27 @@ async function main() {
     await stop(raw.child);
   }
 
+  // Where one request's CPU goes, on the store the scenarios above used.
+  if (want('budget')) {
+    await stageBudget(dataDir, measuredBefore, [
+      ['permissions/get 1 user x 10 docs', '/v2/auth/permissions/get', perm1],
+      ['documents/get page of 100', '/v2/organizations/documents/get', page],
+    ]);
+  }
+
   // Projection rebuild: replay the whole log written above into a fresh read store.
   if (want('rebuild')) {
     const { replayed, seconds } = await timedRebuild(new SqliteEventStore(path.join(dataDir, 'events.db')), new SqliteReadStore(path.join(dataDir, 'rebuild.db')));
     const eps = replayed / seconds;
     sqlite.rebuild = { replayed, seconds };
+    // The goal names a million events: a smaller log (quick and standard scales) is reported
+    // against it but never counts as met.
     rows.push({
       scenario: `projection rebuild of ${replayed.toLocaleString('en-US')} events (embedded)`,
       measured: `${fmt(eps)} events/s`,
       ...NO_CEILING,
-      target: '>= 50,000 events/s',
-      met: eps >= 50_000,
+      target: `>= 50,000 events/s at 1M events${replayed < 1_000_000 ? ` (measured at ${fmt(replayed)}: --full for 1M)` : ''}`,
+      met: eps >= 50_000 && replayed >= 1_000_000,
       raw: { replayed, seconds },
     });
   }
@@ -863,10 +1178,11 @@ async function main() {
   }
 
   printTable();
+  printBudgets();
   const outDir = path.join(ROOT, 'bench', 'results');
   fs.mkdirSync(outDir, { recursive: true });
   const file = path.join(outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}-${scale}.json`);
-  fs.writeFileSync(file, JSON.stringify({ scale, store: storeArg, machine: { cores: os.cpus().length, node: process.version, loadavg: os.loadavg() }, summary: targetsSummary(), rows }, null, 2));
+  fs.writeFileSync(file, JSON.stringify({ scale, store: storeArg, machine: { cores: os.cpus().length, node: process.version, loadavg: os.loadavg() }, summary: targetsSummary(), rows, budgets: budgets.map((b) => ({ ...b, svc: { ...b.svc, stages: budgetJson(b.svc.stages) }, fastify: { ...b.fastify, stages: budgetJson(b.fastify.stages) } })) }, null, 2));
   console.log(`\nwritten: ${path.relative(ROOT, file)}`);
   console.log(targetsSummary());
 }

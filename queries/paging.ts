@@ -28,7 +28,7 @@
  * API key) is what keeps tenants apart, not the choice of key. Using tokens with no key
  * installed is a bug and throws.
  */
-import { createCipheriv, createDecipheriv, createHash, createHmac } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import { invalidArgument } from '../src/shared/errors.js';
 import type { Scalar } from '../src/ports/read-store.js';
 
@@ -47,11 +47,16 @@ const PAGE_TOKEN_PURPOSE = 'page-token/v1';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
+/**
+ * The keys are KeyObjects, made once as the key is installed: given a Buffer, every
+ * createHmac and createCipheriv call makes a KeyObject of it first, which on Node 24 cost more
+ * than the sealing itself (docs/performance.md, "Per-request budget (issue 27)").
+ */
 interface PageKey {
   /** Tells installed keys apart (not secret: an HMAC of the key). */
   id: string;
-  enc: Buffer;
-  iv: Buffer;
+  enc: KeyObject;
+  iv: KeyObject;
   holders: number;
 }
 
@@ -74,7 +79,7 @@ export function installPageTokenKey(secrets: KeyDeriver): () => void {
     installed.splice(installed.indexOf(k), 1);
     installed.push(k);
   } else {
-    k = { id, enc, iv, holders: 1 };
+    k = { id, enc: createSecretKey(enc), iv: createSecretKey(iv), holders: 1 };
     installed.push(k);
   }
   const key = k;
