@@ -32,6 +32,7 @@ import { ConfigError } from '../config/config.js';
 import { notFound, SecretUnavailableError } from '../shared/errors.js';
 import { key, newId } from '../shared/ids.js';
 import type { Doc, ReadStore } from '../ports/read-store.js';
+import { PersonalData } from './personal.js';
 import { DataKey, isSealed, MasterKey, parseKeyMaterial, SecretDecryptError, sealedKeyId } from '../shared/envelope.js';
 
 export const SECRET_KEYS = 'secret_keys';
@@ -68,12 +69,16 @@ interface Logger {
 export class SecretStore {
   /** Unwrapped data keys by key-ring document object (see the header). */
   private readonly unwrapped = new WeakMap<object, Map<string, DataKey>>();
+  /** Users' personal fields, sealed with a key per user (src/secrets/personal.ts). */
+  readonly personal: PersonalData;
 
   constructor(
     private readonly read: ReadStore,
     private readonly master: MasterKey,
     private readonly clock: () => number,
-  ) {}
+  ) {
+    this.personal = new PersonalData(read, master, clock, SECRET_KEYS);
+  }
 
   get masterKeyId(): string {
     return this.master.id;

@@ -1,10 +1,11 @@
-/** Every route of the domain: organizations, folders, documents, users, groups, permissions, access queries. */
+/** Every route of the domain: organizations, folders, documents, users, personal data, groups, permissions, access queries. */
 import type { Services } from '../../composition/services.js';
 import type { AnyRoute } from '../route.js';
 import { organizationRoutes } from './organizations.js';
 import { folderRoutes } from './folders.js';
 import { documentRoutes } from './documents.js';
 import { userRoutes } from './users.js';
+import { userDataRoutes } from './user-data.js';
 import { groupRoutes } from './groups.js';
 import { permissionRoutes } from './permissions.js';
 import { accessQueryRoutes } from './access-queries.js';
@@ -15,6 +16,7 @@ export function domainRoutes(services: Services): AnyRoute[] {
     ...folderRoutes(),
     ...documentRoutes(services),
     ...userRoutes(services),
+    ...userDataRoutes(),
     ...groupRoutes(),
     ...permissionRoutes(),
     ...accessQueryRoutes(services),

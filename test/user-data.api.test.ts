@@ -1,0 +1,166 @@
+/**
+ * Personal data (GDPR): users/data/get, users/data/delete and its status route, and the
+ * crypto-shredding behind them (docs/privacy.md): after a deletion the user's name and
+ * e-mail are in no store file, no rebuild and no audit entry, while the log keeps their id.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { harness, type Harness, type Tenant } from './support/app.js';
+import { userDecider, userStream } from '../commands/user.js';
+import { rebuildReadModels } from '../src/ops/rebuild.js';
+import { allProjections } from '../projections/index.js';
+
+let h: Harness;
+let t: Tenant;
+const post = (url: string, data: unknown) => h.post(url, data, t.headers);
+const ok = (url: string, data: unknown) => h.ok(url, data, t.headers);
+
+const NAME = 'Zebulon Quixtaverne';
+const EMAIL = 'zebulon.quixtaverne@example.org';
+/** Not personal, kept in clear: what shows that the search reads the stores' bytes. */
+const GROUP_NAME = 'Quarterly Wombat Gardeners';
+
+test.before(async () => {
+  h = await harness();
+  t = await h.tenant();
+});
+test.after(async () => h.close());
+
+/** Every file under DATA_DIR (SQLite databases, their WAL and shared memory) that holds `needle`, as UTF-8 bytes. */
+function filesHolding(needle: string): string[] {
+  const bytes = Buffer.from(needle, 'utf8');
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (fs.readFileSync(p).includes(bytes)) out.push(path.relative(h.dataDir, p));
+    }
+  };
+  walk(h.dataDir);
+  return out;
+}
+
+const sqlite = () => process.env.TEST_STORE !== 'postgres';
+
+async function seed(userId: string, name = NAME, email = EMAIL) {
+  await ok('/v2/users/add', { organizationId: 'o1', users: [{ userId, name, email }] });
+  await ok('/v2/organizations/documents/add', { organizationId: 'o1', documents: [{ documentId: 'd1' }] });
+  await ok('/v2/users/add', { organizationId: 'o1', documentId: 'd1', users: [{ userId, accessRole: 'viewer' }] });
+  await ok('/v2/organizations/usergroups/add', { organizationId: 'o1', organizationUserGroups: [{ groupId: 'g1', groupName: GROUP_NAME }] });
+  await ok('/v2/organizations/usergroups/users/add', { organizationId: 'o1', organizationUserGroupId: 'g1', userIds: [userId] });
+  await ok('/v2/organizations/add', { organizations: [{ organizationId: 'o2', organizationName: 'Two' }] });
+  await ok('/v2/auth/generate_token', { userId, userProperties: { name, email }, permissions: { resources: [{ type: 'organization', id: 'o2' }] } });
+  await ok('/v2/presence/add', { organizationId: 'o1', documentId: 'd1', users: [{ userId, name, email }] });
+  // Rewritten entries leave their old bytes in the stores' free space: sealed, they do not matter.
+  await ok('/v2/presence/update', { organizationId: 'o1', documentId: 'd1', users: [{ userId, status: 'away' }] });
+  await ok('/v2/presence/add', { organizationId: 'o1', documentId: 'd1', users: [{ userId, name, email }] });
+}
+
+test('users/data/get: the profile, grants, groups and presence held about a user', async () => {
+  await seed('u1');
+  const r = await ok('/v2/users/data/get', { organizationId: 'o1', userId: 'u1' });
+  assert.is(r.message, 'Data fetched successfully.');
+  assert.equal(r.data.profile, { name: NAME, email: EMAIL, initial: 'ZQ' });
+  assert.equal(r.data.grants.map((g: any) => [g.resourceType, g.resourceId, g.accessRole]).sort(), [['document', 'd1', 'viewer'], ['organization', 'o1', 'editor']]);
+  assert.equal(r.data.groups, ['g1']);
+  assert.equal(r.data.presence.map((p: any) => [p.documentId, p.name, p.email]), [['d1', NAME, EMAIL]]);
+  for (const k of ['comments', 'reactions', 'recordings', 'notifications']) assert.equal(r.data[k], []);
+  assert.is(r.pageToken, undefined);
+  const other = await ok('/v2/users/data/get', { organizationId: 'o2', userId: 'u1' });
+  assert.equal(other.data.grants.map((g: any) => g.resourceId), ['o2']);
+  const nobody = await ok('/v2/users/data/get', { organizationId: 'o1', userId: 'nobody' });
+  assert.is(nobody.data.profile, null);
+  assert.equal(nobody.data.grants, []);
+  assert.is((await post('/v2/users/data/get', { organizationId: 'missing', userId: 'u1' })).status, 404);
+});
+
+test('the log holds the personal fields sealed, never in clear', async () => {
+  const events = await h.services.events.readStream(userStream(t.apiKey, 'u1'));
+  const added = events.find((e) => e.type === 'UserAdded')!;
+  const data = added.data as Record<string, string>;
+  assert.is(data.userId, 'u1');
+  for (const f of ['name', 'email', 'initial']) assert.ok(data[f]!.startsWith('enc:v1:'), `${f}: ${data[f]}`);
+  assert.not.ok(JSON.stringify(events).includes(NAME));
+  const presence = (await ok('/v2/presence/get', { organizationId: 'o1', documentId: 'd1' })).data;
+  assert.equal(presence.map((p: any) => [p.userId, p.name, p.email]), [['u1', NAME, EMAIL]]);
+  if (sqlite()) {
+    assert.ok(filesHolding(GROUP_NAME).length > 0, 'the search sees what the stores hold in clear');
+    assert.equal([...filesHolding(NAME), ...filesHolding(EMAIL)], [], 'the stores hold the name and e-mail sealed only');
+  }
+});
+
+test('users/data/delete: erased everywhere, the id and what happened kept', async () => {
+  const r = await ok('/v2/users/data/delete', { userIds: ['u1', 'u1'] });
+  assert.is(r.message, 'Data deletion process has been initiated.');
+  assert.is(r.data.tasksCount, 1);
+  const status = await ok('/v2/users/data/delete/status', { jobId: r.data.jobId });
+  assert.equal({ ...status.data, lastTaskCompletedTime: typeof status.data.lastTaskCompletedTime }, { isDeleteCompleted: true, tasksLeft: 0, lastTaskCompletedTime: 'number' });
+  assert.is((await post('/v2/users/data/delete/status', { jobId: 'nope' })).status, 404);
+
+  // Access, groups, presence and profile are gone.
+  assert.equal((await ok('/v2/users/get', { organizationId: 'o1' })).data, []);
+  const data = await ok('/v2/users/data/get', { organizationId: 'o1', userId: 'u1' });
+  assert.equal([data.data.profile, data.data.grants, data.data.groups, data.data.presence], [null, [], [], []]);
+  assert.equal((await ok('/v2/users/data/get', { organizationId: 'o2', userId: 'u1' })).data.grants, []);
+
+  // The log still says what happened to u1; its personal fields no longer open.
+  const events = await h.services.events.readStream(userStream(t.apiKey, 'u1'));
+  assert.equal(events.map((e) => e.type), ['UserAdded', 'UserErased']);
+  const sealed = events[0]!.data as Record<string, string>;
+  const opened = await h.services.secrets.personal.open(t.apiKey, 'u1', { name: sealed.name, email: sealed.email });
+  assert.equal(opened, { name: null, email: null });
+
+  // An audit replay shows the id, never the name.
+  const audit = await ok('/v2/audit/events/get', { types: ['UserAdded', 'UserErased'] });
+  const mine = audit.data.filter((e: any) => e.data.userId === 'u1');
+  assert.equal(mine.map((e: any) => e.type), ['UserAdded', 'UserErased']);
+  assert.equal([mine[0].data.name, mine[0].data.email], ['__redacted__', '__redacted__']);
+  assert.not.ok(JSON.stringify(audit).includes(NAME) || JSON.stringify(audit).includes(EMAIL));
+
+  if (sqlite()) assert.equal([...filesHolding(NAME), ...filesHolding(EMAIL)], [], 'no store file holds the name or e-mail');
+});
+
+test('a rebuild after the deletion shows the id only', async () => {
+  await rebuildReadModels({ events: h.services.events, generations: h.services.generations, projections: allProjections });
+  await h.services.cascade.settle();
+  assert.equal((await ok('/v2/users/data/get', { organizationId: 'o1', userId: 'u1' })).data.profile, null);
+  const audit = await ok('/v2/audit/events/get', { types: ['UserAdded'] });
+  assert.ok(audit.data.some((e: any) => e.data.userId === 'u1'));
+  assert.not.ok(JSON.stringify(audit).includes(NAME));
+  if (sqlite()) assert.equal([...filesHolding(NAME), ...filesHolding(EMAIL)], []);
+});
+
+test('a user added again after a deletion gets a fresh key: the new profile shows, the old one stays erased', async () => {
+  await ok('/v2/users/add', { organizationId: 'o1', users: [{ userId: 'u1', name: 'New Person', email: 'new@example.com' }] });
+  const rows = (await ok('/v2/users/get', { organizationId: 'o1' })).data;
+  assert.equal(rows, [{ userId: 'u1', name: 'New Person', email: 'new@example.com', initial: 'NP', accessRole: 'editor' }]);
+  const events = await h.services.events.readStream(userStream(t.apiKey, 'u1'));
+  const first = events[0]!.data as Record<string, string>;
+  assert.equal(await h.services.secrets.personal.open(t.apiKey, 'u1', { name: first.name }), { name: null });
+});
+
+test('a profile in clear from before sealing shows as it is, and deletion removes its row', async () => {
+  // What users/add wrote before sealing: the command with clear fields.
+  const now = Date.now();
+  await h.services.commands.handle(userDecider, userStream(t.apiKey, 'legacy'), {
+    type: 'SaveUser', data: { userId: 'legacy', name: 'Old Timer', email: 'old@example.com' }, metadata: { now },
+  }, { requestId: 'test', actor: 'test', time: now, apiKey: t.apiKey });
+  // The next request waits for its own write, after this one.
+  await ok('/v2/users/add', { organizationId: 'o1', users: [{ userId: 'legacy' }] });
+  const row = (await ok('/v2/users/get', { organizationId: 'o1', userIds: ['legacy'] })).data[0];
+  assert.equal(row, { userId: 'legacy', name: 'Old Timer', email: 'old@example.com', initial: 'OT', accessRole: 'editor' });
+  await ok('/v2/users/data/delete', { userIds: ['legacy'], organizationIds: ['o1'] });
+  assert.equal((await ok('/v2/users/data/get', { organizationId: 'o1', userId: 'legacy' })).data.profile, null);
+});
+
+test('users/data/delete: bounds', async () => {
+  const many = Array.from({ length: 101 }, (_, i) => `u${i}`);
+  const r = await post('/v2/users/data/delete', { userIds: many });
+  assert.is(r.status, 400);
+  assert.is((await post('/v2/users/data/delete', { userIds: [] })).status, 400);
+});
+
+test.run();
