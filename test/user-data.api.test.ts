@@ -11,6 +11,7 @@ import { harness, type Harness, type Tenant } from './support/app.js';
 import { userDecider, userStream } from '../commands/user.js';
 import { rebuildReadModels } from '../src/ops/rebuild.js';
 import { allProjections } from '../projections/index.js';
+import { openSecretStore } from '../src/secrets/store.js';
 
 let h: Harness;
 let t: Tenant;
@@ -154,6 +155,20 @@ test('a profile in clear from before sealing shows as it is, and deletion remove
   assert.equal(row, { userId: 'legacy', name: 'Old Timer', email: 'old@example.com', initial: 'OT', accessRole: 'editor' });
   await ok('/v2/users/data/delete', { userIds: ['legacy'], organizationIds: ['o1'] });
   assert.equal((await ok('/v2/users/data/get', { organizationId: 'o1', userId: 'legacy' })).data.profile, null);
+});
+
+test('a key destroyed elsewhere: what another instance cached of it no longer opens', async () => {
+  const mine = h.services.secrets.personal;
+  const other = (await openSecretStore(h.services.read, h.services.config, Date.now)).personal;
+  const sealed = (await mine.sealer(t.apiKey, 'c1'))('Cached Name');
+  assert.equal(await other.open(t.apiKey, 'c1', { name: sealed }), { name: 'Cached Name' });
+  assert.equal(await other.open(t.apiKey, 'c1', { name: sealed }), { name: 'Cached Name' }, 'from its cache');
+  await mine.shred(t.apiKey, 'c1');
+  assert.equal(await other.open(t.apiKey, 'c1', { name: sealed }), { name: null });
+  assert.equal(await mine.open(t.apiKey, 'c1', { name: sealed }), { name: null });
+  // Bound to its user: the same ciphertext is not another user's value.
+  const fresh = (await mine.sealer(t.apiKey, 'c2'))('Other');
+  assert.equal(await mine.open(t.apiKey, 'c3', { name: fresh }), { name: null });
 });
 
 test('users/data/delete: bounds', async () => {

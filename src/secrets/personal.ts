@@ -20,6 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Doc, ReadStore } from '../ports/read-store.js';
 import { DataKey, isSealed, type MasterKey, SecretDecryptError, sealedKeyId } from '../shared/envelope.js';
+import { evictOldest } from '../shared/evict.js';
 import { key, newId } from '../shared/ids.js';
 
 /** A data key wrapped by the master key, as the API keys' rings keep them (src/secrets/store.ts). */
@@ -43,9 +44,28 @@ const personKeysId = (apiKey: string, userId: string) => key('person', apiKey, u
 const sealContext = (apiKey: string, userId: string) => `person\0${apiKey}\0${userId}`;
 const wrapContext = (apiKey: string, userId: string, dataKeyId: string) => `person\0${apiKey}\0${userId}\0${dataKeyId}`;
 
+/** Unwrapped data keys kept in memory (a users/get page of 1000 users unwraps each once). */
+const MAX_CACHED_KEYS = 10_000;
+/** Opened values kept in memory. */
+const MAX_CACHED_VALUES = 50_000;
+
+/** Sets `k` in a bounded Map, dropping an eighth of the oldest entries when full (src/shared/evict.ts). */
+function remember<K, V>(map: Map<K, V>, max: number, k: K, v: V): V {
+  if (map.size >= max) evictOldest(map, Math.ceil(max / 8));
+  map.set(k, v);
+  return v;
+}
+
 export class PersonalData {
-  /** Unwrapped data keys by key document object (frozen, replaced on every commit: src/secrets/store.ts). */
-  private readonly unwrapped = new WeakMap<object, DataKey>();
+  /**
+   * Unwrapped data keys by their wrapped form, and opened values by their sealed form. The
+   * read store's own cache is emptied by every commit, so caching by document object would
+   * miss on a busy service. Both are consulted only after the user's current key document
+   * was read and still lists the key: once a user's key is destroyed (here or in another
+   * process), nothing cached for it is ever returned again; it stays in memory until evicted.
+   */
+  private readonly keys = new Map<string, DataKey>();
+  private readonly values = new Map<string, unknown>();
 
   constructor(
     private readonly read: ReadStore,
@@ -59,21 +79,18 @@ export class PersonalData {
     return this.read.get<PersonKeysDoc>(this.collection, personKeysId(apiKey, userId));
   }
 
-  /** The document's current data key unwrapped; null when it has none or it does not unwrap with this master key. */
+  /** The document's data key `id` unwrapped; null when it does not list it or it does not unwrap with this master key. */
   private dataKey(doc: PersonKeysDoc, id: string): DataKey | null {
-    const hit = this.unwrapped.get(doc);
-    if (hit?.id === id) return hit;
     const w = doc.keys.find((k) => k.id === id);
     if (!w || w.masterKeyId !== this.master.id) return null;
-    let k: DataKey;
+    const hit = this.keys.get(w.wrapped);
+    if (hit) return hit;
     try {
-      k = new DataKey(id, this.master.unwrap(w.wrapped, wrapContext(doc.apiKey, doc.userId, id)));
+      return remember(this.keys, MAX_CACHED_KEYS, w.wrapped, new DataKey(id, this.master.unwrap(w.wrapped, wrapContext(doc.apiKey, doc.userId, id))));
     } catch (error) {
       if (error instanceof SecretDecryptError) return null;
       throw error;
     }
-    if (Object.isFrozen(doc) && id === doc.keys[0]?.id) this.unwrapped.set(doc, k);
-    return k;
   }
 
   /** A function sealing values for this user, with their data key (created on first use, or anew after a deletion). */
@@ -86,27 +103,47 @@ export class PersonalData {
     return (value) => k.seal(context, value);
   }
 
-  private createKey(apiKey: string, userId: string): Promise<PersonKeysDoc> {
-    return this.read.transaction(
+  private async createKey(apiKey: string, userId: string): Promise<PersonKeysDoc> {
+    await this.prepare(apiKey, [userId]);
+    const doc = await this.doc(apiKey, userId);
+    if (!doc || doc.keys.length === 0) throw new Error('a personal data key was created but cannot be read back');
+    return doc;
+  }
+
+  /**
+   * Creates the data keys the users lack, all in one synced transaction: a batch (users/add
+   * of 1000 users) pays one disk sync, not one per user. The key must be durable before an
+   * event sealed with it is appended, or a crash would leave that event unreadable.
+   */
+  async prepare(apiKey: string, userIds: readonly string[]): Promise<void> {
+    const ids = [...new Set(userIds)];
+    const have = await this.read.getMany<PersonKeysDoc>(this.collection, ids.map((u) => personKeysId(apiKey, u)));
+    const ready = new Set(have.filter((d) => d.keys.length > 0).map((d) => d.userId));
+    const missing = ids.filter((u) => !ready.has(u));
+    if (missing.length === 0) return;
+    await this.read.transaction(
       async (tx) => {
-        const now = await tx.get<PersonKeysDoc>(this.collection, personKeysId(apiKey, userId));
-        if (now && now.keys.length > 0) return now;
-        const id = newId();
-        const bytes = randomBytes(32);
-        const doc: PersonKeysDoc = {
-          _id: personKeysId(apiKey, userId),
-          apiKey,
-          userId,
-          state: 'active',
-          keys: [{ id, wrapped: this.master.wrap(bytes, wrapContext(apiKey, userId, id)), masterKeyId: this.master.id, createdAt: this.clock() }],
-          shreddedAt: null,
-        };
-        bytes.fill(0);
-        await tx.upsert(this.collection, doc);
-        return doc;
+        const now = await tx.getMany<PersonKeysDoc>(this.collection, missing.map((u) => personKeysId(apiKey, u)));
+        const made = new Set(now.filter((d) => d.keys.length > 0).map((d) => d.userId));
+        await tx.bulk(missing.filter((u) => !made.has(u)).map((u) => ({ op: 'upsert' as const, collection: this.collection, doc: this.newKeyDoc(apiKey, u) })));
       },
       { sensitive: true },
     );
+  }
+
+  private newKeyDoc(apiKey: string, userId: string): PersonKeysDoc {
+    const id = newId();
+    const bytes = randomBytes(32);
+    const doc: PersonKeysDoc = {
+      _id: personKeysId(apiKey, userId),
+      apiKey,
+      userId,
+      state: 'active',
+      keys: [{ id, wrapped: this.master.wrap(bytes, wrapContext(apiKey, userId, id)), masterKeyId: this.master.id, createdAt: this.clock() }],
+      shreddedAt: null,
+    };
+    bytes.fill(0);
+    return doc;
   }
 
   /**
@@ -120,17 +157,25 @@ export class PersonalData {
     for (const [name, v] of Object.entries(fields)) {
       if (!isSealed(v)) continue;
       doc ??= await this.doc(apiKey, userId);
-      const id = sealedKeyId(v);
-      const k = doc && id ? this.dataKey(doc, id) : null;
-      out[name] = k ? openOrNull(k, sealContext(apiKey, userId), v) : null;
+      out[name] = doc ? this.openOne(doc, v) : null;
     }
     return out as { [K in keyof T]: T[K] | null };
+  }
+
+  private openOne(doc: PersonKeysDoc, sealed: string): unknown {
+    const id = sealedKeyId(sealed);
+    if (!id || !doc.keys.some((k) => k.id === id)) return null;
+    if (this.values.has(sealed)) return this.values.get(sealed);
+    const k = this.dataKey(doc, id);
+    return k ? remember(this.values, MAX_CACHED_VALUES, sealed, openOrNull(k, sealContext(doc.apiKey, doc.userId), sealed)) : null;
   }
 
   /** Destroys the user's data keys: every field sealed with them, in any copy of the log, is unreadable from now on. Idempotent. */
   async shred(apiKey: string, userId: string): Promise<void> {
     const doc: PersonKeysDoc = { _id: personKeysId(apiKey, userId), apiKey, userId, state: 'shredded', keys: [], shreddedAt: this.clock() };
+    const before = await this.doc(apiKey, userId);
     await this.read.transaction((tx) => tx.upsert(this.collection, doc), { sensitive: true });
+    for (const k of before?.keys ?? []) this.keys.delete(k.wrapped);
   }
 }
 

@@ -12,6 +12,12 @@ interface ProfileFields {
   initial?: string | undefined;
 }
 
+/** Creates, in one synced write, the data keys of the users of a batch that carry personal fields and lack one. */
+export async function preparePersonalKeys(ctx: Pick<TenantReadContext, 'services' | 'apiKey'>, users: readonly ({ userId: string } & ProfileFields)[]) {
+  const personal = users.filter((u) => u.name || u.email || u.initial).map((u) => u.userId);
+  if (personal.length > 0) await ctx.services.secrets.personal.prepare(ctx.apiKey, personal);
+}
+
 /**
  * The fields given, sealed for `userId`, with the initial derived from the name when the
  * caller gave a name and no initial (commands/user.ts `derivedInitial`).

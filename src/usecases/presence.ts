@@ -11,7 +11,7 @@
 import { presencePage, presenceView, removePresence as removeEntries, writePresence, type PresenceInput } from '../presence/store.js';
 import { DEFAULT_PAGE_SIZE } from '../../queries/paging.js';
 import type { TenantReadContext } from './context.js';
-import { openPersonal, sealPersonal } from './personal.js';
+import { openPersonal, preparePersonalKeys, sealPersonal } from './personal.js';
 
 /** A presence write: users on one document of an organization. */
 interface PresenceWrite {
@@ -24,6 +24,7 @@ interface PresenceWrite {
 async function write(ctx: TenantReadContext, input: PresenceWrite, onlyPresent: boolean): Promise<string[]> {
   const scope = { apiKey: ctx.apiKey, organizationId: input.organizationId, documentId: input.documentId };
   const ttlMs = ctx.services.config.presenceTtlSeconds * 1000;
+  await preparePersonalKeys(ctx, input.users);
   const users = await Promise.all(input.users.map(async (u) => ({ ...u, ...(await sealPersonal(ctx, u.userId, { name: u.name, email: u.email })) })));
   const applied = await writePresence(ctx.services.read, scope, users, { now: ctx.now, ttlMs, onlyPresent });
   return [...new Set(input.users.map((u) => u.userId).filter((u) => applied.get(u) !== true))];

@@ -22,7 +22,7 @@ import { invalidArgument, notFound } from '../shared/errors.js';
 import { eachItem, firstById, item, keyed, unique, type Outcome } from './items.js';
 import type { TenantContext, TenantReadContext } from './context.js';
 import { organizationTree } from './organization-tree.js';
-import { openProfiles, sealedProfile } from './personal.js';
+import { openProfiles, preparePersonalKeys, sealedProfile } from './personal.js';
 
 /** Where a users call acts: an organization, and in it a document or a folder. */
 interface UserScope {
@@ -102,6 +102,7 @@ export async function addUsers(
   await createScope(ctx, input);
   await requireScope(ctx, input);
   const resource = resourceOf(input);
+  await preparePersonalKeys(ctx, input.users);
   return eachItem(input.users, (u) => u.userId, async (u) => {
     await ctx.execute(userDecider, userStream(ctx.apiKey, u.userId), {
       type: 'SaveUser', data: { userId: u.userId, ...(await sealedProfile(ctx, u.userId, u)) },
@@ -118,6 +119,7 @@ export async function updateUsers(ctx: TenantContext, input: UserScope & { users
   const { organizationId } = input;
   await requireScope(ctx, input);
   const resource = resourceOf(input);
+  await preparePersonalKeys(ctx, input.users);
   const results = await Promise.all(firstById(input.users, (u) => u.userId).map(async (u) => {
     const grant = (await grantsOf(ctx, organizationId, u.userId)).grants[resourceKey(resource)];
     if (!grant || !isLive(grant, ctx.now)) return [u.userId, { ...userDoesNotExist, id: u.userId }] as const;
