@@ -78,6 +78,24 @@ test('users/data/get: the profile, grants, groups and presence held about a user
   assert.is((await post('/v2/users/data/get', { organizationId: 'missing', userId: 'u1' })).status, 404);
 });
 
+test('users/data/get pages grants by 100', async () => {
+  const documents = Array.from({ length: 101 }, (_, i) => ({ documentId: `p${String(i).padStart(3, '0')}` }));
+  await ok('/v2/organizations/documents/add', { organizationId: 'op', createOrganization: true, documents });
+  await ok('/v2/auth/permissions/add', {
+    user: { userId: 'pager' },
+    permissions: { resources: documents.map((d) => ({ type: 'document', id: d.documentId, organizationId: 'op' })) },
+  });
+  const first = await ok('/v2/users/data/get', { organizationId: 'op', userId: 'pager' });
+  assert.is(first.data.grants.length, 100);
+  assert.type(first.nextPageToken, 'string');
+  assert.is(first.pageToken, first.nextPageToken);
+  const second = await ok('/v2/users/data/get', { organizationId: 'op', userId: 'pager', pageToken: first.pageToken });
+  assert.is(second.data.grants.length, 1);
+  assert.is(second.nextPageToken, undefined);
+  const all = [...first.data.grants, ...second.data.grants].map((g: any) => g.resourceId).sort();
+  assert.equal(all, documents.map((d) => d.documentId));
+});
+
 test('the log holds the personal fields sealed, never in clear', async () => {
   const events = await h.services.events.readStream(userStream(t.apiKey, 'u1'));
   const added = events.find((e) => e.type === 'UserAdded')!;
@@ -120,6 +138,12 @@ test('users/data/delete: erased everywhere, the id and what happened kept', asyn
   assert.equal(mine.map((e: any) => e.type), ['UserAdded', 'UserErased']);
   assert.equal([mine[0].data.name, mine[0].data.email], ['__redacted__', '__redacted__']);
   assert.not.ok(JSON.stringify(audit).includes(NAME) || JSON.stringify(audit).includes(EMAIL));
+
+  // The access history keeps u1's interval on d1, closed by the deletion, in ids only.
+  const intervals = (await ok('/v2/auth/access/history', { organizationId: 'o1', documentId: 'd1' })).data;
+  const u1 = intervals.filter((i: any) => i.userId === 'u1');
+  assert.ok(u1.length > 0 && u1.every((i: any) => i.to !== null), JSON.stringify(intervals));
+  assert.not.ok(JSON.stringify(intervals).includes(NAME));
 
   if (sqlite()) assert.equal([...filesHolding(NAME), ...filesHolding(EMAIL)], [], 'no store file holds the name or e-mail');
 });
@@ -169,6 +193,17 @@ test('a key destroyed elsewhere: what another instance cached of it no longer op
   // Bound to its user: the same ciphertext is not another user's value.
   const fresh = (await mine.sealer(t.apiKey, 'c2'))('Other');
   assert.equal(await mine.open(t.apiKey, 'c3', { name: fresh }), { name: null });
+});
+
+test('deleting the API key destroys its users\' keys too', async () => {
+  const other = await h.tenant();
+  await h.ok('/v2/users/add', { organizationId: 'o', users: [{ userId: 'k1', name: 'Keyed Person' }] }, other.headers);
+  const sealed = (await h.services.events.readStream(userStream(other.apiKey, 'k1')))[0]!.data as Record<string, string>;
+  assert.equal(await h.services.secrets.personal.open(other.apiKey, 'k1', { name: sealed.name }), { name: 'Keyed Person' });
+  await h.ok('/v2/workspace/apikey/delete', { apiKey: other.apiKey }, other.workspaceHeaders);
+  assert.equal(await h.services.secrets.personal.open(other.apiKey, 'k1', { name: sealed.name }), { name: null });
+  // Another key's users keep theirs.
+  assert.is((await ok('/v2/users/get', { organizationId: 'o1', userIds: ['u1'] })).data[0].name, 'New Person');
 });
 
 test('users/data/delete: bounds', async () => {

@@ -177,7 +177,28 @@ export class PersonalData {
     await this.read.transaction((tx) => tx.upsert(this.collection, doc), { sensitive: true });
     for (const k of before?.keys ?? []) this.keys.delete(k.wrapped);
   }
+
+  /**
+   * Destroys every user's data keys of a deleted API key (src/secrets/store.ts `shred`): its
+   * users' names and e-mails become unreadable in every copy of the log, as its secrets do.
+   * The documents go entirely (no tombstones: the key can never seal again).
+   */
+  async shredAll(apiKey: string): Promise<void> {
+    await this.read.ensureIndexes([{ collection: this.collection, fields: ['apiKey', 'userId'] }]);
+    for (;;) {
+      const n = await this.read.transaction(async (tx) => {
+        const found = await tx.find<PersonKeysDoc>(this.collection, { apiKey }, { limit: SHRED_BATCH });
+        const people = found.filter((d) => typeof d.userId === 'string');
+        await tx.bulk(people.map((d) => ({ op: 'delete' as const, collection: this.collection, id: d._id })));
+        return found.length;
+      }, { sensitive: true });
+      if (n < SHRED_BATCH) return;
+    }
+  }
 }
+
+/** Key documents removed per transaction when an API key goes. */
+const SHRED_BATCH = 1000;
 
 function openOrNull(k: DataKey, context: string, sealed: string): unknown {
   try {

@@ -188,11 +188,13 @@ export class SecretStore {
 
   /**
    * Destroys the API key's data keys (crypto-shredding): every value ever sealed with them,
-   * in the log and in any copy of it, is unreadable from now on. Idempotent.
+   * in the log and in any copy of it, is unreadable from now on, its users' personal fields
+   * included (src/secrets/personal.ts). Idempotent.
    */
   async shred(apiKey: string): Promise<void> {
     const doc: KeyRingDoc = { _id: keyRingId(apiKey), apiKey, state: 'shredded', keys: [], shreddedAt: this.clock() };
     await this.read.transaction((tx) => tx.upsert(SECRET_KEYS, doc), { sensitive: true });
+    await this.personal.shredAll(apiKey);
   }
 
   /** Whether the API key's keys were shredded. */
