@@ -206,6 +206,14 @@ test('deleting the API key destroys its users\' keys too', async () => {
   assert.is((await ok('/v2/users/get', { organizationId: 'o1', userIds: ['u1'] })).data[0].name, 'New Person');
 });
 
+test('a user with nothing personal gets no key', async () => {
+  await ok('/v2/users/add', { organizationId: 'o1', users: [{ userId: 'bare' }, { userId: 'named', name: 'Named One' }] });
+  const docs = await h.services.read.find('secret_keys', {});
+  const people = docs.map((d) => d._id).filter((id) => id.includes('"person"'));
+  assert.ok(people.some((id) => id.includes('"named"')));
+  assert.not.ok(people.some((id) => id.includes('"bare"')));
+});
+
 test('users/data/delete: bounds', async () => {
   const many = Array.from({ length: 101 }, (_, i) => `u${i}`);
   const r = await post('/v2/users/data/delete', { userIds: many });

@@ -23,6 +23,8 @@ export async function preparePersonalKeys(ctx: Pick<TenantReadContext, 'services
  * caller gave a name and no initial (commands/user.ts `derivedInitial`).
  */
 export async function sealedProfile(ctx: Pick<TenantReadContext, 'services' | 'apiKey'>, userId: string, p: ProfileFields) {
+  // Nothing personal (a user added by id alone): no key is made for them.
+  if (!p.name && !p.email && !p.initial) return { name: p.name, email: p.email, initial: p.initial };
   const seal = await ctx.services.secrets.personal.sealer(ctx.apiKey, userId);
   const derived = p.name !== undefined && p.initial === undefined ? initialOf(p.name) : undefined;
   const sealed = (v: string | undefined) => (v === undefined || v === '' ? v : seal(v));
