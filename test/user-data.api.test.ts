@@ -12,6 +12,7 @@ import { userDecider, userStream } from '../commands/user.js';
 import { rebuildReadModels } from '../src/ops/rebuild.js';
 import { allProjections } from '../projections/index.js';
 import { openSecretStore } from '../src/secrets/store.js';
+import { processedPayload, rawPayload } from '../src/webhooks/payloads.js';
 
 let h: Harness;
 let t: Tenant;
@@ -103,6 +104,10 @@ test('the log holds the personal fields sealed, never in clear', async () => {
   assert.is(data.userId, 'u1');
   for (const f of ['name', 'email', 'initial']) assert.ok(data[f]!.startsWith('enc:v1:'), `${f}: ${data[f]}`);
   assert.not.ok(JSON.stringify(events).includes(NAME));
+  // Webhooks say that a profile changed, never to what (nor ciphertext of it).
+  const raw = rawPayload(added);
+  assert.equal([(raw.data as any).name, (raw.data as any).email, (raw.data as any).userId], ['__redacted__', '__redacted__', 'u1']);
+  assert.is(processedPayload(added).message, 'User added: u1.');
   const presence = (await ok('/v2/presence/get', { organizationId: 'o1', documentId: 'd1' })).data;
   assert.equal(presence.map((p: any) => [p.userId, p.name, p.email]), [['u1', NAME, EMAIL]]);
   if (sqlite()) {
