@@ -4,13 +4,20 @@
  * two never disagree on what a secret is. A module of its own so that a projection does not
  * load the webhook sender to redact.
  */
+import { isSealed } from '../src/shared/envelope.js';
 import { redactAgentConfig, REDACTED, type AgentConfig } from './agent-config.js';
 
 /** Field names that hold secrets wherever they appear in event data. */
 const SECRET_FIELD = /^(authToken|token|secret|password|apiSecret|clientSecret|accessToken|refreshToken|privateKey|tokenHash|authTokenHash)$/;
 
-/** A copy with every secret field's value replaced (a plain loop: this runs for every event the audit index and webhooks see). */
+/**
+ * A copy with every secret field's value replaced, and every sealed value (a secret, or a
+ * user's personal field sealed with their key: docs/privacy.md) too, so neither the audit
+ * index nor a webhook endpoint keeps ciphertext whose key a deletion destroys. A plain loop:
+ * this runs for every event the audit index and webhooks see.
+ */
 function redactDeep(v: unknown): unknown {
+  if (isSealed(v)) return REDACTED;
   if (Array.isArray(v)) return v.map(redactDeep);
   if (v === null || typeof v !== 'object') return v;
   const src = v as Record<string, unknown>;

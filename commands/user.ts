@@ -20,7 +20,12 @@ type Profile = {
 
 export type UserEvent =
   | DomainEvent<'UserAdded', Profile & { userId: string; createdAt: number }>
-  | DomainEvent<'UserProfileUpdated', Partial<Profile> & { userId: string }>;
+  | DomainEvent<'UserProfileUpdated', Partial<Profile> & { userId: string }>
+  /**
+   * users/data/delete: the user's personal data was erased (their key destroyed, their
+   * profile row gone); one of `jobTasks` tasks of deletion job `jobId`.
+   */
+  | DomainEvent<'UserErased', { userId: string; jobId: string; jobTasks: number; erasedAt: number }>;
 
 // ---- state ----
 
@@ -41,6 +46,8 @@ function evolve(state: UserState, event: UserEvent): UserState {
       const { userId: _id, ...changes } = event.data;
       return { ...state, ...changes };
     }
+    case 'UserErased':
+      return { status: 'none' };
     default:
       return assertNever(event, 'user event');
   }
@@ -48,10 +55,15 @@ function evolve(state: UserState, event: UserEvent): UserState {
 
 // ---- commands ----
 
+/** `derivedInitial`: the initial of `name` when `initial` is not given (the caller derives it before sealing both). */
+type ProfileInput = { userId: string; name?: string; email?: string; initial?: string; derivedInitial?: string };
+
 export type UserCommand =
   /** users/add: creates the profile, or updates the fields given (semantics §5). */
-  | Command<'SaveUser', { userId: string; name?: string; email?: string; initial?: string }>
-  | Command<'UpdateUser', { userId: string; name?: string; email?: string; initial?: string }>;
+  | Command<'SaveUser', ProfileInput>
+  | Command<'UpdateUser', ProfileInput>
+  /** users/data/delete: one user's task of a deletion job. */
+  | Command<'EraseUser', { userId: string; jobId: string; jobTasks: number }>;
 
 // ---- decide ----
 
@@ -61,33 +73,36 @@ export function initialOf(name: string): string {
   return words.slice(0, 2).map((w) => [...w][0]!.toUpperCase()).join('');
 }
 
-function changes(state: Extract<UserState, { status: 'active' }>, d: Partial<Profile>): Partial<Profile> {
+function changes(state: Extract<UserState, { status: 'active' }>, d: Partial<Profile> & { derivedInitial?: string }): Partial<Profile> {
   const out: Partial<Profile> = {};
   if (d.name !== undefined && d.name !== state.name) out.name = d.name;
   if (d.email !== undefined && d.email !== state.email) out.email = d.email;
-  const initial = d.initial ?? (out.name !== undefined ? initialOf(out.name) : undefined);
+  const initial = d.initial ?? (out.name !== undefined ? (d.derivedInitial ?? initialOf(out.name)) : undefined);
   if (initial !== undefined && initial !== state.initial) out.initial = initial;
   return out;
 }
 
 function decide(command: UserCommand, state: UserState): UserEvent[] {
-  const { userId, ...profile } = command.data;
   switch (command.type) {
     case 'SaveUser': {
+      const { userId, ...profile } = command.data;
       if (state.status === 'none') {
         const name = profile.name ?? '';
-        return [{
-          type: 'UserAdded',
-          data: { userId, name, email: profile.email ?? '', initial: profile.initial ?? initialOf(name), createdAt: command.metadata.now },
-        }];
+        const initial = profile.initial ?? profile.derivedInitial ?? initialOf(name);
+        return [{ type: 'UserAdded', data: { userId, name, email: profile.email ?? '', initial, createdAt: command.metadata.now } }];
       }
       const c = changes(state, profile);
       return Object.keys(c).length ? [{ type: 'UserProfileUpdated', data: { userId, ...c } }] : [];
     }
     case 'UpdateUser': {
+      const { userId, ...profile } = command.data;
       if (state.status === 'none') return [];
       const c = changes(state, profile);
       return Object.keys(c).length ? [{ type: 'UserProfileUpdated', data: { userId, ...c } }] : [];
+    }
+    case 'EraseUser': {
+      const { userId, jobId, jobTasks } = command.data;
+      return [{ type: 'UserErased', data: { userId, jobId, jobTasks, erasedAt: command.metadata.now } }];
     }
     default:
       return assertNever(command, 'user command');

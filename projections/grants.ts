@@ -38,6 +38,8 @@ export const grantsProjection = defineProjection<Ev>({
   indexes: [
     { collection: GRANTS, fields: ['apiKey', 'organizationId', 'userId'] },
     { collection: GRANTS, fields: ['apiKey', 'organizationId', 'resourceType', 'resourceId', 'userId'] },
+    // A user's grants in every organization (users/data/get and delete).
+    { collection: GRANTS, fields: ['apiKey', 'userId'] },
   ],
   handlers: {
     async GrantAdded(e, tx) {

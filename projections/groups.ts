@@ -44,6 +44,8 @@ export const groupsProjection = defineProjection<Ev>({
     { collection: GROUP_MEMBERS, fields: ['apiKey', 'organizationId', 'userId'] },
     // A user's groups in groupId order (permission resolution, queries/group-grants.ts).
     { collection: GROUP_MEMBERS, fields: ['apiKey', 'organizationId', 'userId', 'groupId'] },
+    // A user's groups in every organization (users/data/get and delete).
+    { collection: GROUP_MEMBERS, fields: ['apiKey', 'userId'] },
   ],
   handlers: {
     async UserGroupAdded(e, tx) {

@@ -5,7 +5,7 @@ import { organizationsProjection, ORGANIZATIONS } from '../projections/organizat
 import { foldersProjection, FOLDERS, folderKey, type FolderDoc } from '../projections/folders.js';
 import { documentsProjection, DOCUMENTS } from '../projections/documents.js';
 import { grantsProjection, GRANTS } from '../projections/grants.js';
-import { usersProjection, USERS } from '../projections/users.js';
+import { usersProjection, USER_DATA_JOBS, USERS } from '../projections/users.js';
 import { groupsProjection, USER_GROUPS, GROUP_MEMBERS } from '../projections/groups.js';
 import { key } from '../src/shared/ids.js';
 import { encodePosition } from '../src/adapters/sqlite-event-store.js';
@@ -127,6 +127,24 @@ test('users: added and updated; replay twice', async () => {
     [USERS]: [{ _id: key(K, 'u'), apiKey: K, userId: 'u', name: 'Bob', email: 'a@x.io', initial: 'B' }],
   });
   await projectionSpec(usersProjection).given(events).replayTwice([USERS]);
+});
+
+test('users: an erased user has no row; the job counts each user once; replay twice', async () => {
+  const erased = (userId: string, erasedAt: number): GivenEvent => ({ type: 'UserErased', data: { userId, jobId: 'j', jobTasks: 2, erasedAt }, ...m });
+  const events: GivenEvent[] = [
+    { type: 'UserAdded', data: { userId: 'u', name: 'enc:v1:k:A', email: '', initial: '', createdAt: 1 }, ...m },
+    erased('u', 5),
+    erased('u', 6),
+  ];
+  await projectionSpec(usersProjection).given(events).then({
+    [USERS]: [],
+    [USER_DATA_JOBS]: [{ _id: key(K, 'j'), apiKey: K, jobId: 'j', tasksCount: 2, erased: ['u'], lastTaskCompletedTime: 6 }],
+  });
+  await projectionSpec(usersProjection).given([...events, erased('v', 7)]).then({
+    [USERS]: [],
+    [USER_DATA_JOBS]: [{ _id: key(K, 'j'), apiKey: K, jobId: 'j', tasksCount: 2, erased: ['u', 'v'], lastTaskCompletedTime: 7 }],
+  });
+  await projectionSpec(usersProjection).given(events).replayTwice([USERS, USER_DATA_JOBS]);
 });
 
 test('groups: groups and memberships; deletion; replay twice', async () => {

@@ -83,13 +83,14 @@ B.after(async (ctx) => ctx.h.close());
 
 const records = async (h: Harness) => h.services.read.find<{ _id: string } & Record<string, unknown>>(IDEMPOTENCY_KEYS, {});
 
-B('every route says whether it mutates, and exactly the /get, /list, /explain and /history routes are reads', async ({ h }) => {
+B('every route says whether it mutates, and exactly the /get, /list, /explain, /history and /status routes are reads', async ({ h }) => {
   const routes = allRoutes(h.services);
   assert.ok(routes.length >= 50, `all routes listed (${routes.length})`);
   for (const r of routes) {
     assert.type(r.mutates, 'boolean', `${r.path} is classified`);
-    // permissions/explain answers a question, like a /get; so does access/history (issue 25 names it so).
-    assert.is(r.mutates, !/\/(get|list|explain|history)$/.test(r.path), `${r.path}: mutates ${r.mutates}`);
+    // permissions/explain answers a question, like a /get; so does access/history (issue 25 names it so),
+    // and users/data/delete/status (the hosted path).
+    assert.is(r.mutates, !/\/(get|list|explain|history|status)$/.test(r.path), `${r.path}: mutates ${r.mutates}`);
   }
   const paths = routes.map((r) => r.path);
   assert.is(new Set(paths).size, paths.length, 'one definition per path');

@@ -55,6 +55,28 @@ test('SaveUser: creates with a derived initial, then updates only what changed',
   assert.is(initialOf(''), '');
 });
 
+test('SaveUser with sealed fields: the initial comes with the command, an unchanged sealed value writes nothing', () => {
+  // Sealed values are opaque to the decider: what it must not do is derive an initial from one.
+  const data = { userId: 'u', name: 'enc:v1:k:NAME', email: 'enc:v1:k:MAIL', derivedInitial: 'enc:v1:k:INIT' };
+  const added: UserEvent = { type: 'UserAdded', data: { userId: 'u', name: 'enc:v1:k:NAME', email: 'enc:v1:k:MAIL', initial: 'enc:v1:k:INIT', createdAt: now } };
+  spec(userDecider).given([]).when({ type: 'SaveUser', data, metadata: meta }).then([added]);
+  spec(userDecider).given([added]).when({ type: 'SaveUser', data, metadata: meta }).thenNothing();
+  spec(userDecider).given([added]).when({ type: 'SaveUser', data: { ...data, name: 'enc:v1:k:NEW', derivedInitial: 'enc:v1:k:NI' }, metadata: meta }).then([
+    { type: 'UserProfileUpdated', data: { userId: 'u', name: 'enc:v1:k:NEW', initial: 'enc:v1:k:NI' } },
+  ]);
+});
+
+test('EraseUser: always recorded (the job counts it); the user is unknown again after it', () => {
+  const added: UserEvent = { type: 'UserAdded', data: { userId: 'u', name: 'x', email: '', initial: 'X', createdAt: now } };
+  const erased: UserEvent = { type: 'UserErased', data: { userId: 'u', jobId: 'j', jobTasks: 2, erasedAt: now } };
+  spec(userDecider).given([added]).when({ type: 'EraseUser', data: { userId: 'u', jobId: 'j', jobTasks: 2 }, metadata: meta }).then([erased]);
+  spec(userDecider).given([]).when({ type: 'EraseUser', data: { userId: 'u', jobId: 'j', jobTasks: 2 }, metadata: meta }).then([erased]);
+  spec(userDecider).given([added, erased]).when({ type: 'UpdateUser', data: { userId: 'u', name: 'y' }, metadata: meta }).thenNothing();
+  spec(userDecider).given([added, erased]).when({ type: 'SaveUser', data: { userId: 'u', name: 'y' }, metadata: meta }).then([
+    { type: 'UserAdded', data: { userId: 'u', name: 'y', email: '', initial: 'Y', createdAt: now } },
+  ]);
+});
+
 const g = { organizationId: 'o', groupId: 'g' };
 const groupAdded: GroupEvent = { type: 'UserGroupAdded', data: { ...g, groupName: 'G', createdAt: now } };
 const groupOutcomes = (events: GroupEvent[], c: GroupCommand) =>

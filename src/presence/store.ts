@@ -40,6 +40,8 @@ const presenceIndexes: IndexSpec[] = [
   { collection: PRESENCE, fields: ['apiKey', 'organizationId', 'documentId', 'joinedAt'] },
   { collection: PRESENCE, fields: ['apiKey', 'organizationId', 'joinedAt'] },
   { collection: PRESENCE, fields: ['expiresAt'] },
+  // One user's entries on every document (users/data/get and delete).
+  { collection: PRESENCE, fields: ['apiKey', 'userId'] },
 ];
 
 const SWEEP_BATCH = 200;
@@ -123,6 +125,32 @@ export async function removePresence(store: ReadStore, scope: Scope, userIds: st
     await sweep(tx, scope, now);
     await tx.bulk(userIds.map((u) => ({ op: 'delete' as const, collection: PRESENCE, id: idOf(scope, u) })));
   });
+}
+
+/** At most this many of one user's entries are read or removed at once (users/data/get and delete). */
+const MAX_USER_PRESENCE = 1000;
+
+/** One user's live entries in one organization, at most MAX_USER_PRESENCE. */
+export async function userPresence(store: ReadStore, apiKey: string, organizationId: string, userId: string, now: number): Promise<PresenceDoc[]> {
+  await ensureReady(store);
+  const found = await store.find<PresenceDoc>(PRESENCE, { apiKey, userId }, { limit: MAX_USER_PRESENCE });
+  return found.filter((d) => d.organizationId === organizationId && d.expiresAt > now);
+}
+
+/**
+ * Removes every entry of one user (their name and e-mail with them: users/data/delete), in
+ * a `sensitive` transaction so the deleted bytes are overwritten (src/ports/read-store.ts).
+ */
+export async function eraseUserPresence(store: ReadStore, apiKey: string, userId: string): Promise<void> {
+  await ensureReady(store);
+  for (;;) {
+    const n = await store.transaction(async (tx) => {
+      const found = await tx.find<PresenceDoc>(PRESENCE, { apiKey, userId }, { limit: MAX_USER_PRESENCE });
+      await tx.bulk(found.map((d) => ({ op: 'delete' as const, collection: PRESENCE, id: d._id })));
+      return found.length;
+    }, { sensitive: true });
+    if (n < MAX_USER_PRESENCE) return;
+  }
 }
 
 /**

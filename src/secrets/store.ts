@@ -32,6 +32,7 @@ import { ConfigError } from '../config/config.js';
 import { notFound, SecretUnavailableError } from '../shared/errors.js';
 import { key, newId } from '../shared/ids.js';
 import type { Doc, ReadStore } from '../ports/read-store.js';
+import { PersonalData } from './personal.js';
 import { DataKey, isSealed, MasterKey, parseKeyMaterial, SecretDecryptError, sealedKeyId } from '../shared/envelope.js';
 
 export const SECRET_KEYS = 'secret_keys';
@@ -68,12 +69,16 @@ interface Logger {
 export class SecretStore {
   /** Unwrapped data keys by key-ring document object (see the header). */
   private readonly unwrapped = new WeakMap<object, Map<string, DataKey>>();
+  /** Users' personal fields, sealed with a key per user (src/secrets/personal.ts). */
+  readonly personal: PersonalData;
 
   constructor(
     private readonly read: ReadStore,
     private readonly master: MasterKey,
     private readonly clock: () => number,
-  ) {}
+  ) {
+    this.personal = new PersonalData(read, master, clock, SECRET_KEYS);
+  }
 
   get masterKeyId(): string {
     return this.master.id;
@@ -183,11 +188,13 @@ export class SecretStore {
 
   /**
    * Destroys the API key's data keys (crypto-shredding): every value ever sealed with them,
-   * in the log and in any copy of it, is unreadable from now on. Idempotent.
+   * in the log and in any copy of it, is unreadable from now on, its users' personal fields
+   * included (src/secrets/personal.ts). Idempotent.
    */
   async shred(apiKey: string): Promise<void> {
     const doc: KeyRingDoc = { _id: keyRingId(apiKey), apiKey, state: 'shredded', keys: [], shreddedAt: this.clock() };
     await this.read.transaction((tx) => tx.upsert(SECRET_KEYS, doc), { sensitive: true });
+    await this.personal.shredAll(apiKey);
   }
 
   /** Whether the API key's keys were shredded. */

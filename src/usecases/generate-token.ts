@@ -8,6 +8,7 @@ import { invalidArgument, notFound } from '../shared/errors.js';
 import type { TenantContext } from './context.js';
 import { accessFieldRefusals, addGrants, missingResources, type GrantResource } from './grants.js';
 import { issueUserToken } from './user-tokens.js';
+import { sealedProfile } from './personal.js';
 
 interface GenerateTokenInput {
   userId: string;
@@ -34,7 +35,8 @@ export async function generateToken(ctx: TenantContext & { readonly tenant?: { r
   // The user's name and e-mail are kept as users/add keeps them (users/get shows them), so
   // a user known through tokens alone is not a nameless row: the profile is what was sent.
   const { name, email } = input.userProperties;
-  await ctx.execute(userDecider, userStream(ctx.apiKey, input.userId), { type: 'SaveUser', data: { userId: input.userId, name, email } });
+  const profile = await sealedProfile(ctx, input.userId, { name, email });
+  await ctx.execute(userDecider, userStream(ctx.apiKey, input.userId), { type: 'SaveUser', data: { userId: input.userId, ...profile } });
   if (requested.length > 0) await addGrants(ctx, input.userId, requested);
   const { token } = await issueUserToken(ctx, {
     userId: input.userId,

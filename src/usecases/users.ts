@@ -22,6 +22,7 @@ import { invalidArgument, notFound } from '../shared/errors.js';
 import { eachItem, firstById, item, keyed, unique, type Outcome } from './items.js';
 import type { TenantContext, TenantReadContext } from './context.js';
 import { organizationTree } from './organization-tree.js';
+import { openProfiles, preparePersonalKeys, sealedProfile } from './personal.js';
 
 /** Where a users call acts: an organization, and in it a document or a folder. */
 interface UserScope {
@@ -101,9 +102,10 @@ export async function addUsers(
   await createScope(ctx, input);
   await requireScope(ctx, input);
   const resource = resourceOf(input);
+  await preparePersonalKeys(ctx, input.users);
   return eachItem(input.users, (u) => u.userId, async (u) => {
     await ctx.execute(userDecider, userStream(ctx.apiKey, u.userId), {
-      type: 'SaveUser', data: { userId: u.userId, name: u.name, email: u.email, initial: u.initial },
+      type: 'SaveUser', data: { userId: u.userId, ...(await sealedProfile(ctx, u.userId, u)) },
     });
     await ctx.execute(grantsDecider, grantsStream(ctx.apiKey, organizationId, u.userId), {
       type: 'Grant',
@@ -117,13 +119,14 @@ export async function updateUsers(ctx: TenantContext, input: UserScope & { users
   const { organizationId } = input;
   await requireScope(ctx, input);
   const resource = resourceOf(input);
+  await preparePersonalKeys(ctx, input.users);
   const results = await Promise.all(firstById(input.users, (u) => u.userId).map(async (u) => {
     const grant = (await grantsOf(ctx, organizationId, u.userId)).grants[resourceKey(resource)];
     if (!grant || !isLive(grant, ctx.now)) return [u.userId, { ...userDoesNotExist, id: u.userId }] as const;
     return [u.userId, await item(
       async () => {
         await ctx.execute(userDecider, userStream(ctx.apiKey, u.userId), {
-          type: 'UpdateUser', data: { userId: u.userId, name: u.name, email: u.email, initial: u.initial },
+          type: 'UpdateUser', data: { userId: u.userId, ...(await sealedProfile(ctx, u.userId, u)) },
         });
         if (u.accessRole !== undefined && u.accessRole !== grant.accessRole) {
           await ctx.execute(grantsDecider, grantsStream(ctx.apiKey, organizationId, u.userId), {
@@ -205,9 +208,9 @@ export async function listUsers(ctx: TenantReadContext, input: UsersListInput) {
     }
     const page = await documentUsersPage(read, ctx.apiKey, ctx.now, { organizationId: input.organizationId, groupByDocumentId: input.groupByDocumentId === true, ...paging });
     const rows = Array.isArray(page.rows)
-      ? page.rows.map(givenProfile)
+      ? (await openProfiles(ctx, page.rows)).map(givenProfile)
       // fromEntries: a document id such as "__proto__" stays an own key.
-      : Object.fromEntries(Object.entries(page.rows).map(([documentId, users]) => [documentId, users.map(givenProfile)]));
+      : Object.fromEntries(await Promise.all(Object.entries(page.rows).map(async ([documentId, users]) => [documentId, (await openProfiles(ctx, users)).map(givenProfile)] as const)));
     return { rows, pageToken: page.pageToken };
   }
   await requireScope(ctx, input);
@@ -218,7 +221,7 @@ export async function listUsers(ctx: TenantReadContext, input: UsersListInput) {
     groupIds: input.organizationUserGroupIds,
     ...paging,
   });
-  return { rows: page.rows.map(givenProfile), pageToken: page.pageToken };
+  return { rows: (await openProfiles(ctx, page.rows)).map(givenProfile), pageToken: page.pageToken };
 }
 
 /**

@@ -9,9 +9,13 @@
  *   groupId, agentId) and `message` reads like "Document added: doc-1 in organization acme".
  *
  * Bodies are built once, when the delivery is queued, and every attempt sends the same bytes.
+ * A user's personal fields (name, email, initial), sealed in the log, go out redacted
+ * (docs/privacy.md): a webhook says that a profile changed, never to what, so no endpoint
+ * keeps personal data that a deletion could not reach.
  */
 import type { RecordedEvent } from '../ports/event-store.js';
 import { redactEventData } from '../../commands/redaction.js';
+import { isSealed } from '../shared/envelope.js';
 import { categoryOf, triggerOf } from './triggers.js';
 
 function streamIds(stream: string): string[] {
@@ -53,8 +57,9 @@ export function processedPayload(e: RecordedEvent): Record<string, unknown> {
   const { title, action } = words(e.type);
   const subject = resource.documentId ?? resource.folderId ?? resource.agentId ?? resource.groupId ?? resource.organizationUserGroupId ?? resource.userId;
   const config = data.config as { name?: unknown } | undefined;
+  // A user's name is sealed (docs/privacy.md): the message names the user by id.
   const name = [data.documentName, data.folderName, data.organizationName, data.groupName, data.name, config?.name]
-    .find((n) => typeof n === 'string' && n !== '') as string | undefined;
+    .find((n) => typeof n === 'string' && n !== '' && !isSealed(n)) as string | undefined;
   const where = resource.organizationId && subject !== undefined ? ` in organization ${resource.organizationId}` : '';
   const what = subject ?? resource.organizationId;
   const message = `${title}${what !== undefined ? `: ${name ? `"${name}" (${what})` : what}` : ''}${where}.`;

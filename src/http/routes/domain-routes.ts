@@ -1,4 +1,4 @@
-/** Every route of the domain: organizations, folders, documents (and their migration), users, groups, permissions, access queries. */
+/** Every route of the domain: organizations, folders, documents (and their migration), users, personal data, groups, permissions, access queries. */
 import type { Services } from '../../composition/services.js';
 import type { AnyRoute } from '../route.js';
 import { organizationRoutes } from './organizations.js';
@@ -6,6 +6,7 @@ import { folderRoutes } from './folders.js';
 import { documentRoutes } from './documents.js';
 import { documentMigrationRoutes } from './document-migration.js';
 import { userRoutes } from './users.js';
+import { userDataRoutes } from './user-data.js';
 import { groupRoutes } from './groups.js';
 import { permissionRoutes } from './permissions.js';
 import { accessQueryRoutes } from './access-queries.js';
@@ -17,6 +18,7 @@ export function domainRoutes(services: Services): AnyRoute[] {
     ...documentRoutes(services),
     ...documentMigrationRoutes(),
     ...userRoutes(services),
+    ...userDataRoutes(),
     ...groupRoutes(),
     ...permissionRoutes(),
     ...accessQueryRoutes(services),
