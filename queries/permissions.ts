@@ -369,7 +369,7 @@ function fittingPrefix(organizationId: string, targets: ReadonlyArray<Target | n
 
 /**
  * Every resource a grant may sit on, once: the key of (U, resource) is the same for every
- * target that names it. `slot` maps each type's ids to their positions in `suffixes`: one
+ * target that names it. `slot` maps each type's ids to their positions in `resources`: one
  * map per type, keyed by the id string itself, because the ancestors of documents in one
  * folder are the same strings (one folder document), whose hash is computed once, where a
  * `type\0id` key would build and hash a new string on every lookup (hot: 10 documents 10
