@@ -9,19 +9,20 @@
  * Exact, by the read cache's own signal: the store's `readEpoch` (src/ports/read-store.ts)
  * moves whenever its read cache is emptied: at once on this process's commits, and on other
  * processes' commits (SQLite's `data_version`) by the next request (`beginRequest`). Every
- * resolution asks for it first and, when it moved, the whole index is dropped: the index never
- * answers from before a commit the store's own reads would show. A store without the signal
+ * resolution asks for it first and, when it moved, the whole index is dropped: a resolution sees
+ * every commit acknowledged before its request began, the read cache's own guarantee. A store without the signal
  * (PostgreSQL and MongoDB keep no read cache, so nothing tells a process of another's commit
  * without a round trip) gets no index, and resolution reads the store as before.
  *
  * Read through: what the index lacks is read from the store with the same reads resolution
- * makes without it, and kept. It is bounded by entries (ACCESS_INDEX_ENTRIES: one per document
+ * makes without it, and kept. It is bounded by entries (ACCESS_INDEX_ENTRIES): one per document
  * target, membership list, count, group grant or grant looked up; a folder weighs 1 + twice its
- * depth, as it holds its ancestors thrice); past the bound the whole index
- * is dropped at the next resolution's start (one request may pass it by what it reads, itself
- * bounded by MAX_RESOLUTION_COST), and refilled from the store as requests ask. Dropping all at
- * once, as the read cache does, keeps it one map walk away from a consistent state; what one
- * entry costs in memory is in docs/performance.md ("In-memory access index").
+ * depth (it holds its ancestors thrice); an organization, and each user's or group's grants,
+ * weigh what their empty Maps cost (the weights below, measured in docs/performance.md, "In-memory
+ * access index", beside the bytes one entry costs). Past the bound the whole index is dropped
+ * at the next resolution's start (one request may pass it by what it reads, itself bounded by
+ * MAX_RESOLUTION_COST) and refilled from the store as requests ask. Dropping all at once, as
+ * the read cache does, keeps it one Map walk away from a consistent state.
  *
  * Only the live read store has one (`attachAccessIndex`, src/composition/services.ts): an
  * asOf question reads through an AsOfView (queries/as-of.ts), the paged access queries through
@@ -42,6 +43,12 @@ import { documentAncestors, documentTarget, folderTarget, type Target } from './
 /** Per resource type, per id: what is kept (null: looked up and absent). */
 type ByResource<T> = Record<ResourceType, Map<string, T | null>>;
 const byResource = <T>(): ByResource<T> => ({ organization: new Map(), folder: new Map(), document: new Map() });
+
+// What the containers themselves weigh, in entries: an organization's seven empty Maps, a
+// user's or a group's three. Counted, so that many organizations or users asked about once
+// each cannot hold more memory than the bound says.
+const ORGANIZATION_WEIGHT = 8;
+const BY_RESOURCE_WEIGHT = 3;
 
 /** A folder as kept: its document, its target, and the ancestors its documents share. */
 interface FolderEntry {
@@ -76,7 +83,7 @@ export class OrganizationAccess {
   async organization(read: ReadView): Promise<OrganizationDoc | null> {
     if (this.organizationDoc === undefined) {
       this.organizationDoc = await read.get<OrganizationDoc>(ORGANIZATIONS, organizationKey(this.apiKey, this.organizationId));
-      this.index.added(1);
+      this.index.added(ORGANIZATION_WEIGHT);
     }
     return this.organizationDoc;
   }
@@ -152,7 +159,10 @@ export class OrganizationAccess {
    */
   async groupGrantsOn(read: ReadView, groupId: string, held: number, resources: ReadonlyArray<readonly [ResourceType, string]>): Promise<GroupGrantDoc[]> {
     let g = this.groupGrants.get(groupId);
-    if (!g) this.groupGrants.set(groupId, (g = { complete: false, on: byResource() }));
+    if (!g) {
+      this.groupGrants.set(groupId, (g = { complete: false, on: byResource() }));
+      this.index.added(BY_RESOURCE_WEIGHT);
+    }
     if (!g.complete && held <= resources.length) {
       for (const grant of await read.find<GroupGrantDoc>(GROUP_GRANTS, { apiKey: this.apiKey, organizationId: this.organizationId, groupId }, { limit: MAX_GRANTS_PER_GROUP })) {
         g.on[grant.resourceType].set(grant.resourceId, grant);
@@ -167,7 +177,10 @@ export class OrganizationAccess {
   /** `userId`'s own grants (live or expired) on `resources`, in their order (undefined: none). */
   async userGrants(read: ReadView, userId: string, resources: ReadonlyArray<readonly [ResourceType, string]>): Promise<Array<GrantDoc | undefined>> {
     let kept = this.grants.get(userId);
-    if (!kept) this.grants.set(userId, (kept = byResource()));
+    if (!kept) {
+      this.grants.set(userId, (kept = byResource()));
+      this.index.added(BY_RESOURCE_WEIGHT);
+    }
     return this.lookUp(kept, false, resources, (t, id) => grantKey(this.apiKey, this.organizationId, userId, t, id), read, GRANTS);
   }
 

@@ -2,7 +2,8 @@
 // (queries/access-index.ts) memory per entry, for its docs/performance.md budget: the heap held
 // by an index filled with DOCS document targets (spread over FOLDERS folders 10 deep, as
 // read through a store that parses a fresh document per read, as the real ones do), then with
-// as many absent grant lookups (one user asking about each document), then present ones.
+// as many absent grant lookups (one user asking about each document; GRANTS=present: present
+// ones), and organizations asked about once each.
 import type { Doc, ReadView } from '../../src/ports/read-store.js';
 import { AccessIndex } from '../../queries/access-index.js';
 import { DOCUMENTS } from '../../projections/documents.js';
@@ -65,6 +66,12 @@ const h1 = heap();
 const entries1 = index.size;
 for (let i = 0; i < DOCS; i += 1000) await org.userGrants(store, 'user-1', batch(i).map((id) => ['document', id] as const));
 const h2 = heap();
+// Organizations asked about once each: the containers alone (ORGANIZATION_WEIGHT).
+const orgs = new AccessIndex({ readEpoch: () => 1 }, Number.MAX_SAFE_INTEGER);
+const h3 = heap();
+for (let i = 0; i < 100_000; i++) await orgs.organization('k', `org-${i}`)!.organization(store);
+const h4 = heap();
 const mib = (b: number) => (b / 1_048_576).toFixed(0);
+console.log(`100000 organizations asked about once: ${((h4 - h3) / 100_000).toFixed(0)} bytes each, ${((h4 - h3) / orgs.size).toFixed(0)} bytes per entry`);
 console.log(`${DOCS} document targets (${FOLDER_COUNT} folders): ${mib(h1 - h0)} MiB, ${((h1 - h0) / entries1).toFixed(0)} bytes per entry`);
 console.log(`${DOCS} grant lookups (${grants ? 'present' : 'absent'}): ${mib(h2 - h1)} MiB, ${((h2 - h1) / (index.size - entries1)).toFixed(0)} bytes per entry`);
