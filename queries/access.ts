@@ -34,7 +34,8 @@ import { decodePageToken, encodePageToken, type Cursor } from './paging.js';
 import { compareGroupGrants, groupGrantCounts, groupGrantsOn, groupGrantsOnResources, userGroupIds, type GroupGrantDoc } from './group-grants.js';
 import { NO_DEADLINE, Pacer, type Deadline } from './cost.js';
 import { GROUP_MEMBERS, memberKey, type MemberDoc } from '../projections/groups.js';
-import { documentTarget, folderTarget, isBlocked, resolvePermissions, USERS_PER_GROUP_BOUNDED_CALL, type Entry, type ResolveOptions, type Target } from './permissions.js';
+import { isBlocked, resolvePermissions, USERS_PER_GROUP_BOUNDED_CALL, type Entry, type ResolveOptions } from './permissions.js';
+import { documentTarget, folderTarget, type Target } from './targets.js';
 
 /**
  * The read budget of one page of resources/get or users/get: store documents read plus keys

@@ -31,31 +31,22 @@
  */
 import { invalidArgument, notFound } from '../src/shared/errors.js';
 import type { ReadView } from '../src/ports/read-store.js';
-import { ORGANIZATION_DEFAULT_ACCESS, type AccessType } from '../commands/folder-tree.js';
+import type { AccessType } from '../commands/folder-tree.js';
 import { isLive, type AccessRole, type ResourceType } from '../commands/grant.js';
 import { ORGANIZATIONS, organizationKey, type OrganizationDoc } from '../projections/organizations.js';
 import { FOLDERS, folderKey, type FolderDoc } from '../projections/folders.js';
 import { DOCUMENTS, documentKey, type DocumentDoc } from '../projections/documents.js';
 import { GRANTS, type GrantDoc } from '../projections/grants.js';
 import { MAX_GROUPS_PER_USER } from '../commands/group.js';
-import { effectiveDocumentAccess } from './documents.js';
 import { bestGroupGrant, compareGroupGrants, groupGrantCounts, groupGrantReads, groupGrantsOnResources, userGroupIds, type GroupGrantDoc } from './group-grants.js';
 import { Pacer } from './cost.js';
+import { documentTarget, folderTarget, type Target } from './targets.js';
+import { accessIndexOf, type OrganizationAccess } from './access-index.js';
 
 export type Entry =
   | { accessRole: AccessRole; accessType?: AccessType; expiresAt?: number }
   | { error: string; errorCode: 'permission_denied'; accessType?: AccessType }
   | { error: string; errorCode: 'does_not_exist' };
-
-/** A resource as resolution sees it: its effective type, ancestors nearest first, disabled. */
-export interface Target {
-  kind: 'folder' | 'document';
-  id: string;
-  accessType: AccessType;
-  /** Nearest first. */
-  ancestors: string[];
-  disabled: boolean;
-}
 
 type Level = 'resource' | 'ancestor' | 'organization';
 
@@ -69,29 +60,6 @@ type Candidate =
 
 /** What an entry reads from the deciding grant, whoever holds it. */
 type Deciding = { accessRole: AccessRole; expiresAt: number | null };
-
-// Rule 3 (effective access type, semantics §3 "Effective access type" 1-3): a document
-// uses its own type, else its folder's effective type (folders carry theirs, computed by
-// projections/folders.ts from rules 1-2), else the organization default.
-export function documentTarget(doc: DocumentDoc, folder: FolderDoc | null): Target {
-  return {
-    kind: 'document',
-    id: doc.documentId,
-    accessType: effectiveDocumentAccess(doc, folder),
-    ancestors: folder ? [folder.folderId, ...[...folder.ancestors].reverse()] : [],
-    disabled: doc.disabled,
-  };
-}
-
-export function folderTarget(folder: FolderDoc): Target {
-  return {
-    kind: 'folder',
-    id: folder.folderId,
-    accessType: folder.effectiveAccessType ?? ORGANIZATION_DEFAULT_ACCESS,
-    ancestors: [...folder.ancestors].reverse(),
-    disabled: false,
-  };
-}
 
 // Rule 1: R does not exist: its entry says so, and the whole query fails (NOT_FOUND).
 const missingEntry = (kind: 'folder' | 'document'): Entry => ({
@@ -314,13 +282,24 @@ interface Section {
 
 const section = (kind: Section['kind'], ids: string[], targets: Array<Target | null>): Section => ({ kind, ids, targets, count: ids.length, slots: [] });
 
-/** Reads the organization, the documents and folders asked for, and makes each a target. */
-async function readTargets(read: ReadView, apiKey: string, q: PermissionsQuery) {
-  const { organizationId } = q;
-  const organization = await read.get<OrganizationDoc>(ORGANIZATIONS, organizationKey(apiKey, organizationId));
-  if (!organization) throw notFound('Organization does not exist.');
+/**
+ * Reads the organization, the documents and folders asked for, and makes each a target; from
+ * the access index when the store has one (queries/access-index.ts), which reads what it lacks.
+ */
+async function readTargets(read: ReadView, apiKey: string, q: PermissionsQuery, index: OrganizationAccess | null) {
   const folderIds = [...new Set(q.folderIds ?? [])];
   const documentIds = [...new Set(q.documentIds ?? [])];
+  if (!index) return readTargetsFromStore(read, apiKey, q.organizationId, folderIds, documentIds);
+  const organization = await index.organization(read);
+  if (!organization) throw notFound('Organization does not exist.');
+  const folderTargets = await index.folderTargets(read, folderIds);
+  const documentTargets = await index.documentTargets(read, documentIds);
+  return { organization, folders: section('folder', folderIds, folderTargets), documents: section('document', documentIds, documentTargets) };
+}
+
+async function readTargetsFromStore(read: ReadView, apiKey: string, organizationId: string, folderIds: string[], documentIds: string[]) {
+  const organization = await read.get<OrganizationDoc>(ORGANIZATIONS, organizationKey(apiKey, organizationId));
+  if (!organization) throw notFound('Organization does not exist.');
   const docs = new Map<string, DocumentDoc>();
   for (const d of await read.getMany<DocumentDoc>(DOCUMENTS, documentIds.map((d) => documentKey(apiKey, organizationId, d)))) {
     docs.set(d.documentId, d);
@@ -345,10 +324,10 @@ async function readTargets(read: ReadView, apiKey: string, q: PermissionsQuery) 
  * Rule 7: each user's groups, read now (leaving a group takes its grants away at once), then
  * how many grants each group holds: with those, what resolution will cost is known.
  */
-async function readGroups(read: ReadView, apiKey: string, organizationId: string, userIds: readonly string[], pacer: Pacer): Promise<CostShape> {
-  const groupsOf = new Map<string, string[]>();
+async function readGroups(read: ReadView, apiKey: string, organizationId: string, userIds: readonly string[], pacer: Pacer, index: OrganizationAccess | null): Promise<CostShape> {
+  const groupsOf = new Map<string, readonly string[]>();
   for (const userId of userIds) {
-    groupsOf.set(userId, await userGroupIds(read, apiKey, organizationId, userId));
+    groupsOf.set(userId, index ? await index.userGroups(read, userId) : await userGroupIds(read, apiKey, organizationId, userId));
     await pacer.spend(1 + groupsOf.get(userId)!.length);
   }
   const distinctGroups = new Set([...groupsOf.values()].flat());
@@ -358,8 +337,18 @@ async function readGroups(read: ReadView, apiKey: string, organizationId: string
         `permissions/get considers at most ${MAX_GROUPS_PER_REQUEST} groups per call: ask for fewer users.`,
     );
   }
-  const held = await groupGrantCounts(read, apiKey, organizationId, distinctGroups, pacer);
+  const held = index ? await heldFromIndex(index, read, distinctGroups, pacer) : await groupGrantCounts(read, apiKey, organizationId, distinctGroups, pacer);
   return { users: userIds.length, held, groupsOf };
+}
+
+/** groupGrantCounts (queries/group-grants.ts) from the access index, paced alike. */
+async function heldFromIndex(index: OrganizationAccess, read: ReadView, groupIds: Iterable<string>, pacer: Pacer): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const groupId of groupIds) {
+    out.set(groupId, await index.grantsHeld(read, groupId));
+    await pacer.spend(1);
+  }
+  return out;
 }
 
 /**
@@ -380,7 +369,7 @@ function fittingPrefix(organizationId: string, targets: ReadonlyArray<Target | n
 
 /**
  * Every resource a grant may sit on, once: the key of (U, resource) is the same for every
- * target that names it. `slot` maps each type's ids to their positions in `suffixes`: one
+ * target that names it. `slot` maps each type's ids to their positions in `resources`: one
  * map per type, keyed by the id string itself, because the ancestors of documents in one
  * folder are the same strings (one folder document), whose hash is computed once, where a
  * `type\0id` key would build and hash a new string on every lookup (hot: 10 documents 10
@@ -388,10 +377,9 @@ function fittingPrefix(organizationId: string, targets: ReadonlyArray<Target | n
  */
 class Slots {
   readonly slot: Record<ResourceType, Map<string, number>> = { organization: new Map(), folder: new Map(), document: new Map() };
-  /** Per slot, the end of its grant key: `,"type","id"]`. */
-  readonly suffixes: string[] = [];
   readonly resources: Array<[ResourceType, string]> = [];
   readonly organization: number;
+  private ends: string[] | null = null;
 
   constructor(private readonly organizationId: string) {
     this.organization = this.of('organization', organizationId);
@@ -401,17 +389,36 @@ class Slots {
     const ofType = this.slot[t];
     let i = ofType.get(id);
     if (i === undefined) {
-      i = this.suffixes.length;
+      i = this.resources.length;
       ofType.set(id, i);
-      this.suffixes.push(`,${JSON.stringify(t)},${JSON.stringify(id)}]`);
       this.resources.push([t, id]);
     }
     return i;
   }
 
+  /** Per slot, the end of its grant key: `,"type","id"]` (made once, when read from the store). */
+  get suffixes(): readonly string[] {
+    return (this.ends ??= this.resources.map(([t, id]) => `,${JSON.stringify(t)},${JSON.stringify(id)}]`));
+  }
+
+  /**
+   * The slots above a target (its ancestors nearest first, then the organization), once per
+   * ancestors array: the access index gives the documents of one folder the same array, so 10
+   * documents 10 folders deep look up 10 ancestor slots instead of 100.
+   */
+  private readonly above = new Map<readonly string[], number[]>();
+
   /** A target's candidates' slots: itself, its ancestors nearest first, the organization. */
   ofTarget(t: Target | null): number[] | null {
-    return t ? [this.of(t.kind, t.id), ...t.ancestors.map((a) => this.of('folder', a)), this.of('organization', this.organizationId)] : null;
+    if (!t) return null;
+    const own = this.of(t.kind, t.id);
+    let above = this.above.get(t.ancestors);
+    if (!above) {
+      above = t.ancestors.map((a) => this.of('folder', a));
+      above.push(this.organization);
+      this.above.set(t.ancestors, above);
+    }
+    return [own, ...above];
   }
 }
 
@@ -419,9 +426,10 @@ class Slots {
  * The grants of the users' groups on the slots, per group, read once for the request and
  * only from the groups that hold any (queries/group-grants.ts).
  */
-async function groupGrantsBySlot(read: ReadView, apiKey: string, organizationId: string, held: ReadonlyMap<string, number>, slots: Slots, nowMs: number, pacer: Pacer) {
+async function groupGrantsBySlot(read: ReadView, apiKey: string, organizationId: string, held: ReadonlyMap<string, number>, slots: Slots, nowMs: number, pacer: Pacer, index: OrganizationAccess | null) {
   const groupSlots = new Map<string, Array<[number, GroupGrantDoc]>>();
-  for (const g of await groupGrantsOnResources(read, apiKey, organizationId, held, slots.resources, pacer)) {
+  const grants = index ? await groupGrantsFromIndex(index, read, held, slots, pacer) : await groupGrantsOnResources(read, apiKey, organizationId, held, slots.resources, pacer);
+  for (const g of grants) {
     const i = slots.slot[g.resourceType].get(g.resourceId);
     if (i === undefined || !isLive(g, nowMs)) continue;
     let at = groupSlots.get(g.groupId);
@@ -431,9 +439,22 @@ async function groupGrantsBySlot(read: ReadView, apiKey: string, organizationId:
   return groupSlots;
 }
 
+/** groupGrantsOnResources (queries/group-grants.ts) from the access index, paced alike. */
+async function groupGrantsFromIndex(index: OrganizationAccess, read: ReadView, held: ReadonlyMap<string, number>, slots: Slots, pacer: Pacer): Promise<GroupGrantDoc[]> {
+  const out: GroupGrantDoc[] = [];
+  for (const [groupId, n] of held) {
+    if (n === 0) continue;
+    out.push(...(await index.groupGrantsOn(read, groupId, n, slots.resources)));
+    await pacer.spend(groupGrantReads(n, slots.resources.length));
+  }
+  return out;
+}
+
 /** What one request resolves, read once and shared by every user's row. */
 interface Resolution {
   read: ReadView;
+  /** The access index's entries of the organization, when the store has an index. */
+  index: OrganizationAccess | null;
   apiKey: string;
   organizationId: string;
   nowMs: number;
@@ -464,12 +485,17 @@ function sectionEntries(r: Resolution, s: Section, grants: ReadonlyArray<GrantDo
   return Object.fromEntries(out);
 }
 
-/** One user's row: their grants on the slots in one getMany, their groups' best per slot. */
+/** One user's grants on the slots, in slot order: one getMany of their keys. */
+async function userGrantsFromStore(r: Resolution, userId: string): Promise<Array<GrantDoc | undefined>> {
+  const prefix = openKey(r.apiKey, r.organizationId, userId);
+  const keys = r.slots.suffixes.map((sfx) => prefix + sfx);
+  return alignGrants(keys, await r.read.getMany<GrantDoc>(GRANTS, keys));
+}
+
+/** One user's row: their grants on the slots (one getMany, or the index), their groups' best per slot. */
 async function userEntries(r: Resolution, userId: string): Promise<UserEntries> {
   const { slots, nowMs } = r;
-  const prefix = openKey(r.apiKey, r.organizationId, userId);
-  const keys = slots.suffixes.map((sfx) => prefix + sfx);
-  const grants = alignGrants(keys, await r.read.getMany<GrantDoc>(GRANTS, keys));
+  const grants = r.index ? await r.index.userGrants(r.read, userId, slots.resources) : await userGrantsFromStore(r, userId);
   // Per slot, the grant that counts among the user's groups (rule 7).
   const groups = new Map<number, GroupGrantDoc>();
   let weighed = 0;
@@ -480,7 +506,7 @@ async function userEntries(r: Resolution, userId: string): Promise<UserEntries> 
       if (!best || compareGroupGrants(g, best) < 0) groups.set(i, g);
     }
   }
-  await r.pacer.spend(keys.length + weighed);
+  await r.pacer.spend(slots.resources.length + weighed);
   const ownOrg = grants[slots.organization];
   const orgEntry = organizationEntry(levelCandidate('organization', ownOrg, groups.has(slots.organization) ? [groups.get(slots.organization)!] : [], nowMs));
   const entries: UserEntries = { organization: { [r.organizationId]: orgEntry } };
@@ -504,10 +530,13 @@ const missesAny = (s: Section) => {
 export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: number, q: PermissionsQuery, options: ResolveOptions = {}) {
   checkPermissionsQueryBounds(q);
   const { organizationId } = q;
-  const { organization, folders, documents } = await readTargets(read, apiKey, q);
+  // The live store's access index, checked against the store's change signal here, once per
+  // resolution (queries/access-index.ts); null: read the store.
+  const index = accessIndexOf(read)?.organization(apiKey, organizationId) ?? null;
+  const { organization, folders, documents } = await readTargets(read, apiKey, q, index);
   const pacer = options.pacer ?? new Pacer();
   const userIds = [...new Set(q.userIds)];
-  const shape = await readGroups(read, apiKey, organizationId, userIds, pacer);
+  const shape = await readGroups(read, apiKey, organizationId, userIds, pacer, index);
   const maxCost = typeof options.maxCost === 'function' ? options.maxCost() : options.maxCost ?? MAX_RESOLUTION_COST;
 
   // The targets resolved: all of them, or with `fit` the longest prefix (folders, then
@@ -521,18 +550,18 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
   folders.slots = folders.targets.slice(0, folders.count).map((t) => slots.ofTarget(t));
   documents.slots = documents.targets.slice(0, documents.count).map((t) => slots.ofTarget(t));
 
-  const cost = resolutionCost(shape, slots.suffixes.length);
+  const cost = resolutionCost(shape, slots.resources.length);
   if (!options.fit && cost > maxCost) {
     throw invalidArgument(
-      `The query would cost ${cost} lookups (${userIds.length} users x ${slots.suffixes.length} resources, the folders above them and the organization, ` +
+      `The query would cost ${cost} lookups (${userIds.length} users x ${slots.resources.length} resources, the folders above them and the organization, ` +
         `plus the grants of ${shape.held.size} user groups weighed per user); permissions/get resolves at most ${maxCost} lookups per call: ` +
         'ask for fewer users or resources.',
     );
   }
 
   pacer.check();
-  const groupSlots = await groupGrantsBySlot(read, apiKey, organizationId, shape.held, slots, nowMs, pacer);
-  const r: Resolution = { read, apiKey, organizationId, nowMs, organization, pacer, slots, groupsOf: shape.groupsOf, groupSlots, folders, documents };
+  const groupSlots = await groupGrantsBySlot(read, apiKey, organizationId, shape.held, slots, nowMs, pacer, index);
+  const r: Resolution = { read, index, apiKey, organizationId, nowMs, organization, pacer, slots, groupsOf: shape.groupsOf, groupSlots, folders, documents };
   const rows: Array<[string, UserEntries]> = [];
   for (const userId of userIds) rows.push([userId, await userEntries(r, userId)]);
   const data: Record<string, UserEntries> = Object.fromEntries(rows);

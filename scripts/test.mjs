@@ -29,6 +29,12 @@ const POSTGRES_PASS = '^(audit\\.api|access-queries\\.api|access-context\\.api|r
 /** Suites on a fixed test clock whose access questions, asked as of that clock (test/support/app.ts), must answer alike. */
 const AS_OF_PASS = '^(permissions\\.resolution|permissions\\.groups\\.resolution|access-queries\\.api|access-context\\.resolution)\\.test\\.ts$';
 
+/**
+ * Permission resolution answers from the access index (queries/access-index.ts) by default; the
+ * resolution suites run again without it (TEST_ACCESS_INDEX=off), so both paths answer alike.
+ */
+const INDEX_OFF_PASS = '^(permissions\\.resolution|permissions\\.groups\\.resolution|access-context\\.resolution|access-queries\\.property)\\.test\\.ts$';
+
 /** One uvu run; resolves to its counts. */
 function pass(filePattern, extraEnv) {
   return new Promise((resolve) => {
@@ -67,6 +73,10 @@ if (!process.argv[2] && !process.env.TEST_STORE) {
 if (!process.argv[2] && !process.env.TEST_AS_OF) {
   process.stdout.write('\n== the resolution suites asked as of the clock\'s reading, from the history read models (TEST_AS_OF=now)\n');
   runs.push(await pass(AS_OF_PASS, { TEST_AS_OF: 'now' }));
+}
+if (!process.argv[2] && !process.env.TEST_ACCESS_INDEX) {
+  process.stdout.write('\n== the resolution suites without the access index (TEST_ACCESS_INDEX=off)\n');
+  runs.push(await pass(INDEX_OFF_PASS, { TEST_ACCESS_INDEX: 'off' }));
 }
 {
   const passed = runs.reduce((n, r) => n + r.passed, 0);

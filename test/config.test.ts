@@ -28,6 +28,7 @@ test('defaults', () => {
   assert.equal(c.regions, DEFAULT_REGIONS);
   assert.is(c.backgroundThread, true);
   assert.is(c.folderMaxDepth, 100);
+  assert.is(c.accessIndexEntries, 500_000);
 });
 
 test('values are read', () => {
@@ -43,6 +44,7 @@ test('values are read', () => {
     REGIONS: 'usa, europe',
     BACKGROUND_THREAD: 'false',
     FOLDER_MAX_DEPTH: '250',
+    ACCESS_INDEX_ENTRIES: '0',
   });
   assert.is(c.port, 9000);
   assert.is(c.host, '127.0.0.1');
@@ -54,6 +56,7 @@ test('values are read', () => {
   assert.equal(c.regions, ['usa', 'europe']);
   assert.is(c.backgroundThread, false);
   assert.is(c.folderMaxDepth, 250);
+  assert.is(c.accessIndexEntries, 0);
   assert.equal(Buffer.from(c.secretsKey!), Buffer.alloc(32, 0xab));
   assert.is(loadConfig({ BACKGROUND_THREAD: '1' }).backgroundThread, true);
 });
@@ -93,6 +96,8 @@ test('bad values fail fast naming the variable', () => {
   failsOn({ FOLDER_MAX_DEPTH: '0' }, 'FOLDER_MAX_DEPTH');
   failsOn({ FOLDER_MAX_DEPTH: '1001' }, 'FOLDER_MAX_DEPTH');
   failsOn({ FOLDER_MAX_DEPTH: 'deep' }, 'FOLDER_MAX_DEPTH');
+  failsOn({ ACCESS_INDEX_ENTRIES: '-1' }, 'ACCESS_INDEX_ENTRIES');
+  failsOn({ ACCESS_INDEX_ENTRIES: 'many' }, 'ACCESS_INDEX_ENTRIES');
 });
 
 test('the edge: timeouts, connection cap, sign-up limit, idempotency bound, proxy trust', () => {

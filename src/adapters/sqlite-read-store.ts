@@ -333,9 +333,30 @@ class DocCache {
     this.generation++;
   }
 
+  /** Moves each time the cache is emptied because something changed (ReadStore.readEpoch). */
+  private epoch = 0;
+
+  /** ReadStore.readEpoch: checks for changes under the cache's own rule; undefined without a cache. */
+  currentEpoch(): number | undefined {
+    if (this.max <= 0) return undefined;
+    this.validate();
+    return this.epoch;
+  }
+
   /** The documents of `collection` as of the last commit; empties the cache first when anything changed. */
   collection(collection: string): Map<string, Doc | null> | null {
     if (this.max <= 0) return null;
+    this.validate();
+    let docs = this.byCollection.get(collection);
+    if (!docs) {
+      docs = new Map();
+      this.byCollection.set(collection, docs);
+    }
+    return docs;
+  }
+
+  /** Empties the cache when this store committed or, at a new turn or request, SQLite's data_version moved. */
+  private validate() {
     let version = this.version;
     const context = this.requests;
     if (!this.fresh || context !== this.context) {
@@ -352,13 +373,8 @@ class DocCache {
       this.size = 0;
       this.version = version;
       this.seenGeneration = this.generation;
+      this.epoch++;
     }
-    let docs = this.byCollection.get(collection);
-    if (!docs) {
-      docs = new Map();
-      this.byCollection.set(collection, docs);
-    }
-    return docs;
   }
 
   /**
@@ -563,6 +579,11 @@ export class SqliteReadStore extends SqliteView implements ReadStore {
 
   beginRequest(): void {
     this.cache.beginRequest();
+  }
+
+  /** Moves whenever the read cache is emptied (see DocCache): the same signals, the same checks. */
+  readEpoch(): number | undefined {
+    return this.cache.currentEpoch();
   }
 
   async close(): Promise<void> {

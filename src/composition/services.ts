@@ -18,6 +18,7 @@ import { WebhookDeliverer, type WebhookOptions } from '../webhooks/deliverer.js'
 import { egressPolicyOf } from '../adapters/egress.js';
 import { CascadeWorker } from '../jobs/cascade.js';
 import { openReadModels } from '../ops/read-models.js';
+import { attachAccessIndex } from '../../queries/access-index.js';
 import type { GenerationalReadStore } from '../runtime/generations.js';
 import { Lease } from '../runtime/lease.js';
 import { BackgroundThread } from '../runtime/background.js';
@@ -171,6 +172,9 @@ export async function assemble(
 ): Promise<Services> {
   const generations = await openReadModels(read, allProjections);
   read = generations;
+  // Permission resolution's per-process index (queries/access-index.ts), on stores that give
+  // the change signal it needs (the embedded one); the others are read as before.
+  attachAccessIndex(read, config.accessIndexEntries);
   if (options.decorateEvents) events = options.decorateEvents(events);
   const secrets = await openSecretStore(read, config, options.clock ?? Date.now, options.logger);
   const api = options.role === 'api';

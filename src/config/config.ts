@@ -89,6 +89,12 @@ export interface Config {
    * resources/get or users/get ends early with a pageToken (queries/cost.ts).
    */
   queryDeadlineMs: number;
+  /**
+   * Entries permission resolution's in-memory access index keeps per process
+   * (queries/access-index.ts; memory per entry in docs/performance.md); 0 turns it off.
+   * Past it the index is emptied and refilled from the store.
+   */
+  accessIndexEntries: number;
   /** Webhook attempts in flight at once, all endpoints together. */
   webhookConcurrency: number;
   /** Webhook attempts in flight at once to one endpoint (an API key's raw or processed URL). */
@@ -454,6 +460,7 @@ export function loadConfig(env: Env = process.env): Config {
     backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
     folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),
     queryDeadlineMs: integer(env, 'QUERY_DEADLINE_MS', 5000, 1, 600_000),
+    accessIndexEntries: integer(env, 'ACCESS_INDEX_ENTRIES', 500_000, 0, 100_000_000),
     webhookConcurrency,
     webhookMaxInFlightPerEndpoint,
     webhookDisableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 0, 365),

@@ -105,6 +105,14 @@ export interface ReadStore extends ReadView {
    */
   beginRequest(): void;
   /**
+   * Optional: a number that changes whenever reads may answer differently than when it was last
+   * returned, checked under the same rule as `beginRequest` (this process's commits at once,
+   * other processes' by the next request): what a per-process index of read models
+   * (queries/access-index.ts) compares to know it may still answer. Undefined, or absent: the
+   * store cannot tell cheaply, and nothing may be kept across reads.
+   */
+  readEpoch?(): number | undefined;
+  /**
    * Optional: calls `listener` when another process may have moved a checkpoint (a store that
    * can hear other writers, e.g. a notification channel). A projection runner that does not
    * apply then re-reads the checkpoints instead of waiting for its next poll; a missed or

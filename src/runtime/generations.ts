@@ -202,6 +202,21 @@ export class GenerationalReadStore implements ReadStore {
     this.s.base.beginRequest();
   }
 
+  private epoch = { base: -1, generation: -1, value: 0 };
+
+  /** The base store's epoch, moved on also when this view's generation changes (its collections do). */
+  readEpoch(): number | undefined {
+    const base = this.s.base.readEpoch?.();
+    if (base === undefined) return undefined;
+    const e = this.epoch;
+    if (base !== e.base || this.generation !== e.generation) {
+      e.base = base;
+      e.generation = this.generation;
+      e.value++;
+    }
+    return e.value;
+  }
+
   /** The adapter's own notices of other processes' checkpoint moves, when it has them. */
   onCheckpointMoved(listener: () => void): () => void {
     return this.s.base.onCheckpointMoved?.(listener) ?? (() => {});

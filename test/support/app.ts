@@ -68,9 +68,12 @@ export async function harness(env: Record<string, string> = {}, options: { clock
   // TEST_STORE=postgres (scripts/test.mjs's second pass): the same suites on a real PostgreSQL
   // server, each harness on a database of its own (test/support/postgres.ts).
   const stores = process.env.TEST_STORE === 'postgres' && !env.POSTGRES_URL ? await postgresEnv() : {};
+  // TEST_ACCESS_INDEX=off (scripts/test.mjs's index-off pass): permission resolution reads the
+  // store without the access index (queries/access-index.ts), so the resolution suites check both paths.
+  const index = process.env.TEST_ACCESS_INDEX === 'off' ? { ACCESS_INDEX_ENTRIES: '0' } : {};
   // Suites create many workspaces from one address (app.inject's 127.0.0.1): the sign-up
   // limit is off here unless a test sets it (test/edge.test.ts does).
-  const config: Config = loadConfig({ LOG_LEVEL: 'silent', SIGNUP_RATE_PER_MINUTE: '0', ...stores, ...env, DATA_DIR: dataDir });
+  const config: Config = loadConfig({ LOG_LEVEL: 'silent', SIGNUP_RATE_PER_MINUTE: '0', ...stores, ...index, ...env, DATA_DIR: dataDir });
   // BACKGROUND_THREAD=true in `env` (or TEST_BACKGROUND_THREAD=1 for a whole run) puts the
   // background work on its worker thread as serve does; a test clock stays in-thread.
   const thread = !options.clock && (env.BACKGROUND_THREAD === 'true' || process.env.TEST_BACKGROUND_THREAD === '1');

@@ -1,0 +1,126 @@
+/**
+ * Permission resolution's access index (queries/access-index.ts): it answers as the store
+ * does after this process's commits, after another connection's commits (from the next
+ * request on, as the read cache), past its entry bound, and never for asOf questions. The
+ * resolution tables run on both paths too (scripts/test.mjs, TEST_ACCESS_INDEX=off).
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import path from 'node:path';
+import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
+import { ApiError } from '../src/shared/errors.js';
+import { accessIndexOf, attachAccessIndex } from '../queries/access-index.js';
+import { resolvePermissions } from '../queries/permissions.js';
+import { ORGANIZATIONS, organizationKey } from '../projections/organizations.js';
+import { DOCUMENTS, documentKey } from '../projections/documents.js';
+import { GRANTS, grantKey } from '../projections/grants.js';
+import { harness, tempDir, type Harness, type Tenant } from './support/app.js';
+import { NOW } from './support/time.js';
+
+const K = 'key';
+const O = 'o';
+const organization = { _id: organizationKey(K, O), apiKey: K, organizationId: O, organizationName: O, disabled: false, seq: '1', createdAt: 0 };
+const document = (documentId: string, disabled = false) => ({
+  _id: documentKey(K, O, documentId), apiKey: K, organizationId: O, documentId, documentName: documentId, folderId: null, accessType: 'restricted', disabled, seq: '1', createdAt: 0,
+});
+const grant = (userId: string, documentId: string) => ({
+  _id: grantKey(K, O, userId, 'document', documentId), apiKey: K, organizationId: O, userId, resourceType: 'document', resourceId: documentId, accessRole: 'editor', expiresAt: null,
+});
+const entryOf = async (read: SqliteReadStore, userId: string, documentId: string) => {
+  read.beginRequest();
+  return (await resolvePermissions(read, K, NOW, { organizationId: O, userIds: [userId], documentIds: [documentId] }))[userId]!.documents![documentId];
+};
+const DENIED = { error: 'User does not have access to document', errorCode: 'permission_denied', accessType: 'restricted' };
+
+const stores = suite<{ writer: SqliteReadStore; reader: SqliteReadStore }>('access index over two connections');
+stores.before.each(async (ctx) => {
+  const file = path.join(tempDir('collab-access-index-'), 'read.db');
+  ctx.writer = new SqliteReadStore(file);
+  ctx.reader = new SqliteReadStore(file);
+  await ctx.writer.transaction(async (tx) => {
+    await tx.upsert(ORGANIZATIONS, organization);
+    await tx.upsert(DOCUMENTS, document('d'));
+  });
+});
+stores.after.each(async ({ writer, reader }) => {
+  await writer.close();
+  await reader.close();
+});
+
+stores("another connection's commits are seen from the next request on", async ({ writer, reader }) => {
+  const index = attachAccessIndex(reader, 1000)!;
+  assert.equal(await entryOf(reader, 'u', 'd'), DENIED, 'no grant yet');
+  assert.equal(await entryOf(reader, 'u', 'd'), DENIED);
+  assert.ok(index.size > 0, 'the index holds what the first request read');
+  await writer.transaction((tx) => tx.upsert(GRANTS, grant('u', 'd')));
+  assert.equal(await entryOf(reader, 'u', 'd'), { accessRole: 'editor', accessType: 'restricted' });
+  await writer.transaction((tx) => tx.upsert(DOCUMENTS, document('d', true)));
+  assert.equal(await entryOf(reader, 'u', 'd'), { ...DENIED, error: 'Document is disabled' });
+  await writer.transaction((tx) => tx.delete(DOCUMENTS, documentKey(K, O, 'd')));
+  // A missing document fails the whole query (NOT_FOUND), its entry in the details.
+  const gone = await entryOf(reader, 'u', 'd').catch((e: ApiError) => e);
+  assert.instance(gone, ApiError);
+  assert.equal((gone as ApiError).details, { u: { organization: { o: { error: 'User does not have access to organization', errorCode: 'permission_denied' } }, documents: { d: { error: 'Document does not exist', errorCode: 'does_not_exist' } } } });
+});
+
+stores('past its bound the index is emptied and refilled from the store, answering alike', async ({ writer, reader }) => {
+  const index = attachAccessIndex(reader, 3)!;
+  await writer.transaction(async (tx) => {
+    for (let i = 0; i < 10; i++) await tx.upsert(DOCUMENTS, document(`d${i}`));
+    for (let i = 0; i < 10; i += 2) await tx.upsert(GRANTS, grant('u', `d${i}`));
+  });
+  let oneRequest = 0;
+  for (let round = 0; round < 2; round++) {
+    for (let i = 0; i < 10; i++) {
+      assert.equal(await entryOf(reader, 'u', `d${i}`), i % 2 === 0 ? { accessRole: 'editor', accessType: 'restricted' } : DENIED, `d${i}`);
+      // One request's entries (the organization, a target, the user's groups and two grant
+      // slots) pass the bound of 3, so each next request starts from an empty index: the size
+      // stays that of one request instead of growing with each document asked about.
+      oneRequest ||= index.size;
+      assert.ok(oneRequest > 3);
+      assert.is(index.size, oneRequest, `d${i}, round ${round}`);
+    }
+  }
+});
+
+stores('without the store signal there is no index: a store without a read cache', async () => {
+  const memory = new SqliteReadStore(':memory:');
+  assert.is(attachAccessIndex(memory, 1000), null);
+  assert.is(attachAccessIndex(new SqliteReadStore(path.join(tempDir('collab-access-index-'), 'r.db')), 0), null);
+  await memory.close();
+});
+
+stores.run();
+
+const api = suite<{ h: Harness; t: Tenant }>('access index in the service');
+/** The service's clock; the test moves it so asOf can name an instant between two changes. */
+let clock = NOW;
+api.before(async (ctx) => {
+  ctx.h = await harness({}, { clock: () => clock });
+  ctx.t = await ctx.h.tenant();
+});
+api.after(async ({ h }) => h.close());
+
+api('own commits are answered at once; asOf questions read the history models, not the index', async ({ h, t }) => {
+  const post = (url: string, data: unknown) => h.ok(url, data, t.headers);
+  const ask = async (asOf?: number) =>
+    (await post('/v2/auth/permissions/get', { organizationId: 'o2', userIds: ['u'], documentIds: ['d'], ...(asOf !== undefined ? { asOf } : {}) })).data.u.documents.d;
+  await post('/v2/organizations/folders/add', { organizationId: 'o2', createOrganization: true, folders: [{ folderId: 'f', accessType: 'restricted' }] });
+  await post('/v2/organizations/documents/add', { organizationId: 'o2', folderId: 'f', documents: [{ documentId: 'd' }] });
+  assert.is((await ask()).errorCode, 'permission_denied');
+  const index = accessIndexOf(h.services.read);
+  if (process.env.TEST_ACCESS_INDEX === 'off') assert.is(index, undefined);
+  else assert.ok(index && index.size > 0, 'the live store answers from the index');
+  clock += 10_000;
+  await post('/v2/users/add', { organizationId: 'o2', documentId: 'd', users: [{ userId: 'u', accessRole: 'viewer' }] });
+  const granted = clock;
+  assert.equal(await ask(), { accessRole: 'viewer', accessType: 'restricted' });
+  clock += 10_000;
+  await post('/v2/auth/permissions/remove', { userId: 'u', permissions: { resources: [{ type: 'document', id: 'd', organizationId: 'o2' }] } });
+  assert.is((await ask()).errorCode, 'permission_denied');
+  // The index now holds the grant as absent; asked as of when it held, the history models answer.
+  assert.equal(await ask(granted), { accessRole: 'viewer', accessType: 'restricted' });
+  assert.is((await ask()).errorCode, 'permission_denied');
+});
+
+api.run();
