@@ -181,16 +181,6 @@ class SqliteView implements ReadView {
   }
 }
 
-/** Rows of one multi-row upsert statement (a full run of pending upserts is written this many at a time). */
-const UPSERT_ROWS = 64;
-
-/**
- * The projections' writer. Upserts are buffered: a run of upserts into one collection (the
- * documents of a batch of DocumentAdded, their audit rows) is written by multi-row INSERT
- * statements, UPSERT_ROWS rows each, instead of a statement per row. Any other call (a read,
- * another write, an upsert into another collection) and the commit write the run first, so
- * every call sees exactly what the sequence of calls so far would have written, in order.
- */
 class SqliteTx extends SqliteView implements ReadTx {
   private table(collection: string): string {
     const t = this.ensureTable(collection);
@@ -198,11 +188,8 @@ class SqliteTx extends SqliteView implements ReadTx {
     return t;
   }
 
-  /** The upsert statements of each collection written in this transaction's tables, one row and UPSERT_ROWS rows (projections' hottest call). */
-  private readonly upserts = new Map<string, { one: Database.Statement; many: Database.Statement }>();
-  /** The collection of the pending run, and its rows as id, JSON text pairs (flattened). */
-  private pendingCollection: string | null = null;
-  private pending: string[] = [];
+  /** The upsert statement of each collection written in this transaction's tables (projections' hottest call). */
+  private readonly upserts = new Map<string, Database.Statement>();
 
   override forgetTables() {
     super.forgetTables();
@@ -210,68 +197,16 @@ class SqliteTx extends SqliteView implements ReadTx {
   }
 
   async upsert(collection: string, doc: Doc): Promise<void> {
-    if (this.pendingCollection !== collection) {
-      this.flush();
-      this.pendingCollection = collection;
-    }
-    // Serialized now: the caller may change the object after the call.
-    this.pending.push(doc._id, JSON.stringify(doc));
-    if (this.pending.length >= 2 * UPSERT_ROWS) this.flush();
-  }
-
-  private statements(collection: string) {
     let s = this.upserts.get(collection);
     if (!s) {
       const t = this.table(collection);
-      const sql = (rows: number) =>
-        `INSERT INTO ${t} (id, doc) VALUES ${Array.from({ length: rows }, () => '(?, ?)').join(', ')} ON CONFLICT(id) DO UPDATE SET doc = excluded.doc`;
-      s = { one: this.db.prepare(sql(1)), many: this.db.prepare(sql(UPSERT_ROWS)) };
+      s = this.stmt(`INSERT INTO ${t} (id, doc) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET doc = excluded.doc`);
       this.upserts.set(collection, s);
     }
-    return s;
-  }
-
-  /** Writes the pending run (rows in call order: a later upsert of the same id wins, as one by one). */
-  flush(): void {
-    const collection = this.pendingCollection;
-    if (collection === null) return;
-    const rows = this.pending;
-    this.pendingCollection = null;
-    this.pending = [];
-    const s = this.statements(collection);
-    let i = 0;
-    for (; rows.length - i >= 2 * UPSERT_ROWS; i += 2 * UPSERT_ROWS) s.many.run(rows.slice(i, i + 2 * UPSERT_ROWS));
-    for (; i < rows.length; i += 2) s.one.run(rows[i], rows[i + 1]);
-  }
-
-  /** The transaction rolled back: nothing pending is written. */
-  discard(): void {
-    this.pendingCollection = null;
-    this.pending = [];
-  }
-
-  override async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
-    this.flush();
-    return super.get<T>(collection, id);
-  }
-
-  override async getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
-    this.flush();
-    return super.getMany<T>(collection, ids);
-  }
-
-  override async find<T extends Doc = Doc>(collection: string, filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    this.flush();
-    return super.find<T>(collection, filter, options);
-  }
-
-  override async count(collection: string, filter: Filter): Promise<number> {
-    this.flush();
-    return super.count(collection, filter);
+    s.run(doc._id, JSON.stringify(doc));
   }
 
   async patch(collection: string, id: string, set: Record<string, unknown> = {}, unset: string[] = []): Promise<boolean> {
-    this.flush();
     const t = this.table(collection);
     const text = this.stmt(`SELECT doc FROM ${t} WHERE id = ?`, 'pluck').get(id) as string | undefined;
     if (text === undefined) return false;
@@ -283,20 +218,17 @@ class SqliteTx extends SqliteView implements ReadTx {
   }
 
   async delete(collection: string, id: string): Promise<boolean> {
-    this.flush();
     const t = this.table(collection);
     return this.stmt(`DELETE FROM ${t} WHERE id = ?`).run(id).changes > 0;
   }
 
   async deleteMany(collection: string, filter: Filter): Promise<number> {
-    this.flush();
     const t = this.table(collection);
     const where = whereOf(filter);
     return this.stmt(`DELETE FROM ${t} WHERE ${where.sql}`).run(...where.params).changes;
   }
 
   async deleteBefore(collection: string, field: string, value: number): Promise<number> {
-    this.flush();
     const t = this.table(collection);
     return this.stmt(`DELETE FROM ${t} WHERE ${extract(field)} < ?`).run(value).changes;
   }
@@ -306,7 +238,6 @@ class SqliteTx extends SqliteView implements ReadTx {
   }
 
   async setCheckpoint(name: string, position: LogPosition, expected: LogPosition | null): Promise<void> {
-    this.flush();
     const actual = (this.stmt('SELECT position FROM checkpoints WHERE name = ?', 'pluck').get(name) as string | undefined) ?? null;
     if (actual !== expected) throw new CheckpointConflictError(name, expected, actual);
     this.stmt('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position').run(
@@ -584,7 +515,6 @@ export class SqliteReadStore extends SqliteView implements ReadStore {
       this.writer.exec('BEGIN IMMEDIATE');
       try {
         const result = await fn(this.tx);
-        this.tx.flush();
         this.writer.exec('COMMIT');
         this.cache.invalidate();
         // The WAL still holds the pages as they were before (a deleted data key among them)
@@ -592,7 +522,6 @@ export class SqliteReadStore extends SqliteView implements ReadStore {
         if (options.sensitive) this.writer.pragma('wal_checkpoint(TRUNCATE)');
         return result;
       } catch (error) {
-        this.tx.discard();
         this.cache.invalidate();
         if (this.writer.inTransaction) this.writer.exec('ROLLBACK');
         // Tables created by the rolled-back transaction are gone again.
