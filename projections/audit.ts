@@ -189,11 +189,10 @@ async function apply(e: RecordedEvent, tx: ReadTx): Promise<void> {
 export const auditProjection: Projection = {
   name: 'audit',
   indexes: [
-    // The audit projection never reads: a rebuild builds these after its replay.
-    { collection: AUDIT_SUBJECTS, fields: ['subject', 'position'], queriesOnly: true },
-    { collection: AUDIT_EVENTS, fields: ['apiKey', 'position'], queriesOnly: true },
-    { collection: AUDIT_EVENTS, fields: ['apiKey', 'data.organizationId', 'position'], queriesOnly: true },
-    { collection: AUDIT_EVENTS, fields: ['target', 'position'], queriesOnly: true },
+    { collection: AUDIT_SUBJECTS, fields: ['subject', 'position'] },
+    { collection: AUDIT_EVENTS, fields: ['apiKey', 'position'] },
+    { collection: AUDIT_EVENTS, fields: ['apiKey', 'data.organizationId', 'position'] },
+    { collection: AUDIT_EVENTS, fields: ['target', 'position'] },
   ],
   handles: new EveryType(),
   apply,

@@ -9,8 +9,7 @@
  *    generation other than the live one (the one the last rebuild replaced, or a crashed
  *    attempt's), and reset the target generation's checkpoints.
  * 2. Replay the log into generation live+1 in batches, printing progress (events/s, position,
- *    ETA). The indexes only queries read (the audit's, `IndexSpec.queriesOnly`) are built after
- *    the replay, before the switch.
+ *    ETA).
  * 3. Switch, in one read-store transaction: read the live generation's checkpoints; apply the
  *    few events the service appended since the replay caught up, so that every new checkpoint
  *    is at or past every live one (read-your-writes never goes back); touch the live
@@ -121,7 +120,7 @@ export async function rebuildReadModels(s: Stores, options: RebuildOptions = {})
     // 2. Replay.
     const target = gens.at(to);
     const runner = new ProjectionRunner(s.events, target, s.projections, { batchSize: options.batchSize ?? 1000, logger: options.logger, clock });
-    await runner.init({ deferIndexes: true });
+    await runner.init();
     const startPos = positionNumber(runner.position);
     let total = 0;
     let lastReport = 0;
@@ -143,8 +142,6 @@ export async function rebuildReadModels(s: Stores, options: RebuildOptions = {})
       void report(false);
     });
     await report(true);
-    // Before the switch: the service reads the new generation through these from then on.
-    await runner.buildDeferredIndexes();
     await options.beforeSwitch?.();
 
     // 3. Switch.

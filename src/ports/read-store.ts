@@ -75,12 +75,6 @@ export interface IndexSpec {
   collection: string;
   fields: string[];
   unique?: boolean;
-  /**
-   * Only queries read through this index, never a projection while it applies (the audit
-   * index): `projections rebuild` builds it once after the replay, one sorted build instead
-   * of an entry per row written (src/ops/rebuild.ts).
-   */
-  queriesOnly?: boolean;
 }
 
 export interface TxOptions {

@@ -93,20 +93,9 @@ export class ProjectionRunner {
     return !this.observe && (!this.lease || this.lease.held);
   }
 
-  /**
-   * Creates the projections' indexes and reads their checkpoints. With `deferIndexes` (a
-   * rebuild into empty collections) the indexes only queries read are left for
-   * `buildDeferredIndexes`, once the replay is done.
-   */
-  async init(options: { deferIndexes?: boolean } = {}): Promise<void> {
-    const all = [...this.projections.flatMap((p) => p.indexes), ...parkedIndexes];
-    await this.store.ensureIndexes(options.deferIndexes ? all.filter((i) => !i.queriesOnly) : all);
+  async init(): Promise<void> {
+    await this.store.ensureIndexes([...this.projections.flatMap((p) => p.indexes), ...parkedIndexes]);
     await this.reloadCheckpoints();
-  }
-
-  /** The indexes `init({ deferIndexes: true })` left out. */
-  async buildDeferredIndexes(): Promise<void> {
-    await this.store.ensureIndexes(this.projections.flatMap((p) => p.indexes).filter((i) => i.queriesOnly));
   }
 
   /** The position every projection has passed. */
