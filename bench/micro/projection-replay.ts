@@ -3,7 +3,8 @@
  *
  *   node scripts/run.mjs dev bench/micro/projection-replay.ts write <dir>
  *     writes two logs through the app (test/support/app.ts) into <dir>/add and <dir>/update:
- *     200 documents/add of 100; 100 rounds of add, rename and delete of the same 100 documents.
+ *     200 documents/add of 100 (REPLAY_ADD_REQUESTS); 100 rounds of add, rename and delete of
+ *     the same 100 documents (REPLAY_LOGS=add: the first only).
  *   node scripts/run.mjs dev bench/micro/projection-replay.ts replay <dir> <rounds> <root>...
  *     replays each log into a fresh SQLite read store with each tree's own runner and
  *     projections (`<root>` is a checkout of the tree), alternating the trees round by round,
@@ -25,17 +26,20 @@ if (!dir || (mode !== 'write' && mode !== 'replay')) {
   process.exit(2);
 }
 
+/** documents/add requests of the add log (REPLAY_ADD_REQUESTS: a bigger log). */
+const ADD_REQUESTS = Number(process.env.REPLAY_ADD_REQUESTS ?? 200);
+
 async function writeLogs(out: string) {
   const { harness } = await import('../../test/support/app.js');
   const orgDoc = (i: number) => ({ documentId: `d${i}`, documentName: `Doc ${i}` });
-  for (const log of ['add', 'update']) {
+  for (const log of (process.env.REPLAY_LOGS ?? 'add,update').split(',')) {
     const dataDir = path.join(out, log);
     fs.mkdirSync(dataDir, { recursive: true });
     const h = await harness({ DATA_DIR: dataDir });
     const t = await h.tenant();
     const post = (url: string, data: unknown) => h.ok(url, data, t.headers);
     await post('/v2/organizations/add', { organizations: [{ organizationId: 'o', organizationName: 'o' }] });
-    for (let r = 0; r < (log === 'add' ? 200 : 100); r++) {
+    for (let r = 0; r < (log === 'add' ? ADD_REQUESTS : 100); r++) {
       const docs = Array.from({ length: 100 }, (_, i) => orgDoc(log === 'add' ? r * 100 + i : i));
       await post('/v2/organizations/documents/add', { organizationId: 'o', documents: docs });
       if (log === 'add') continue;
