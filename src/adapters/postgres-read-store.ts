@@ -165,9 +165,22 @@ async function createTable(q: Queryable, t: string) {
   await q.query(`CREATE TABLE IF NOT EXISTS ${t} (id text COLLATE "C" PRIMARY KEY, doc json NOT NULL)`);
 }
 
+/** Rows of a pending run of upserts written by one statement at most (bounds the message). */
+const UPSERT_ROWS = 1000;
+
+/**
+ * The projections' writer. Upserts are buffered: a run of upserts into one collection (the
+ * documents of a batch of DocumentAdded, their audit rows) is one INSERT of every row
+ * (`unnest` of two arrays), one round trip instead of one per row. Any other call (a read,
+ * another write, an upsert into another collection) and the commit write the run first, so
+ * every call sees exactly what the sequence of calls so far would have written, in order.
+ */
 class PgTx extends PgView implements ReadTx {
   /** Tables this transaction created: forgotten again if it rolls back. */
   readonly created: string[] = [];
+  /** The collection of the pending run, and its rows by encoded id (a later upsert of an id replaces its row, as one by one). */
+  private pendingCollection: string | null = null;
+  private pending = new Map<string, string>();
 
   private async writable(collection: string): Promise<string> {
     const t = await this.existing(collection);
@@ -181,14 +194,58 @@ class PgTx extends PgView implements ReadTx {
 
   async upsert(collection: string, doc: Doc): Promise<void> {
     if (typeof doc._id !== 'string') throw new BugError(`upsert into ${collection} without a string _id`);
+    if (this.pendingCollection !== collection) {
+      await this.flush();
+      this.pendingCollection = collection;
+    }
+    // Encoded now: the caller may change the object after the call.
+    const id = encodeString(doc._id);
+    this.pending.delete(id);
+    this.pending.set(id, encodeJson(doc));
+    if (this.pending.size >= UPSERT_ROWS) await this.flush();
+  }
+
+  /** Writes the pending run. (ON CONFLICT DO UPDATE may not touch a row twice in one statement: ids are distinct here.) */
+  async flush(): Promise<void> {
+    const collection = this.pendingCollection;
+    if (collection === null) return;
+    const rows = this.pending;
+    this.pendingCollection = null;
+    this.pending = new Map();
     const t = await this.writable(collection);
-    await this.q.query(`INSERT INTO ${t} (id, doc) VALUES ($1, $2::json) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`, [
-      encodeString(doc._id),
-      encodeJson(doc),
-    ]);
+    if (rows.size === 1) {
+      const [[id, doc]] = rows;
+      await this.q.query(`INSERT INTO ${t} (id, doc) VALUES ($1, $2::json) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`, [id, doc]);
+      return;
+    }
+    await this.q.query(
+      `INSERT INTO ${t} (id, doc) SELECT id, doc::json FROM unnest($1::text[], $2::text[]) AS u(id, doc) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`,
+      [[...rows.keys()], [...rows.values()]],
+    );
+  }
+
+  override async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    await this.flush();
+    return super.get<T>(collection, id);
+  }
+
+  override async getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
+    await this.flush();
+    return super.getMany<T>(collection, ids);
+  }
+
+  override async find<T extends Doc = Doc>(collection: string, filter: Filter, options: FindOptions = {}): Promise<T[]> {
+    await this.flush();
+    return super.find<T>(collection, filter, options);
+  }
+
+  override async count(collection: string, filter: Filter): Promise<number> {
+    await this.flush();
+    return super.count(collection, filter);
   }
 
   async patch(collection: string, id: string, set: Record<string, unknown> = {}, unset: string[] = []): Promise<boolean> {
+    await this.flush();
     const t = await this.writable(collection);
     if (typeof id !== 'string') return false;
     const key = encodeString(id);
@@ -202,12 +259,14 @@ class PgTx extends PgView implements ReadTx {
   }
 
   async delete(collection: string, id: string): Promise<boolean> {
+    await this.flush();
     const t = await this.existing(collection);
     if (!t || typeof id !== 'string') return false;
     return ((await this.q.query(`DELETE FROM ${t} WHERE id = $1`, [encodeString(id)])).rowCount ?? 0) > 0;
   }
 
   async deleteMany(collection: string, filter: Filter): Promise<number> {
+    await this.flush();
     const t = await this.existing(collection);
     if (!t) return 0;
     const params: Params = [];
@@ -215,6 +274,7 @@ class PgTx extends PgView implements ReadTx {
   }
 
   async deleteBefore(collection: string, field: string, value: number): Promise<number> {
+    await this.flush();
     if (typeof value !== 'number' || Number.isNaN(value)) throw new BugError(`deleteBefore ${collection}.${field}: not a number`);
     const t = await this.existing(collection);
     if (!t) return 0;
@@ -232,6 +292,7 @@ class PgTx extends PgView implements ReadTx {
    * value takes the row's lock and conflicts with a concurrent move (see the header).
    */
   async setCheckpoint(name: string, position: LogPosition, expected: LogPosition | null): Promise<void> {
+    await this.flush();
     const r =
       expected === null
         ? await this.q.query('INSERT INTO checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, position])
@@ -373,6 +434,7 @@ export class PostgresReadStore implements ReadStore {
             // rows until VACUUM: see docs/operations.md.)
             if (options.sensitive) await c.query('SET LOCAL synchronous_commit = on');
             const result = await fn(tx);
+            await tx.flush();
             await c.query('COMMIT');
             return result;
           } catch (error) {

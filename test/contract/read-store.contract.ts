@@ -141,6 +141,46 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
     assert.equal(await store.find('things', {}), [{ _id: 'a', tenant: 'Z', n: 10 }]);
   });
 
+  // Adapters may buffer a run of upserts (SQLite and PostgreSQL write it as multi-row
+  // statements): every call must still see the calls before it, in order.
+  s('long runs of upserts: later calls see them, a repeated id keeps its last document, order across collections holds', async ({ store }) => {
+    await store.transaction(async (tx) => {
+      for (let i = 0; i < 250; i++) await tx.upsert('things', { _id: `r${String(i).padStart(3, '0')}`, tenant: 'R', kind: 'k', seq: i });
+      assert.is(await tx.count('things', { tenant: 'R' }), 250, 'a read after a run sees all of it');
+      for (let i = 0; i < 3; i++) await tx.upsert('things', { _id: 'dup', tenant: 'D', seq: i });
+      assert.equal(await tx.get('things', 'dup'), { _id: 'dup', tenant: 'D', seq: 2 });
+      await tx.upsert('things', { _id: 'gone', tenant: 'G' });
+      assert.ok(await tx.delete('things', 'gone'), 'a delete after an upsert finds the row');
+      await tx.upsert('things', { _id: 'p', tenant: 'P', seq: 1 });
+      assert.ok(await tx.patch('things', 'p', { seq: 2 }));
+      await tx.upsert('things', { _id: 'p', tenant: 'P', seq: 3 });
+      await tx.upsert('other_things', { _id: 'o1', n: 1 });
+      await tx.upsert('things', { _id: 'x1', tenant: 'X' });
+      await tx.upsert('other_things', { _id: 'o1', n: 2 });
+      // Written by the commit, not by a read.
+      for (let i = 0; i < 70; i++) await tx.upsert('things', { _id: `z${String(i).padStart(2, '0')}`, tenant: 'Z', kind: 'k', seq: i });
+      await tx.upsert('things', { _id: 'dup', tenant: 'D', seq: 9 });
+    });
+    assert.is(await store.count('things', { tenant: 'R' }), 250);
+    assert.equal((await store.find('things', { tenant: 'R', kind: 'k' }, { sort: 'seq', limit: 3 })).map((d) => d.seq), [0, 1, 2]);
+    assert.is(await store.count('things', { tenant: 'Z' }), 70);
+    assert.equal(await store.get('things', 'dup'), { _id: 'dup', tenant: 'D', seq: 9 });
+    assert.is(await store.get('things', 'gone'), null);
+    assert.equal(await store.get('things', 'p'), { _id: 'p', tenant: 'P', seq: 3 });
+    assert.equal(await store.get('other_things', 'o1'), { _id: 'o1', n: 2 });
+    assert.equal(await store.get('things', 'x1'), { _id: 'x1', tenant: 'X' });
+    // A run pending when the transaction fails is not written, nor by the next transaction.
+    await store
+      .transaction(async (tx) => {
+        for (let i = 0; i < 5; i++) await tx.upsert('things', { _id: `f${i}`, tenant: 'F' });
+        throw new Error('boom');
+      })
+      .catch(() => undefined);
+    await store.transaction((tx) => tx.upsert('other_things', { _id: 'o2' }));
+    assert.is(await store.count('things', { tenant: 'F' }), 0);
+    await store.dropCollection('other_things');
+  });
+
   s('a failing transaction leaves nothing behind', async ({ store }) => {
     await rejects(
       store.transaction(async (tx) => {
