@@ -23,7 +23,7 @@
  * another tenant's configuration does not open there, and any change to a sealed string
  * (prefix, key id, IV, ciphertext or tag) makes opening fail.
  */
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, createSecretKey, hkdfSync, type KeyObject, randomBytes } from 'node:crypto';
 
 const SEALED_PREFIX = 'enc:v1:';
 const KEY_BYTES = 32;
@@ -72,20 +72,20 @@ export function parseKeyMaterial(raw: string): Buffer | null {
   return null;
 }
 
-const hmac = (key: Buffer, ...parts: Array<string | Buffer>) => {
+const hmac = (key: Buffer | KeyObject, ...parts: Array<string | Buffer>) => {
   const h = createHmac('sha256', key);
   for (const p of parts) h.update(p);
   return h.digest();
 };
 
-function encrypt(key: Buffer, iv: Buffer, plaintext: Buffer, aad: Buffer): string {
+function encrypt(key: Buffer | KeyObject, iv: Buffer, plaintext: Buffer, aad: Buffer): string {
   const c = createCipheriv('aes-256-gcm', key, iv);
   c.setAAD(aad);
   const body = Buffer.concat([c.update(plaintext), c.final()]);
   return Buffer.concat([iv, body, c.getAuthTag()]).toString('base64url');
 }
 
-function decrypt(key: Buffer, blob: string, aad: Buffer, what: string): Buffer {
+function decrypt(key: Buffer | KeyObject, blob: string, aad: Buffer, what: string): Buffer {
   const raw = Buffer.from(blob, 'base64url');
   if (raw.length < IV_BYTES + TAG_BYTES) throw new SecretDecryptError(`${what} is truncated`);
   const d = createDecipheriv('aes-256-gcm', key, raw.subarray(0, IV_BYTES));
@@ -139,15 +139,18 @@ export class MasterKey {
 
 /** One API key's data key, unwrapped (in memory only). */
 export class DataKey {
-  private readonly encKey: Buffer;
-  private readonly ivKey: Buffer;
+  // KeyObjects, made once: given a Buffer, every createHmac and createCipheriv makes a
+  // KeyObject of it first, which costs more than the cipher itself (docs/performance.md,
+  // "Personal data sealed per user"); a user's name is sealed and opened on hot paths.
+  private readonly encKey: KeyObject;
+  private readonly ivKey: KeyObject;
 
   constructor(readonly id: string, bytes: Buffer) {
     if (!KEY_ID.test(id)) throw new Error(`invalid data key id ${JSON.stringify(id)}`);
     if (bytes.length !== KEY_BYTES) throw new Error(`a data key has ${KEY_BYTES} bytes, got ${bytes.length}`);
     // Separate keys for the cipher and the synthetic IV, derived from the one stored key.
-    this.encKey = hmac(bytes, 'collab/secret/enc');
-    this.ivKey = hmac(bytes, 'collab/secret/iv');
+    this.encKey = createSecretKey(hmac(bytes, 'collab/secret/enc'));
+    this.ivKey = createSecretKey(hmac(bytes, 'collab/secret/iv'));
   }
 
   /** Generates a fresh data key. */
