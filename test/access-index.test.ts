@@ -100,10 +100,25 @@ twoStores('SQLite connections', async () => {
 
 // Two PostgreSQL read stores on one database are two processes: separate pools, each with its
 // slot of the change counter.
-twoStores('PostgreSQL processes (a real server)', async () => {
+const pg = twoStores('PostgreSQL processes (a real server)', async () => {
   const url = await freshDatabase('access_index');
   return { writer: new PostgresReadStore(url), reader: new PostgresReadStore(url) };
-}).run();
+});
+pg('a transaction that changes nothing (a sweep finding nothing to delete) keeps the index', async ({ writer, reader }) => {
+  const index = attachAccessIndex(reader, 1000)!;
+  assert.equal(await entryOf(reader, 'u', 'd'), DENIED);
+  const kept = await index.organization(K, O);
+  await writer.transaction(async (tx) => {
+    await tx.delete(GRANTS, grantKey(K, O, 'u', 'document', 'd'));
+    await tx.deleteMany(GRANTS, { userId: 'nobody' });
+    await tx.deleteBefore(GRANTS, 'expiresAt', 0);
+    await tx.get(DOCUMENTS, documentKey(K, O, 'd'));
+  });
+  assert.is(await index.organization(K, O), kept);
+  await writer.transaction((tx) => tx.deleteMany(DOCUMENTS, { documentId: 'd' }));
+  assert.is.not(await index.organization(K, O), kept, 'a delete that found a row moves it');
+});
+pg.run();
 
 const stores = suite('access index: its signal');
 stores('without the store signal there is no index: a store without a read cache', async () => {

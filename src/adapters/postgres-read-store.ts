@@ -215,28 +215,31 @@ class PgTx extends PgView implements ReadTx {
   }
 
   async delete(collection: string, id: string): Promise<boolean> {
-    this.wrote = true;
     const t = await this.existing(collection);
     if (!t || typeof id !== 'string') return false;
-    return ((await this.q.query(`DELETE FROM ${t} WHERE id = $1`, [encodeString(id)])).rowCount ?? 0) > 0;
+    return this.deleted((await this.q.query(`DELETE FROM ${t} WHERE id = $1`, [encodeString(id)])).rowCount) > 0;
+  }
+
+  /** Rows deleted: only a delete that found some moves the change counter (a sweep that finds none, most do, keeps the access index). */
+  private deleted(rows: number | null): number {
+    if (rows) this.wrote = true;
+    return rows ?? 0;
   }
 
   async deleteMany(collection: string, filter: Filter): Promise<number> {
-    this.wrote = true;
     const t = await this.existing(collection);
     if (!t) return 0;
     const params: Params = [];
-    return (await this.q.query(`DELETE FROM ${t} WHERE ${whereOf(filter, params)}`, params)).rowCount ?? 0;
+    return this.deleted((await this.q.query(`DELETE FROM ${t} WHERE ${whereOf(filter, params)}`, params)).rowCount);
   }
 
   async deleteBefore(collection: string, field: string, value: number): Promise<number> {
     if (typeof value !== 'number' || Number.isNaN(value)) throw new BugError(`deleteBefore ${collection}.${field}: not a number`);
-    this.wrote = true;
     const t = await this.existing(collection);
     if (!t) return 0;
     // Numbers only, as MongoDB's $lt on a number: jsonb orders strings below numbers.
     const e = expr(field);
-    return (await this.q.query(`DELETE FROM ${t} WHERE jsonb_typeof(${e}) = 'number' AND ${e} < $1::jsonb`, [JSON.stringify(value)])).rowCount ?? 0;
+    return this.deleted((await this.q.query(`DELETE FROM ${t} WHERE jsonb_typeof(${e}) = 'number' AND ${e} < $1::jsonb`, [JSON.stringify(value)])).rowCount);
   }
 
   bulk(ops: readonly WriteOp[]): Promise<void> {
