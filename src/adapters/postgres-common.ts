@@ -4,8 +4,8 @@
  * of strings PostgreSQL cannot hold.
  *
  * One database holds both ports (POSTGRES_URL): the log in `events`, the read models in one
- * table per collection (`rm_<name>`), checkpoints in `checkpoints`, the read models' change counter in
- * `read_epoch`, the schema's version in `schema_version`.
+ * table per collection (`rm_<name>`), checkpoints in `checkpoints`, the schema's version in
+ * `schema_version`.
  */
 import pg from 'pg';
 import { StoreUnavailableError } from './unavailable.js';
@@ -34,12 +34,6 @@ const MIGRATIONS: readonly string[] = [
      name     text   COLLATE "C" PRIMARY KEY,
      position text   COLLATE "C" NOT NULL,
      version  bigint NOT NULL DEFAULT 1
-   );`,
-  // 2: the read models' change counter (ReadStore.readEpoch, postgres-read-store.ts): every
-  // read-store transaction that writes adds one to a row, its store's slot, inside itself.
-  `CREATE TABLE read_epoch (
-     slot smallint PRIMARY KEY,
-     n    bigint   NOT NULL
    );`,
 ];
 

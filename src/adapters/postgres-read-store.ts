@@ -17,17 +17,7 @@
  *   both read the `projections` lease as expired and both write it; the second write fails,
  *   its run again reads the first's lease and stays out. So a compare-and-set of a checkpoint
  *   to its own value still conflicts with a batch that moved it meanwhile (the rebuild switch);
- * - reads outside a transaction go to the pool and see the last commit; there is no cache;
- * - the change signal (ReadStore.readEpoch, what keeps the access index exact) is the sum of
- *   `read_epoch`'s counters: every transaction that writes adds one to its store's slot inside
- *   itself, sent with its COMMIT (no round trip of its own), and dropCollection does the same;
- *   so the sum moves exactly when a commit may change what reads answer, and never goes back.
- *   A slot per store (one of SLOTS, at random), not one row for all: under REPEATABLE READ two
- *   processes writing one row at once would conflict (40001) and run again, serializing every
- *   writer; one process's transactions are serialized already, so its own slot never conflicts
- *   (two processes drawing the same slot only conflict as one shared row would). Reading it is
- *   one round trip per resolution, made before the resolution's reads (queries/access-index.ts
- *   says why, with an example). Nothing else writes the read models' tables.
+ * - reads outside a transaction go to the pool and see the last commit; there is no cache.
  *
  * Connection loss becomes StoreUnavailableError (503); the pool opens new connections by itself.
  */
@@ -191,11 +181,8 @@ class PgTx extends PgView implements ReadTx {
   /** The collection of the pending run, and its rows by encoded id (a later upsert of an id replaces its row, as one by one). */
   private pendingCollection: string | null = null;
   private pending = new Map<string, string>();
-  /** It wrote (or may have): its commit moves the change counter. */
-  wrote = false;
 
   private async writable(collection: string): Promise<string> {
-    this.wrote = true;
     const t = await this.existing(collection);
     if (t) return t;
     const name = table(collection);
@@ -275,13 +262,7 @@ class PgTx extends PgView implements ReadTx {
     await this.flush();
     const t = await this.existing(collection);
     if (!t || typeof id !== 'string') return false;
-    return this.deleted((await this.q.query(`DELETE FROM ${t} WHERE id = $1`, [encodeString(id)])).rowCount) > 0;
-  }
-
-  /** Rows deleted: only a delete that found some moves the change counter (a sweep that finds none, most do, keeps the access index). */
-  private deleted(rows: number | null): number {
-    if (rows) this.wrote = true;
-    return rows ?? 0;
+    return ((await this.q.query(`DELETE FROM ${t} WHERE id = $1`, [encodeString(id)])).rowCount ?? 0) > 0;
   }
 
   async deleteMany(collection: string, filter: Filter): Promise<number> {
@@ -289,7 +270,7 @@ class PgTx extends PgView implements ReadTx {
     const t = await this.existing(collection);
     if (!t) return 0;
     const params: Params = [];
-    return this.deleted((await this.q.query(`DELETE FROM ${t} WHERE ${whereOf(filter, params)}`, params)).rowCount);
+    return (await this.q.query(`DELETE FROM ${t} WHERE ${whereOf(filter, params)}`, params)).rowCount ?? 0;
   }
 
   async deleteBefore(collection: string, field: string, value: number): Promise<number> {
@@ -299,7 +280,7 @@ class PgTx extends PgView implements ReadTx {
     if (!t) return 0;
     // Numbers only, as MongoDB's $lt on a number: jsonb orders strings below numbers.
     const e = expr(field);
-    return this.deleted((await this.q.query(`DELETE FROM ${t} WHERE jsonb_typeof(${e}) = 'number' AND ${e} < $1::jsonb`, [JSON.stringify(value)])).rowCount);
+    return (await this.q.query(`DELETE FROM ${t} WHERE jsonb_typeof(${e}) = 'number' AND ${e} < $1::jsonb`, [JSON.stringify(value)])).rowCount ?? 0;
   }
 
   bulk(ops: readonly WriteOp[]): Promise<void> {
@@ -312,7 +293,6 @@ class PgTx extends PgView implements ReadTx {
    */
   async setCheckpoint(name: string, position: LogPosition, expected: LogPosition | null): Promise<void> {
     await this.flush();
-    this.wrote = true;
     const r =
       expected === null
         ? await this.q.query('INSERT INTO checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, position])
@@ -357,12 +337,7 @@ export interface PostgresReadStoreOptions {
   logger?: { warn(obj: unknown, msg?: string): void };
 }
 
-/** Counter rows of `read_epoch`: enough that a few processes rarely draw the same, few enough to sum in one page. */
-const SLOTS = 64;
-
 export class PostgresReadStore implements ReadStore {
-  /** This store's row of `read_epoch` (see the header). */
-  private readonly bump = `INSERT INTO read_epoch (slot, n) VALUES (${Math.floor(Math.random() * SLOTS)}, 1) ON CONFLICT (slot) DO UPDATE SET n = read_epoch.n + 1`;
   private readonly pool: pg.Pool;
   private readonly tables = new Set<string>();
   private ready: Promise<void> | null = null;
@@ -460,9 +435,7 @@ export class PostgresReadStore implements ReadStore {
             if (options.sensitive) await c.query('SET LOCAL synchronous_commit = on');
             const result = await fn(tx);
             await tx.flush();
-            // One simple-protocol message: on a conflict the COMMIT is skipped and the catch
-            // below rolls back and runs again, as for any other statement of the transaction.
-            await c.query(tx.wrote ? `${this.bump}; COMMIT` : 'COMMIT');
+            await c.query('COMMIT');
             return result;
           } catch (error) {
             await c.query('ROLLBACK').catch(() => undefined);
@@ -489,8 +462,7 @@ export class PostgresReadStore implements ReadStore {
   async dropCollection(collection: string): Promise<void> {
     const t = table(collection);
     await this.run(async () => {
-      // Two statements in one message are one transaction: the table goes with the counter's move.
-      await this.pool.query(`DROP TABLE IF EXISTS ${t}; ${this.bump}`);
+      await this.pool.query(`DROP TABLE IF EXISTS ${t}`);
     });
     this.tables.delete(t);
   }
@@ -506,14 +478,6 @@ export class PostgresReadStore implements ReadStore {
 
   /** No cache: every read goes to the server. */
   beginRequest(): void {}
-
-  /** ReadStore.readEpoch: the sum of the change counters, one round trip (see the header). */
-  readEpoch(): Promise<number> {
-    return this.run(async () => {
-      const r = await this.pool.query<{ n: string }>('SELECT coalesce(sum(n), 0)::bigint AS n FROM read_epoch');
-      return Number(r.rows[0]!.n);
-    });
-  }
 
   /** Calls `listener` when any process commits a checkpoint move (its own included: a re-read). */
   onCheckpointMoved(listener: () => void): () => void {

@@ -173,7 +173,7 @@ export async function assemble(
   const generations = await openReadModels(read, allProjections);
   read = generations;
   // Permission resolution's per-process index (queries/access-index.ts), on stores that give
-  // the change signal it needs (SQLite with its read cache, PostgreSQL); MongoDB is read as before.
+  // the change signal it needs (the embedded one); the others are read as before.
   attachAccessIndex(read, config.accessIndexEntries);
   if (options.decorateEvents) events = options.decorateEvents(events);
   const secrets = await openSecretStore(read, config, options.clock ?? Date.now, options.logger);
