@@ -65,17 +65,7 @@ function pass(filePattern, extraEnv) {
   });
 }
 
-// The several-hosts suite runs in a uvu process of its own. In the one process of the whole
-// suite it failed now and then in CI (writes not read back after the worker host's cut, with
-// the survivor applying and nothing in any log), never alone (nine runs, two of them with both
-// cores kept busy): whatever the hundred files before it leave in that process (timers,
-// sockets, child processes) is no part of what it tests.
-const ISOLATED = '^postgres\\.hosts\\.test\\.ts$';
-const runs = [await pass(process.argv[2] ? pattern : '^(?!postgres\\.hosts\\.test\\.ts$).*\\.test\\.ts$', {})];
-if (!process.argv[2]) {
-  process.stdout.write('\n== the several-hosts suite in a process of its own\n');
-  runs.push(await pass(ISOLATED, {}));
-}
+const runs = [await pass(pattern, {})];
 if (!process.argv[2] && !process.env.TEST_STORE) {
   process.stdout.write('\n== the same suites on a real PostgreSQL server (TEST_STORE=postgres)\n');
   runs.push(await pass(POSTGRES_PASS, { TEST_STORE: 'postgres' }));
