@@ -262,6 +262,12 @@ export class PgListener {
       // keepalive ends it, and it is opened again (polling covers the notices missed meanwhile).
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
+      // The server's side of the same cut: notices it is still sending to a cut-off process
+      // leave this session in ClientWrite for as long as TCP retransmits (minutes). Seen in
+      // every failed run of test/postgres.hosts: the cut worker's LISTEN session stuck so while
+      // no write was read back. As for the pool's sessions (openPool), the server's kernel gives
+      // up on data left unacknowledged this long.
+      options: `-c tcp_user_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
     });
     // Unhandled, a connection error would end the process (the server stopping, a cut link).
     client.on('error', () => this.drop(client));
