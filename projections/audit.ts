@@ -21,8 +21,8 @@
  * - `organization`: every event whose data names an `organizationId`: the events whose
  *   `apiKey` and `data.organizationId` match (the redaction never touches `organizationId`);
  * - `folder`: the folder events of the organization stream (`folderId`, and every id of a
- *   `FolderDeleted` subtree), and grants on the folder;
- * - `document`: the document's stream, and grants on the document;
+ *   `FolderDeleted` subtree), and grants on the folder (a user's or a group's);
+ * - `document`: the document's stream, and grants on the document (a user's or a group's);
  * - `agent`: the agent's stream, and agent-group events that list the agent.
  *
  * Replay-safe: both collections are keyed by position, so applying an event twice rewrites
@@ -111,7 +111,10 @@ function auditSubjectsOf(e: RecordedEvent): { apiKey: string; category: string; 
   if (org !== undefined && s.category === 'document' && str(d.documentId)) {
     subjects.add(subjectKey('document', apiKey, org, d.documentId));
   }
-  if (org !== undefined && s.category === 'grants' && str(d.resourceId)) {
+  // A grant names its resource in its data, whoever holds it: a user (`grants` streams) or a
+  // group (`usergroup` streams: GroupAccessGranted / GroupAccessRevoked). Either is part of the
+  // resource's history, so an audit of a document answers "who was let in here, and when".
+  if (org !== undefined && (s.category === 'grants' || s.category === 'usergroup') && str(d.resourceId)) {
     if (d.resourceType === 'folder') subjects.add(subjectKey('folder', apiKey, org, d.resourceId));
     if (d.resourceType === 'document') subjects.add(subjectKey('document', apiKey, org, d.resourceId));
   }

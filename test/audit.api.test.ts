@@ -107,6 +107,22 @@ test('a folder history merges the events it is the target of with its subject ro
   }
 });
 
+test('a document and a folder history hold the grants on them: a user\'s and a group\'s', async () => {
+  await ok('/v2/organizations/add', { organizations: [{ organizationId: 'grants' }] });
+  await ok('/v2/organizations/folders/add', { organizationId: 'grants', folders: [{ folderId: 'gf' }] });
+  await ok('/v2/organizations/documents/add', { organizationId: 'grants', folderId: 'gf', documents: [{ documentId: 'gd' }] });
+  await ok('/v2/users/add', { organizationId: 'grants', users: [{ userId: 'u' }] });
+  await ok('/v2/organizations/usergroups/add', { organizationId: 'grants', organizationUserGroups: [{ groupId: 'team', groupName: 'Team' }] });
+  const on = (type: 'document' | 'folder', id: string) => ({ type, id, organizationId: 'grants', accessRole: 'viewer' });
+  await ok('/v2/auth/permissions/add', { user: { userId: 'u' }, permissions: { resources: [on('document', 'gd'), on('folder', 'gf')] } });
+  await ok('/v2/auth/permissions/add', { group: { groupId: 'team' }, permissions: { resources: [on('document', 'gd'), on('folder', 'gf')] } });
+  await ok('/v2/auth/permissions/remove', { group: { groupId: 'team' }, permissions: { resources: [on('document', 'gd')] } });
+  const doc = await ok(AUDIT, { organizationId: 'grants', documentId: 'gd' });
+  assert.equal(types(doc.data), ['DocumentAdded', 'GrantAdded', 'GroupAccessGranted', 'GroupAccessRevoked']);
+  const folder = await ok(AUDIT, { organizationId: 'grants', folderId: 'gf' });
+  assert.equal(types(folder.data), ['FolderAdded', 'GrantAdded', 'GroupAccessGranted']);
+});
+
 test('paging with pageToken; tokens are bound to the query', async () => {
   const seen: string[] = [];
   let pageToken: string | undefined;
