@@ -6,7 +6,8 @@
 // and `npm test` fetch the Node named in package.json's `config.fallbackNode` from the npm
 // registry (the `node-<os>-<arch>` packages carry the official binaries and headers) into
 // .node/<version>/ once, and run again under it. Production never downloads a runtime: with
-// NODE_ENV=production an unsupported Node stops the command with a message instead.
+// NODE_ENV=production it runs under that Node only when it is in .node/ already, and an
+// unsupported Node otherwise stops the command with a message.
 //
 //   node scripts/node-runtime.mjs bin <version>   fetches that Node if needed, prints its bin dir
 //   node scripts/node-runtime.mjs effective       the Node version `npm start`/`npm test` run under
@@ -62,6 +63,14 @@ function nodePackage() {
 function versionOf(bin) {
   const r = spawnSync(bin, ['-v'], { encoding: 'utf8' });
   return r.status === 0 ? r.stdout.trim() : null;
+}
+
+/** The bin directory of Node `version` in .node/v<version>/ when it is there already; null otherwise (nothing fetched). */
+export function installedNodeBin(version) {
+  const name = nodePackage();
+  if (!name) return null;
+  const bin = path.join(root, '.node', `v${version}`, 'node_modules', name, 'bin');
+  return versionOf(path.join(bin, 'node')) === `v${version}` ? bin : null;
 }
 
 /**
@@ -123,17 +132,24 @@ export function relay(node, args, env = process.env) {
 export async function ensureSupportedNode() {
   if (isSupported()) return;
   const wanted = `>=${minimumNode().join('.')}`;
-  if (process.env.NODE_ENV === 'production') {
-    process.stderr.write(`Node ${process.version} is not supported: this project needs Node ${wanted} (package.json engines; the README says why). Install Node 22 or 24.\n`);
-    process.exit(1);
-  }
   const version = fallbackVersion();
   let bin;
-  try {
-    bin = localNodeBin(version);
-  } catch (e) {
-    process.stderr.write(`Node ${process.version} is older than this project needs (${wanted}), and ${e.message}\n`);
-    process.exit(1);
+  if (process.env.NODE_ENV === 'production') {
+    // Production never downloads a runtime, but one a development command already fetched
+    // (the README's PostgreSQL section runs `NODE_ENV=production npm start` in a clone where
+    // `npm test` ran first) is the very Node the tests passed under: use it.
+    bin = installedNodeBin(version);
+    if (!bin) {
+      process.stderr.write(`Node ${process.version} is not supported: this project needs Node ${wanted} (package.json engines; the README says why). Install Node 22 or 24 (production never downloads one; outside production the commands fetch Node ${version} into .node/).\n`);
+      process.exit(1);
+    }
+  } else {
+    try {
+      bin = localNodeBin(version);
+    } catch (e) {
+      process.stderr.write(`Node ${process.version} is older than this project needs (${wanted}), and ${e.message}\n`);
+      process.exit(1);
+    }
   }
   process.stderr.write(`Node ${process.version} is older than this project needs (${wanted}): running under Node ${version} from .node/ (README, Node versions)\n`);
   // That Node goes first on PATH, so every child process (npm and its scripts, tsc, the tests'

@@ -1,7 +1,8 @@
 /**
  * `npx collab` on a Node older than package.json's engines (README, Node versions): outside
  * production it runs again under the fallback Node, as `npm start` and `npm run cli` do;
- * under NODE_ENV=production it refuses with a message and fetches nothing.
+ * under NODE_ENV=production it runs under that Node only when it is in .node/ already, and
+ * otherwise refuses with a message; it never fetches one.
  *
  * The old Node is a real one when the machine has it (Node 20 on ours: the tests themselves
  * run under the fallback Node, first on PATH, so it is looked for further down PATH). Where
@@ -58,10 +59,12 @@ function unsupportedNode(dir: string): { node: string; pre: string[]; env: Recor
   return { node: process.execPath, pre: ['--import', preload], env: { COLLAB_PRETEND_NODE: '20.0.0' }, what: `${process.version} reporting 20.0.0` };
 }
 
-function collab(dir: string, env: Record<string, string>, ...args: string[]) {
+function collab(dir: string, env: Record<string, string>, ...rest: Array<string | { bin: string; cwd: string }>) {
   const old = unsupportedNode(dir);
-  const r = spawnSync(old.node, [...old.pre, path.join(ROOT, 'bin', 'collab.mjs'), ...args], {
-    cwd: ROOT,
+  const at = rest.find((a) => typeof a !== 'string') ?? { bin: path.join(ROOT, 'bin', 'collab.mjs'), cwd: ROOT };
+  const args = rest.filter((a): a is string => typeof a === 'string');
+  const r = spawnSync(old.node, [...old.pre, at.bin, ...args], {
+    cwd: at.cwd,
     env: { ...process.env, DATA_DIR: path.join(dir, 'data'), ...old.env, ...env },
     encoding: 'utf8',
   });
@@ -81,14 +84,42 @@ test('on an unsupported Node, collab runs under the fallback Node outside produc
   }
 });
 
-test('on an unsupported Node under NODE_ENV=production, collab refuses and names the Node it needs', () => {
+test('on an unsupported Node under NODE_ENV=production, collab runs under the fallback Node already in .node/, fetching nothing', () => {
   const dir = tempDir('collab-bin-node-');
   try {
+    // The fallback Node is in .node/: the tests themselves run under it.
     const r = collab(dir, { NODE_ENV: 'production' }, 'projections', 'status', '--json');
+    assert.ok(r.stderr.includes(`running under Node ${pkg.config.fallbackNode} from .node/`), `${r.what}: ${r.stderr}`);
+    assert.not.ok(r.stderr.includes('collab needs Node'), r.stderr);
+    assert.not.ok(r.stderr.includes('fetching Node'), 'no runtime fetched in production');
+    // Production runs the compiled CLI: it answers where dist/ is built, and says to build it where not.
+    if (fs.existsSync(path.join(ROOT, 'dist', 'src', 'cli.js'))) {
+      assert.is(r.code, 0, `${r.what}: ${r.stdout}${r.stderr}`);
+      const status = JSON.parse(r.stdout) as { projections: Array<{ name: string }> };
+      assert.ok(status.projections.some((p) => p.name === 'documents'), r.stdout);
+    } else {
+      assert.ok(r.stderr.includes('dist/ is missing'), r.stderr);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('on an unsupported Node under NODE_ENV=production without the fallback in .node/, collab refuses, names the Node it needs and fetches nothing', () => {
+  const dir = tempDir('collab-bin-node-');
+  try {
+    // A copy of what decides, in a folder with no .node/: bin/, scripts/node-runtime.mjs, package.json.
+    const copy = path.join(dir, 'app');
+    for (const f of ['bin/collab.mjs', 'scripts/node-runtime.mjs', 'package.json']) {
+      fs.mkdirSync(path.dirname(path.join(copy, f)), { recursive: true });
+      fs.copyFileSync(path.join(ROOT, f), path.join(copy, f));
+    }
+    const r = collab(dir, { NODE_ENV: 'production' }, 'projections', 'status', '--json', { bin: path.join(copy, 'bin', 'collab.mjs'), cwd: copy });
     assert.is(r.code, 1, `${r.what}: ${r.stdout}${r.stderr}`);
     assert.is(r.stdout, '');
     assert.ok(r.stderr.includes(`collab needs Node ${pkg.engines.node}`), `${r.what}: ${r.stderr}`);
-    assert.not.ok(r.stderr.includes('running under Node'), 'no runtime fetched in production');
+    assert.not.ok(r.stderr.includes('running under Node'), 'no fallback Node used');
+    assert.not.ok(fs.existsSync(path.join(copy, '.node')), 'no runtime fetched in production');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
