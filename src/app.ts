@@ -14,6 +14,7 @@ import { installJwks } from './http/jwks.js';
 import type { AnyRoute } from './http/route.js';
 import { installOpenApi } from './http/openapi.js';
 import { workspaceRoutes } from './http/routes/workspace.js';
+import { allowedDomainRoutes } from './http/routes/allowed-domains.js';
 import { keyLifecycleRoutes } from './http/routes/key-lifecycle.js';
 import { edgeOptions, installEdge, MAX_PARAM_LENGTH } from './http/edge.js';
 import { domainRoutes } from './http/routes/domain-routes.js';
@@ -37,7 +38,7 @@ import { operationsRoutes } from './http/routes/operations.js';
 import { installConsole } from './http/console.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...workspaceSettingsRoutes(), ...tokenRoutes(services), ...webhookRoutes(services), ...advancedWebhookRoutes(services), ...auditRoutes(services), ...operationsRoutes(services)];
+  return [...workspaceRoutes(services), ...allowedDomainRoutes(), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...workspaceSettingsRoutes(), ...tokenRoutes(services), ...webhookRoutes(services), ...advancedWebhookRoutes(services), ...auditRoutes(services), ...operationsRoutes(services)];
 }
 
 const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {

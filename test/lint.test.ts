@@ -1,5 +1,5 @@
 /**
- * The habits issue 24 asked `npm test` to keep (scripts/lint.mjs runs the same two tools by
+ * The habits `npm test` keeps (`npm run lint`, scripts/lint.mjs, runs the same two tools by
  * hand): eslint finds no import cycle, duplicate import, unused variable or production
  * function over 80 lines (eslint.config.mjs), and knip no unused file, export, type or
  * dependency (knip.jsonc). A finding fails the test with the tool's own report.
@@ -8,6 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { resolve, join } from 'node:path';
+import { readFileSync } from 'node:fs';
 
 const root = resolve(import.meta.dirname, '..');
 
@@ -22,6 +23,13 @@ function run(args: string[]): Promise<{ code: number | null; output: string }> {
     child.on('close', (code) => done({ code, output }));
   });
 }
+
+test('`npm run lint` runs the same two tools (scripts/lint.mjs)', async () => {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+  assert.is(pkg.scripts.lint, 'node scripts/lint.mjs');
+  const script = readFileSync(join(root, 'scripts/lint.mjs'), 'utf8');
+  for (const tool of ["'eslint', 'bin', 'eslint.js'", "'knip', 'bin', 'knip.js'"]) assert.ok(script.includes(tool), `scripts/lint.mjs runs ${tool}`);
+});
 
 test('eslint: no cycle, duplicate import, unused code or function over 80 lines', async () => {
   const { code, output } = await run([join(root, 'node_modules/eslint/bin/eslint.js'), '--max-warnings', '0', '.']);

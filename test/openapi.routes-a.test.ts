@@ -17,6 +17,7 @@ import { tokenRoutes } from '../src/http/routes/tokens.js';
 import { webhookRoutes } from '../src/http/routes/webhooks.js';
 import { advancedWebhookRoutes } from '../src/http/routes/advanced-webhooks.js';
 import { workspaceRoutes } from '../src/http/routes/workspace.js';
+import { allowedDomainRoutes } from '../src/http/routes/allowed-domains.js';
 import { workspaceSettingsRoutes } from '../src/http/routes/workspace-settings.js';
 
 /** Each route, its tag, and the failure statuses beyond the common ones (src/http/schema.ts) it must document. */
@@ -110,7 +111,7 @@ S('every route of these tags is one of the routes above (none left untested)', (
 S('each example passes its route\'s request schema', ({ h }) => {
   const s = h.services;
   const routes = [
-    ...workspaceRoutes(s), ...keyLifecycleRoutes(), ...serviceConfigRoutes(s), ...tokenRoutes(s),
+    ...workspaceRoutes(s), ...allowedDomainRoutes(), ...keyLifecycleRoutes(), ...serviceConfigRoutes(s), ...tokenRoutes(s),
     ...webhookRoutes(s), ...auditRoutes(s), ...agentRoutes(s), ...presenceRoutes(s), ...workspaceSettingsRoutes(), ...advancedWebhookRoutes(s),
   ];
   assert.equal(routes.map((r) => r.path).sort(), ROUTES.map(([path]) => path).sort());

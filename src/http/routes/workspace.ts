@@ -11,7 +11,6 @@ import { shownOnce } from '../schema.js';
 import { AUTH_TOKEN_NAME, createApiKey, createWorkspace, listAuthTokens, resetAuthToken } from '../../usecases/workspace.js';
 import { email, id, text, webhookUrl } from '../validation.js';
 import { egressPolicyOf } from '../../adapters/egress.js';
-import { allowedDomainRoutes } from './allowed-domains.js';
 import { MAX_DOMAIN_INPUT, MAX_DOMAINS_PER_KEY } from '../../../commands/allowed-domains.js';
 
 const configString = () => z.string().max(2048).optional();
@@ -182,5 +181,5 @@ function createApiKeyRoute(services: Services): AnyRoute {
 }
 
 export function workspaceRoutes(services: Services): AnyRoute[] {
-  return [createWorkspaceRoute, createApiKeyRoute(services), getAuthTokens, resetAuthTokenRoute, ...allowedDomainRoutes()];
+  return [createWorkspaceRoute, createApiKeyRoute(services), getAuthTokens, resetAuthTokenRoute];
 }
