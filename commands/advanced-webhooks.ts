@@ -64,8 +64,6 @@ interface SigningSecret {
   secret: string;
   createdAt: number;
   validUntil: number | null;
-  /** Shown once: `secret/get` answers it the first time only (docs/webhooks.md, Advanced webhooks). */
-  revealed?: boolean;
 }
 
 export interface EndpointState extends EndpointFields {
@@ -128,10 +126,6 @@ function evolveEndpoint(ep: EndpointState, event: AdvancedWebhookEvent): Endpoin
     }
     case 'AdvancedWebhookEndpointDisabled':
       return { ...ep, disabled: true, disabledReason: event.data.reason, updatedAt: event.data.disabledAt };
-    case 'AdvancedWebhookSecretRevealed': {
-      const at = event.data.secretCreatedAt;
-      return { ...ep, secrets: ep.secrets.map((s) => (s.createdAt === at ? { ...s, revealed: true } : s)) };
-    }
     default:
       return ep;
   }
@@ -155,11 +149,13 @@ function evolve(state: AdvancedWebhooksState, event: AdvancedWebhookEvent): Adva
     }
     case 'AdvancedWebhookEndpointUpdated':
     case 'AdvancedWebhookSecretRotated':
-    case 'AdvancedWebhookSecretRevealed':
     case 'AdvancedWebhookEndpointDisabled': {
       const ep = endpointOf(state, event.data.endpointId);
       return ep ? withEndpoint(state, evolveEndpoint(ep, event)) : state;
     }
+    case 'AdvancedWebhookSecretRevealed':
+      // A read of the secret, recorded for the audit: it changes nothing.
+      return state;
     default:
       return state;
   }
@@ -226,8 +222,10 @@ function decideOnEndpoint(command: EndpointCommand, ep: EndpointState, now: numb
       return [{ type: 'AdvancedWebhookSecretRotated', data: { apiKey, endpointId, secret: command.data.secret, previousValidUntil, dropped: [...dropped, ...revoked], rotatedAt: now } }];
     }
     case 'RevealAdvancedWebhookSecret': {
+      // Every read is answered (as the hosted API and Svix do: a receiver that restarts reads
+      // its signing secret again) and every read is a fact in the log, so the audit shows who
+      // read which secret when.
       const current = currentSecret(ep);
-      if (current.revealed) return [];
       return [{ type: 'AdvancedWebhookSecretRevealed', data: { apiKey, endpointId, secretCreatedAt: current.createdAt, revealedAt: now } }];
     }
     default:

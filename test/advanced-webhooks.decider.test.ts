@@ -99,11 +99,11 @@ test('the deliverer disables an endpoint once; the client enables it again; a de
 
 test.run();
 
-test('a secret is revealed once; a rotation brings a new one to reveal', () => {
+test('every read of a secret is recorded; a rotation brings a new one to read', () => {
   const reveal = { type: 'RevealAdvancedWebhookSecret' as const, data: { apiKey, endpointId: 'ep_1' }, metadata: m };
   const revealed: AdvancedWebhookEvent = { type: 'AdvancedWebhookSecretRevealed', data: { apiKey, endpointId: 'ep_1', secretCreatedAt: 2, revealedAt: now } };
   given([enabled, created('ep_1')]).when(reveal).then([revealed]);
-  given([enabled, created('ep_1'), revealed]).when(reveal).thenNothing();
+  given([enabled, created('ep_1'), revealed]).when(reveal).then([revealed]);
   const rotated: AdvancedWebhookEvent = { type: 'AdvancedWebhookSecretRotated', data: { apiKey, endpointId: 'ep_1', secret: 'SEALED-2', previousValidUntil: 10, dropped: [], rotatedAt: 5 } };
   given([enabled, created('ep_1'), revealed, rotated]).when(reveal).then([
     { type: 'AdvancedWebhookSecretRevealed', data: { apiKey, endpointId: 'ep_1', secretCreatedAt: 5, revealedAt: now } },

@@ -158,18 +158,14 @@ export async function listAdvancedWebhookEndpoints(ctx: TenantContext, q: { limi
 }
 
 /**
- * The endpoint's current signing secret, shown once: the first call after the endpoint's
- * creation or a rotation answers it, opened from its sealed form; later calls answer
- * `__redacted__` (rotate to get a new one). The hosted `create` never answers the secret, so
- * a hosted client's create-then-`secret/get` still reads it. The reveal is an event: of two
- * concurrent calls, the one whose append conflicts decides again and finds it shown.
+ * The endpoint's current signing secret, opened from its sealed form, on every call (as the
+ * hosted API answers it: a receiver that restarts reads it again). Each read is an event
+ * (`AdvancedWebhookSecretRevealed`), so the key's audit names every caller that read a secret.
  */
 export async function getAdvancedWebhookSecret(ctx: TenantContext, endpointId: string) {
   const { state } = await ctx.services.commands.load(advancedWebhooksDecider, advancedWebhooksStream(ctx.apiKey));
   requireEnabled(state.settings);
   const r = await ctx.execute(advancedWebhooksDecider, advancedWebhooksStream(ctx.apiKey), { type: 'RevealAdvancedWebhookSecret', data: { apiKey: ctx.apiKey, endpointId } });
-  const revealed = r.events.find((e) => e.type === 'AdvancedWebhookSecretRevealed');
-  if (!revealed) return { endpointId, secret: REDACTED };
   const ep = endpointOf(r.state, endpointId)!;
   return { endpointId, secret: await ctx.services.secrets.openString(ctx.apiKey, currentSecret(ep).secret) };
 }

@@ -1900,7 +1900,7 @@ export interface paths {
         put?: never;
         /**
          * The endpoint's current signing secret
-         * @description Needs advanced webhooks enabled on the key (`advancedwebhookconfig/update` with `isEnabled: true`), else `FAILED_PRECONDITION`. `whsec_` and the base64 of the key (Standard Webhooks). Stored encrypted; this route is the only one that shows it, and only once: the first call after the endpoint's creation or a rotation answers it, later calls `__redacted__` (rotate for a new one).
+         * @description Needs advanced webhooks enabled on the key (`advancedwebhookconfig/update` with `isEnabled: true`), else `FAILED_PRECONDITION`. `whsec_` and the base64 of the key (Standard Webhooks). Stored encrypted; this route is the only one that shows it, on every call (as the hosted API does). Each read is recorded as an `AdvancedWebhookSecretRevealed` event in the key's audit; rotate with `revokePrevious` to replace a leaked secret.
          */
         post: operations["workspaceAdvancedwebhookEndpointsSecretGet"];
         delete?: never;

@@ -210,7 +210,7 @@ function endpointReadRoutes(): AnyRoute[] {
     tag: 'Advanced webhooks',
     doc: {
       summary: 'The endpoint\'s current signing secret',
-      description: `${DISABLED_NOTE} \`whsec_\` and the base64 of the key (Standard Webhooks). Stored encrypted; this route is the only one that shows it, and only once: the first call after the endpoint's creation or a rotation answers it, later calls \`__redacted__\` (rotate for a new one).`,
+      description: `${DISABLED_NOTE} \`whsec_\` and the base64 of the key (Standard Webhooks). Stored encrypted; this route is the only one that shows it, on every call (as the hosted API does). Each read is recorded as an \`AdvancedWebhookSecretRevealed\` event in the key's audit; rotate with \`revokePrevious\` to replace a leaked secret.`,
       example: { endpointId: 'ep_2vK9mPzGqLxYwBnRtCdHsJfAeUo' },
     },
     mutates: false,
