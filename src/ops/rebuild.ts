@@ -266,23 +266,35 @@ export async function projectionsStatus(s: Stores & { webhookCheckpoint: string 
   };
 }
 
+/**
+ * Rows as columns as wide as their widest cell, two spaces apart: a log position is 20 digits
+ * on SQLite and up to 39 on PostgreSQL, a lease holder as long as its host name.
+ */
+function columns(rows: string[][]): string[] {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]! + 2))).join(''));
+}
+
 export function formatStatus(st: Status): string {
   const lag = (p: ProjectionStatus) => `${p.lagCapped ? '>' : ''}${p.lag}`;
   const lines = [
     `read models: generation ${st.generation}${st.switchedAt ? ` (since ${new Date(st.switchedAt).toISOString()}, replaced ${st.previous})` : ''}`,
     `log head: ${st.head || '(empty)'}`,
     '',
-    'projection            checkpoint               lag (events)',
-    ...[...st.projections, st.webhooks].map(
-      (p) => `${p.name.padEnd(22)}${(p.checkpoint || '(start)').padEnd(25)}${lag(p)}`,
-    ),
+    ...columns([
+      ['projection', 'checkpoint', 'lag (events)'],
+      ...[...st.projections, st.webhooks].map((p) => [p.name, p.checkpoint || '(start)', lag(p)]),
+    ]),
   ];
   lines.push('', st.parked === 0 ? 'parked events: none' : `parked events: ${st.parked} (collab projections parked)`);
   if (st.leases.length) {
-    lines.push('', 'lease         holder                                   until');
-    for (const l of st.leases) {
-      lines.push(`${l.name.padEnd(14)}${l.holder.padEnd(41)}${new Date(l.expiresAt).toISOString()}${l.held ? '' : ' (free)'}`);
-    }
+    lines.push(
+      '',
+      ...columns([
+        ['lease', 'holder', 'until'],
+        ...st.leases.map((l) => [l.name, l.holder, `${new Date(l.expiresAt).toISOString()}${l.held ? '' : ' (free)'}`]),
+      ]),
+    );
   }
   return lines.join('\n');
 }
