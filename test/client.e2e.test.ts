@@ -20,6 +20,18 @@ G('clients/typescript/openapi.json and src/schema.d.ts are what the service gene
   assert.ok(fs.readFileSync(TYPES_FILE, 'utf8') === want.types, `${path.relative(process.cwd(), TYPES_FILE)} ${stale}`);
 });
 
+G('clients/typescript/package-lock.json is committed and in step with its package.json (npm ci, as its README installs it, leaves no untracked file)', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(CLIENT_DIR, 'package.json'), 'utf8'));
+  const lock = JSON.parse(fs.readFileSync(path.join(CLIENT_DIR, 'package-lock.json'), 'utf8'));
+  const root = lock.packages[''];
+  assert.is(lock.name, pkg.name);
+  assert.equal(root.dependencies, pkg.dependencies);
+  assert.equal(root.devDependencies, pkg.devDependencies);
+  for (const name of Object.keys({ ...pkg.dependencies, ...pkg.devDependencies })) assert.ok(lock.packages[`node_modules/${name}`], `${name} is locked`);
+  const tracked = spawnSync('git', ['ls-files', '--error-unmatch', 'package-lock.json'], { cwd: CLIENT_DIR, encoding: 'utf8' });
+  assert.is(tracked.status, 0, 'clients/typescript/package-lock.json is tracked');
+});
+
 G('npm test in clients/typescript passes: the client type-checks and works against a running service', () => {
   const r = spawnSync('npm', ['test'], { cwd: CLIENT_DIR, encoding: 'utf8' });
   assert.is(r.status, 0, `npm test in clients/typescript failed:\n${r.stdout}${r.stderr}`);
