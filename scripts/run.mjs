@@ -15,6 +15,7 @@ import path from 'node:path';
 import { ensureSupportedNode, relay, root } from './node-runtime.mjs';
 import { ensureDeps } from './ensure-deps.mjs';
 import { ensureBuild } from './build.mjs';
+import { ensureTestPrereqs } from './test-prereqs.mjs';
 
 const [task, ...rest] = process.argv.slice(2);
 
@@ -31,6 +32,15 @@ switch (task) {
   case 'test': {
     await ensureSupportedNode();
     ensureDeps({ dev: true });
+    // The whole suite needs PostgreSQL's server, Chromium and `ip netns`: installed here where
+    // possible, or one message now rather than failed suites twenty minutes later.
+    if (rest.length === 0) {
+      const why = ensureTestPrereqs();
+      if (why) {
+        process.stderr.write(why);
+        process.exit(1);
+      }
+    }
     const tsc = spawnSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', root], { cwd: root, stdio: 'inherit' });
     if (tsc.status !== 0) process.exit(tsc.status ?? 1);
     relay(process.execPath, [path.join(root, 'scripts', 'test.mjs'), ...rest]);
