@@ -212,8 +212,13 @@ test('an unfinished migration whose new id became another document meanwhile is 
   const again = await post(MIGRATE, { organizationId: 'o', documentId: 'z', newDocumentId: 'z2' });
   assert.is(again.status, 409);
   assert.is(again.body.error.message, 'Document "z2" already exists.');
-  // It can never finish: recorded failed, and its claim on z released.
-  const status = (await ok(STATUS, { organizationId: 'o', migrationId })).data;
+  // It can never finish: recorded failed, and its claim on z released. A refused request does
+  // not wait for the read models (only a successful write does): wait for the status.
+  let status: { status: string; error?: string } = { status: '' };
+  await until('the migration recorded failed', async () => {
+    status = (await ok(STATUS, { organizationId: 'o', migrationId })).data;
+    return status.status !== 'in_progress';
+  });
   assert.equal([status.status, status.error], ['failed', 'Document "z2" already exists.']);
   assert.is((await permissionsOn('z')).alice.accessRole, 'editor', 'nothing moved into another\'s document');
   assert.equal((await whoCanOpen('z2')).filter((u: { via: { level: string } }) => u.via.level === 'resource'), []);
