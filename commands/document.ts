@@ -136,7 +136,7 @@ export type DocumentCommand =
 export const documentNotFound = () => notFound('Document does not exist');
 
 /** Another migration holds the document: this one must not make a second copy of it. */
-export const claimedByAnother = (documentId: string, claim: { migrationId: string; newDocumentId: string }) =>
+const claimedByAnother = (documentId: string, claim: { migrationId: string; newDocumentId: string }) =>
   failedPrecondition(`Document ${JSON.stringify(documentId)} is being migrated to ${JSON.stringify(claim.newDocumentId)} (migration ${claim.migrationId}); it cannot be migrated again.`);
 
 function active(state: DocumentState) {
