@@ -5,7 +5,9 @@
  * A migration moves one document to a new id with everything attached to it. The job is
  * recorded here as facts: it started (which document, to which id), then it completed (what
  * it moved) or failed (why). The moves themselves are other aggregates' events, appended by
- * the use case between the two (src/usecases/document-migration.ts): the new document
+ * the use case between the two (src/usecases/document-migration.ts): the old document claimed
+ * for the migration (DocumentMigrationClaimed, commands/document.ts: one migration per
+ * document at a time, released if the migration fails), the new document
  * (DocumentAdded with the old one's name, folder, access type and disabled flag), each
  * user's grant moved (GrantAdded and GrantRevoked in one append on the user's grants
  * stream), each group's grant moved likewise, and the old document deleted (reason

@@ -7,8 +7,17 @@
  * organization's tree before the command runs; the effective access type is computed by
  * the read side (projections/documents.ts, queries/permissions.ts), so moving a folder never
  * touches its documents' streams.
+ *
+ * documents/migrate claims the document before it makes the new one
+ * (src/usecases/document-migration.ts): `DocumentMigrationClaimed`, appended at the stream's
+ * expected version, so of two migrations racing for one document exactly one appends it; the
+ * other's append conflicts, is decided again on the fresh state, and is refused.
+ * Example: migrations M1 (d to d-a) and M2 (d to d-b) both read d at version 3; M1 appends
+ * its claim as version 4; M2's append at 3 conflicts, M2 reloads d, finds it claimed by M1
+ * and gets FAILED_PRECONDITION: only d-a is ever made. The claim goes with the document's
+ * deletion (the migration's last move), or is released when its migration fails.
  */
-import { ApiError, assertNever, invalidArgument, notFound } from '../src/shared/errors.js';
+import { ApiError, assertNever, failedPrecondition, invalidArgument, notFound } from '../src/shared/errors.js';
 import type { Command, Decider, DomainEvent } from '../src/runtime/decider.js';
 import type { AccessType } from './folder-tree.js';
 import { streamName } from '../src/shared/ids.js';
@@ -44,13 +53,27 @@ export type DocumentEvent =
   | DomainEvent<'DocumentMoved', DocRef & { folderId: string | null; previousFolderId: string | null }>
   | DomainEvent<'DocumentAccessChanged', DocRef & { accessType: AccessType | null }>
   | DomainEvent<'DocumentDisabledStateChanged', DocRef & { disabled: boolean }>
-  | DomainEvent<'DocumentDeleted', DocRef & { reason: DeletionReason; deletedAt: number }>;
+  | DomainEvent<'DocumentDeleted', DocRef & { reason: DeletionReason; deletedAt: number }>
+  /** documents/migrate: migration `migrationId` took the document, to move it to `newDocumentId`. */
+  | DomainEvent<'DocumentMigrationClaimed', DocRef & { migrationId: string; newDocumentId: string; claimedAt: number }>
+  /** The claiming migration failed: the document is free to be migrated again. */
+  | DomainEvent<'DocumentMigrationClaimReleased', DocRef & { migrationId: string }>;
 
 // ---- state ----
 
 export type DocumentState =
   | { status: 'none' }
-  | { status: 'active'; folderId: string | null; documentName: string; accessType: AccessType | null; disabled: boolean; migrationId?: string };
+  | {
+      status: 'active';
+      folderId: string | null;
+      documentName: string;
+      accessType: AccessType | null;
+      disabled: boolean;
+      /** The migration that made this document, if one did. */
+      migrationId?: string;
+      /** The migration moving this document away, once it has claimed it. */
+      claimedBy?: { migrationId: string; newDocumentId: string };
+    };
 
 const initialState = (): DocumentState => ({ status: 'none' });
 
@@ -75,6 +98,13 @@ function evolve(state: DocumentState, event: DocumentEvent): DocumentState {
       return { ...state, disabled: event.data.disabled };
     case 'DocumentDeleted':
       return { status: 'none' };
+    case 'DocumentMigrationClaimed':
+      return { ...state, claimedBy: { migrationId: event.data.migrationId, newDocumentId: event.data.newDocumentId } };
+    case 'DocumentMigrationClaimReleased': {
+      if (state.claimedBy?.migrationId !== event.data.migrationId) return state;
+      const { claimedBy: _released, ...rest } = state;
+      return rest;
+    }
     default:
       return assertNever(event, 'document event');
   }
@@ -95,11 +125,19 @@ export type DocumentCommand =
   /** accessType null: inherit from the folder. */
   | Command<'SetDocumentAccess', DocRef & { accessType: AccessType | null }>
   | Command<'SetDocumentDisabled', DocRef & { disabled: boolean }>
-  | Command<'DeleteDocument', DocRef & { reason: DeletionReason }>;
+  | Command<'DeleteDocument', DocRef & { reason: DeletionReason }>
+  /** documents/migrate, before it makes the new document: the same migration again claims nothing more. */
+  | Command<'ClaimForMigration', DocRef & { migrationId: string; newDocumentId: string }>
+  /** documents/migrate failed: frees the document if this migration holds it. */
+  | Command<'ReleaseMigrationClaim', DocRef & { migrationId: string }>;
 
 // ---- decide ----
 
 export const documentNotFound = () => notFound('Document does not exist');
+
+/** Another migration holds the document: this one must not make a second copy of it. */
+const claimedByAnother = (documentId: string, claim: { migrationId: string; newDocumentId: string }) =>
+  failedPrecondition(`Document ${JSON.stringify(documentId)} is being migrated to ${JSON.stringify(claim.newDocumentId)} (migration ${claim.migrationId}); it cannot be migrated again.`);
 
 function active(state: DocumentState) {
   if (state.status !== 'active') throw documentNotFound();
@@ -163,6 +201,16 @@ function decide(command: DocumentCommand, state: DocumentState): DocumentEvent[]
       // A missing document is not an error (spec: success with "Document does not exist").
       if (state.status !== 'active') return [];
       return [{ type: 'DocumentDeleted', data: { organizationId, documentId, reason: command.data.reason, deletedAt: command.metadata.now } }];
+    case 'ClaimForMigration': {
+      const s = active(state);
+      const { migrationId, newDocumentId } = command.data;
+      if (s.claimedBy?.migrationId === migrationId) return [];
+      if (s.claimedBy) throw claimedByAnother(documentId, s.claimedBy);
+      return [{ type: 'DocumentMigrationClaimed', data: { organizationId, documentId, migrationId, newDocumentId, claimedAt: command.metadata.now } }];
+    }
+    case 'ReleaseMigrationClaim':
+      if (state.status !== 'active' || state.claimedBy?.migrationId !== command.data.migrationId) return [];
+      return [{ type: 'DocumentMigrationClaimReleased', data: { organizationId, documentId, migrationId: command.data.migrationId } }];
     default:
       return assertNever(command, 'document command');
   }

@@ -153,14 +153,30 @@ async function usersAt(read: ReadView, apiKey: string, at: number, q: HistoryQue
 const sameRow = (a: Row, b: Row) => a.accessRole === b.accessRole && JSON.stringify(a.via) === JSON.stringify(b.via);
 
 /**
- * The change at `at` that opened or closed `userId`'s interval: the expiry of the grant it
- * came from (`before`, when closing), else their own grant or group membership, else any
- * other row concerning R, else an expiry.
+ * Whether history row `v` is one the interval's access came from (`source`): the user's own
+ * grant on the resource it names, or, through a group, the user's membership of that group
+ * or the group's grant on it.
  */
-function changeAt(rows: readonly VersionDoc[], userId: string, at: number, before?: Row): ChangeRef {
-  if (before?.expiresAt !== undefined && before.expiresAt * 1000 === at) return { type: 'expired', time: at, actor: 'expiry' };
+function fromSource(v: Doc, userId: string, source: Row): boolean {
+  const { id, groupId } = source.via;
+  if (groupId === undefined) return v.userId === userId && v.groupId === undefined && v.resourceId === id;
+  if (v.groupId !== groupId) return false;
+  return v.userId === userId || (v.userId === undefined && v.resourceId === id);
+}
+
+/**
+ * The change at `at` that opened or closed `userId`'s interval (its access was `source`): the
+ * expiry of the grant it came from (when closing), else a change of a row it came from, else
+ * their own grant or group membership, else any other row concerning R, else an expiry.
+ * Example: users/data/delete revokes eve's organization grant and removes her from group g
+ * in one request, so both changes carry the same instant; her interval via g's grant on a
+ * folder is closed by the membership's removal (UserGroupMemberRemoved), not by the
+ * revocation of a grant it did not come from.
+ */
+function changeAt(rows: readonly VersionDoc[], userId: string, at: number, source: Row, closing: boolean): ChangeRef {
+  if (closing && source.expiresAt !== undefined && source.expiresAt * 1000 === at) return { type: 'expired', time: at, actor: 'expiry' };
   const at0 = (v: VersionDoc): ChangeRef | undefined => (v.validFrom === at ? v.openedBy : v.validTo === at ? v.closedBy : undefined);
-  for (const pick of [(v: Doc) => v.userId === userId, () => true]) {
+  for (const pick of [(v: Doc) => fromSource(v, userId, source), (v: Doc) => v.userId === userId, () => true]) {
     for (const v of rows) {
       const c = pick(v) ? at0(v) : undefined;
       if (c) return c;
@@ -186,12 +202,12 @@ async function allIntervals(read: ReadView, apiKey: string, nowMs: number, q: Hi
       const row = now.get(userId);
       if (row && sameRow(row, o.row)) continue;
       o.iv.to = at;
-      o.iv.closedBy = changeAt(rows, userId, at, o.row);
+      o.iv.closedBy = changeAt(rows, userId, at, o.row, true);
       open.delete(userId);
     }
     for (const [userId, row] of now) {
       if (open.has(userId)) continue;
-      const iv: AccessInterval = { userId, accessRole: row.accessRole, from: at, to: null, via: viaOf(row), openedBy: changeAt(rows, userId, at), closedBy: null };
+      const iv: AccessInterval = { userId, accessRole: row.accessRole, from: at, to: null, via: viaOf(row), openedBy: changeAt(rows, userId, at, row, false), closedBy: null };
       open.set(userId, { iv, row });
       out.push(iv);
     }

@@ -201,7 +201,7 @@ test('stopped among the moves: in_progress; sent again it finishes the same migr
   assert.equal((await ok('/v2/organizations/documents/get', { organizationId: 'o', documentIds: ['r', 'r2'] })).data.map((d: { id: string }) => d.id), ['r2']);
 });
 
-test('an unfinished migration whose new id became another document meanwhile is refused when sent again; the old document keeps its grants', async () => {
+test('an unfinished migration whose new id became another document meanwhile is refused when sent again, recorded failed; the old document keeps its grants and can be migrated elsewhere', async () => {
   await ok('/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: 'z' }] });
   await ok('/v2/auth/permissions/add', { userId: 'alice', permissions: { resources: [{ type: 'document', id: 'z', organizationId: 'o', accessRole: 'editor' }] } });
   // Stopped after it started, before its document was made, and before it could record that (a crash).
@@ -212,9 +212,18 @@ test('an unfinished migration whose new id became another document meanwhile is 
   const again = await post(MIGRATE, { organizationId: 'o', documentId: 'z', newDocumentId: 'z2' });
   assert.is(again.status, 409);
   assert.is(again.body.error.message, 'Document "z2" already exists.');
-  assert.is((await ok(STATUS, { organizationId: 'o', migrationId })).data.status, 'in_progress');
+  // It can never finish: recorded failed, and its claim on z released. A refused request does
+  // not wait for the read models (only a successful write does): wait for the status.
+  let status: { status: string; error?: string } = { status: '' };
+  await until('the migration recorded failed', async () => {
+    status = (await ok(STATUS, { organizationId: 'o', migrationId })).data;
+    return status.status !== 'in_progress';
+  });
+  assert.equal([status.status, status.error], ['failed', 'Document "z2" already exists.']);
   assert.is((await permissionsOn('z')).alice.accessRole, 'editor', 'nothing moved into another\'s document');
   assert.equal((await whoCanOpen('z2')).filter((u: { via: { level: string } }) => u.via.level === 'resource'), []);
+  await ok(MIGRATE, { organizationId: 'o', documentId: 'z', newDocumentId: 'z3' });
+  assert.is((await permissionsOn('z3')).alice.accessRole, 'editor');
 });
 
 test('its new document refused: the migration is recorded failed with the message, which is the answer; nothing else changed', async () => {
@@ -234,6 +243,36 @@ test('its new document refused: the migration is recorded failed with the messag
   assert.is(s.error, 'Document already exists');
   assert.is(s.grantsMoved, undefined);
   assert.equal((await ok('/v2/organizations/documents/get', { organizationId: 'o', documentIds: ['y'] })).data.map((d: { id: string }) => d.id), ['y'], 'the document stays where it was');
+});
+
+test('two migrations of one document at once, to two new ids: exactly one moves it, the other is refused; no copy (10 rounds)', async () => {
+  for (let round = 0; round < 10; round++) {
+    const source = `race${round}`;
+    await ok('/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: source, accessType: 'restricted' }] });
+    await ok('/v2/auth/permissions/add', { userId: 'alice', permissions: { resources: [{ type: 'document', id: source, organizationId: 'o', accessRole: 'editor' }] } });
+    const targets = [`${source}-a`, `${source}-b`];
+    const answers = await Promise.all(targets.map((newDocumentId) => post(MIGRATE, { organizationId: 'o', documentId: source, newDocumentId })));
+    const won = answers.filter((r) => r.status === 200);
+    const refused = answers.filter((r) => r.status !== 200);
+    assert.is(won.length, 1, `round ${round}: ${answers.map((r) => `${r.status} ${JSON.stringify(r.body)}`).join(' | ')}`);
+    const loser = refused[0]!;
+    // Refused at its claim (the winner holds the document), or, when the winner had already
+    // finished, at its first check (the document is gone from its old id).
+    if (loser.status === 400) {
+      assert.is(loser.body.error.status, 'FAILED_PRECONDITION');
+      assert.match(loser.body.error.message, new RegExp(`^Document "${source}" is being migrated to "${source}-[ab]" \\(migration [^)]+\\); it cannot be migrated again\\.$`));
+    } else {
+      assert.is(loser.status, 404, JSON.stringify(loser.body));
+      assert.is(loser.body.error.message, 'Document does not exist');
+    }
+    const winner = targets[answers.indexOf(won[0]!)]!;
+    const other = targets.find((x) => x !== winner)!;
+    const docs = (await ok('/v2/organizations/documents/get', { organizationId: 'o', documentIds: [source, ...targets] })).data.map((d: { id: string }) => d.id);
+    assert.equal(docs, [winner], `round ${round}: one document, at the winner's id`);
+    assert.is((await permissionsOn(winner)).alice.accessRole, 'editor', 'the grant moved with it');
+    const held = (await ok('/v2/users/data/get', { organizationId: 'o', userId: 'alice' })).data.grants.map((g: { resourceId: string }) => g.resourceId);
+    assert.ok(held.includes(winner) && !held.includes(other) && !held.includes(source), `round ${round}: alice's grants ${held.join(', ')}`);
+  }
 });
 
 test('an organization\'s deletion takes its migrations', async () => {

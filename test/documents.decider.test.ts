@@ -61,6 +61,31 @@ test('SetDocumentDisabled: set, no-op, missing', () => {
   given([]).when({ type: 'SetDocumentDisabled', data: { ...ref, disabled: true }, metadata: meta }).thenFails('NOT_FOUND');
 });
 
+const claim = { type: 'ClaimForMigration' as const, data: { ...ref, migrationId: 'm1', newDocumentId: 'd-a' }, metadata: meta };
+const claimed: DocumentEvent = { type: 'DocumentMigrationClaimed', data: { ...ref, migrationId: 'm1', newDocumentId: 'd-a', claimedAt: now } };
+const released: DocumentEvent = { type: 'DocumentMigrationClaimReleased', data: { ...ref, migrationId: 'm1' } };
+
+test('ClaimForMigration: claims a free document; the same migration again is nothing; another migration is refused naming the holder', () => {
+  given([added]).when(claim).then([claimed]);
+  given([added, claimed]).when(claim).thenNothing();
+  // Two migrations that read the document at one version: the second, decided again on the
+  // state after the first's append (the handler's conflict retry), is refused.
+  given([added, claimed]).when({ ...claim, data: { ...claim.data, migrationId: 'm2', newDocumentId: 'd-b' } })
+    .thenFails('FAILED_PRECONDITION', 'Document "d" is being migrated to "d-a" (migration m1); it cannot be migrated again.');
+  given([]).when(claim).thenFails('NOT_FOUND', 'Document does not exist');
+  given([added, claimed, { type: 'DocumentDeleted', data: { ...ref, reason: 'migrated', deletedAt: now } }]).when(claim).thenFails('NOT_FOUND');
+});
+
+test('ReleaseMigrationClaim: frees the document its migration holds; another migration\'s release, or none held, is nothing', () => {
+  given([added, claimed]).when({ type: 'ReleaseMigrationClaim', data: { ...ref, migrationId: 'm1' }, metadata: meta }).then([released]);
+  given([added, claimed]).when({ type: 'ReleaseMigrationClaim', data: { ...ref, migrationId: 'm2' }, metadata: meta }).thenNothing();
+  given([added]).when({ type: 'ReleaseMigrationClaim', data: { ...ref, migrationId: 'm1' }, metadata: meta }).thenNothing();
+  given([]).when({ type: 'ReleaseMigrationClaim', data: { ...ref, migrationId: 'm1' }, metadata: meta }).thenNothing();
+  // Released, the document can be claimed by another migration.
+  given([added, claimed, released]).when({ ...claim, data: { ...claim.data, migrationId: 'm2', newDocumentId: 'd-b' } })
+    .then([{ type: 'DocumentMigrationClaimed', data: { ...ref, migrationId: 'm2', newDocumentId: 'd-b', claimedAt: now } }]);
+});
+
 test('DeleteDocument: deletes; missing is nothing (reported as does-not-exist by the route)', () => {
   given([added]).when({ type: 'DeleteDocument', data: { ...ref, reason: 'folderDeleted' }, metadata: meta }).then([
     { type: 'DocumentDeleted', data: { ...ref, reason: 'folderDeleted', deletedAt: now } },

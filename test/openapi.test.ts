@@ -18,6 +18,7 @@ import { z } from 'zod';
 import { harness, type Harness } from './support/app.js';
 import { checkAnswer } from '../src/http/response-check.js';
 import { answersOf } from '../src/http/schema.js';
+import { DOCS_CSP } from '../src/http/openapi.js';
 import type { AnyRoute } from '../src/http/route.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -167,6 +168,28 @@ B.before(async (ctx) => {
 });
 B.after(async (ctx) => ctx.h.close());
 
+/**
+ * /docs shares its origin with the console, which keeps a key's auth token in sessionStorage
+ * (docs/console.md): a site framing /docs, or a script it could get the page to run, would be
+ * a way to that token. So every /docs answer (the page, its assets, the document) carries
+ * the console's framing and sniffing headers and a CSP as strict as Swagger UI allows.
+ */
+B('every /docs answer carries the console\'s headers: no framing, no sniffing, a strict CSP', async ({ h }) => {
+  for (const url of ['/docs', '/docs/', '/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js', '/docs/static/swagger-ui.css', '/docs/json']) {
+    const res = await h.app.inject({ method: 'GET', url });
+    assert.is(res.statusCode, 200, `${url}: ${res.statusCode}`);
+    assert.is(res.headers['x-frame-options'], 'DENY', `${url}: x-frame-options`);
+    assert.is(res.headers['x-content-type-options'], 'nosniff', `${url}: x-content-type-options`);
+    assert.is(res.headers['referrer-policy'], 'no-referrer', `${url}: referrer-policy`);
+    assert.is(res.headers['content-security-policy'], DOCS_CSP, `${url}: content-security-policy`);
+  }
+  const csp = Object.fromEntries(DOCS_CSP.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name, values]));
+  assert.equal(csp['frame-ancestors'], ["'none'"]);
+  assert.equal(csp['default-src'], ["'none'"]);
+  assert.equal(csp['script-src'], ["'self'"], 'no inline script, no eval');
+  assert.equal(csp['connect-src'], ["'self'"]);
+});
+
 B('renders the document: title and operations shown, nothing fetched from another host', async ({ base, title }) => {
   if (!fs.existsSync(CHROMIUM)) {
     throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH to a Chromium build; this test renders /docs in it.`);
@@ -174,6 +197,12 @@ B('renders the document: title and operations shown, nothing fetched from anothe
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-background-networking'] });
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    // What the CSP refused: Chromium reports each refusal on the console ("Refused to ...
+    // because it violates the following Content Security Policy directive").
+    const refused: string[] = [];
+    page.on('console', (m) => {
+      if (/Content Security Policy/i.test(m.text())) refused.push(m.text());
+    });
     const requested: string[] = [];
     page.on('request', (req) => requested.push(req.url()));
     // A request elsewhere is recorded above and then refused, so the page cannot quietly
@@ -193,6 +222,11 @@ B('renders the document: title and operations shown, nothing fetched from anothe
       return u.protocol === 'data:' || u.protocol === 'blob:' ? false : u.origin !== base;
     });
     assert.equal(elsewhere, [], `requests to other hosts: ${elsewhere.join(', ')}`);
+    assert.is(res?.headers()['content-security-policy'], DOCS_CSP, 'the page was served under the CSP');
+    // Expanding an operation renders its schemas and example (more of Swagger UI's styles).
+    await page.locator('.opblock-summary').first().click();
+    await page.locator('.opblock-body').first().waitFor({ timeout: 60_000 });
+    assert.equal(refused, [], `refused by the CSP: ${refused.join(' | ')}`);
     assert.ok(requested.some((url) => url.startsWith(`${base}/docs/json`)), `the page did not load the document: ${requested.join(', ')}`);
   } finally {
     await browser.close();

@@ -219,6 +219,84 @@ test('a user with nothing personal gets no key', async () => {
   assert.not.ok(people.some((id) => id.includes('"bare"')));
 });
 
+/**
+ * Issue 33, finding 3. users/data/delete finds where the user is through the read models; a
+ * write acknowledged before them (READ_YOUR_WRITES_TIMEOUT_MS passed on a loaded host) was
+ * not there yet, so the erasure reported itself completed while that access stayed, and came
+ * into sight in permissions/get as soon as the read models caught up. A process whose read
+ * models move only when the test says so (`follow: false`) makes that lag exact.
+ */
+test('users/data/delete after a write the read models lag behind: refused until they catch up; then every access ends, as events', async () => {
+  const lag = await harness({ READ_YOUR_WRITES_TIMEOUT_MS: '0' }, { follow: false });
+  try {
+    const tenant = await lag.tenant();
+    const caughtUp = () => lag.services.projections.catchUp();
+    await caughtUp();
+    const run = async (url: string, data: unknown) => {
+      const r = await lag.ok(url, data, tenant.headers);
+      await caughtUp();
+      return r;
+    };
+    // In o: a member (editor), a folder grant, a document grant, a group holding a folder grant.
+    await run('/v2/organizations/folders/add', { organizationId: 'o', createOrganization: true, folders: [{ folderId: 'f', accessType: 'restricted' }, { folderId: 'gf', accessType: 'restricted' }] });
+    await run('/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: 'd', accessType: 'restricted' }, { documentId: 'od', accessType: 'organizationPrivate' }] });
+    await run('/v2/organizations/documents/add', { organizationId: 'o', folderId: 'f', documents: [{ documentId: 'fd' }] });
+    await run('/v2/organizations/documents/add', { organizationId: 'o', folderId: 'gf', documents: [{ documentId: 'gd' }] });
+    await run('/v2/users/add', { organizationId: 'o', users: [{ userId: 'eve', name: 'Eve Erased' }] });
+    await run('/v2/auth/permissions/add', { userId: 'eve', permissions: { resources: [{ type: 'folder', id: 'f', organizationId: 'o', accessRole: 'viewer' }, { type: 'document', id: 'd', organizationId: 'o' }] } });
+    await run('/v2/organizations/usergroups/add', { organizationId: 'o', organizationUserGroups: [{ groupId: 'g', groupName: 'G' }] });
+    await run('/v2/organizations/usergroups/users/add', { organizationId: 'o', organizationUserGroupId: 'g', userIds: ['eve'] });
+    await run('/v2/auth/permissions/add', { group: { groupId: 'g' }, permissions: { resources: [{ type: 'folder', id: 'gf', organizationId: 'o' }] } });
+    await run('/v2/organizations/documents/add', { organizationId: 'o2', createOrganization: true, documents: [{ documentId: 'o2d', accessType: 'organizationPrivate' }] });
+    // In o2: a membership acknowledged while the read models are behind.
+    await lag.ok('/v2/users/add', { organizationId: 'o2', users: [{ userId: 'eve' }] }, tenant.headers);
+
+    const early = await lag.post('/v2/users/data/delete', { userIds: ['eve'] }, tenant.headers);
+    assert.is(early.status, 503, JSON.stringify(early.body));
+    assert.is(early.body.error.status, 'UNAVAILABLE');
+    assert.match(early.body.error.message, /^The read models are behind the log.*Nothing was erased; send the request again\.$/);
+    await caughtUp();
+    const types = (await lag.services.events.readAll()).map((e) => e.type);
+    assert.not.ok(types.includes('UserErased') || types.includes('GrantRevoked'), 'nothing erased');
+
+    // Sent again while the read models catch up: it waits for them, then erases everything.
+    const pending = lag.post('/v2/users/data/delete', { userIds: ['eve'] }, tenant.headers);
+    await caughtUp();
+    const r = await pending;
+    assert.is(r.status, 200, JSON.stringify(r.body));
+    await caughtUp();
+    const status = await lag.ok('/v2/users/data/delete/status', { jobId: r.body.result.data.jobId }, tenant.headers);
+    assert.is(status.data.isDeleteCompleted, true);
+
+    const perms = async (organizationId: string, q: Record<string, string[]>) =>
+      (await lag.ok('/v2/auth/permissions/get', { organizationId, userIds: ['eve'], ...q }, tenant.headers)).data.eve;
+    const roles = (entries: Record<string, { accessRole?: string }>) => Object.values(entries).map((e) => e.accessRole ?? 'denied');
+    const inO = await perms('o', { folderIds: ['f', 'gf'], documentIds: ['d', 'od', 'fd', 'gd'] });
+    assert.equal([...roles(inO.organization), ...roles(inO.folders), ...roles(inO.documents)], Array(7).fill('denied'), JSON.stringify(inO));
+    const inO2 = await perms('o2', { documentIds: ['o2d'] });
+    assert.equal([...roles(inO2.organization), ...roles(inO2.documents)], ['denied', 'denied'], JSON.stringify(inO2));
+
+    // The access history: each interval ends at the erasure, closed by its revocation event.
+    const erasedAt = status.data.lastTaskCompletedTime;
+    for (const [organizationId, documentId, closedBy] of [['o', 'd', 'GrantRevoked'], ['o', 'od', 'GrantRevoked'], ['o', 'fd', 'GrantRevoked'], ['o', 'gd', 'UserGroupMemberRemoved'], ['o2', 'o2d', 'GrantRevoked']] as const) {
+      const intervals = (await lag.ok('/v2/auth/access/history', { organizationId, documentId, userId: 'eve' }, tenant.headers)).data;
+      const last = intervals[intervals.length - 1];
+      assert.ok(last && last.to !== null && last.to <= erasedAt, `${documentId}: ${JSON.stringify(intervals)}`);
+      assert.is(last.closedBy.type, closedBy, `${documentId}: ${JSON.stringify(last)}`);
+    }
+
+    // The same id added again starts with what that call gives, nothing of before.
+    await run('/v2/users/add', { organizationId: 'o', users: [{ userId: 'eve' }] });
+    const again = await perms('o', { folderIds: ['f', 'gf'], documentIds: ['d', 'fd', 'gd'] });
+    assert.equal([...roles(again.organization), ...roles(again.folders), ...roles(again.documents)], ['editor', 'denied', 'denied', 'denied', 'denied', 'denied'], JSON.stringify(again));
+    const data = (await lag.ok('/v2/users/data/get', { organizationId: 'o', userId: 'eve' }, tenant.headers)).data;
+    assert.equal([data.grants.map((g: { resourceId: string }) => g.resourceId), data.groups], [['o'], []]);
+    assert.equal(roles((await perms('o2', { documentIds: ['o2d'] })).documents), ['denied']);
+  } finally {
+    await lag.close();
+  }
+});
+
 test('users/data/delete: bounds', async () => {
   const many = Array.from({ length: 101 }, (_, i) => `u${i}`);
   const r = await post('/v2/users/data/delete', { userIds: many });

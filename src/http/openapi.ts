@@ -173,6 +173,33 @@ const components: typeof jsonSchemaTransformObject = (input) => {
   return doc;
 };
 
+/**
+ * The policy of every /docs answer. /docs shares its origin with the console, whose page
+ * keeps a key's auth token in sessionStorage (docs/console.md): a site that framed /docs
+ * (clickjacking) or got a script of its own run in it could reach that token. So /docs gets
+ * the console's rules (src/http/console.ts `CONSOLE_CSP`) where Swagger UI can live with
+ * them: scripts from this origin only (the page loads swagger-ui-bundle.js and the
+ * initializer as files, no inline script, no eval), calls ("Try it out", the document) to
+ * this origin only, no framing, no `<base>`, no form posted anywhere. Two allowances
+ * Swagger UI needs, neither a way to run code: `img-src data:` (its icons are SVG data URIs
+ * in its stylesheet) and `style-src 'unsafe-inline'` (its components set inline styles:
+ * Chromium refuses one as soon as an operation is expanded under `style-src 'self'`, and a
+ * hash would tie the policy to one Swagger UI build). A style runs no code and cannot read
+ * sessionStorage, where the token is. Example: a page elsewhere with
+ * `<iframe src="https://collab.example/docs">` gets a refused frame, not the docs.
+ */
+export const DOCS_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
 export async function installOpenApi(app: FastifyInstance, config: Config): Promise<void> {
   await app.register(fastifySwagger, {
     openapi: {
@@ -187,8 +214,21 @@ export async function installOpenApi(app: FastifyInstance, config: Config): Prom
   app.get('/openapi.json', { schema: { hide: true } }, async () => {
     return app.swagger();
   });
-  await app.register(fastifySwaggerUi, {
-    routePrefix: '/docs',
-    uiConfig: { docExpansion: 'list', deepLinking: true },
+  // In a context of its own, so the hook below covers exactly Swagger UI's answers: the
+  // page, its static files (served by @fastify/static, outside the plugin's `hooks` option)
+  // and the document at /docs/json.
+  await app.register(async (docs) => {
+    docs.addHook('onSend', async (_request, reply, payload) => {
+      reply
+        .header('content-security-policy', DOCS_CSP)
+        .header('x-frame-options', 'DENY')
+        .header('x-content-type-options', 'nosniff')
+        .header('referrer-policy', 'no-referrer');
+      return payload;
+    });
+    await docs.register(fastifySwaggerUi, {
+      routePrefix: '/docs',
+      uiConfig: { docExpansion: 'list', deepLinking: true },
+    });
   });
 }

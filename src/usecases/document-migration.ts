@@ -8,10 +8,15 @@
  * organization and the document exist, the new id is free, and the document holds at most
  * MAX_MIGRATION_GRANTS grants. Then, in order:
  * 1. DocumentMigrationStarted on the migration's stream;
+ * 1b. the old document claimed for this migration (DocumentMigrationClaimed on its stream,
+ *    at the version this decision read, commands/document.ts): of two migrations of one
+ *    document sent at once, exactly one claims it; the other is refused (FAILED_PRECONDITION,
+ *    naming the migration that holds it) and recorded failed, before it made anything. Without
+ *    the claim both made their new document and the grants landed on one of the two copies;
  * 2. the new document, with the old one's name, folder, own access type and disabled flag,
  *    and the migration's id (so the migration knows it as its own). Refused (the id was taken
- *    meanwhile): DocumentMigrationFailed with the refusal's message, which is the answer too;
- *    nothing else changed;
+ *    meanwhile): the claim released, DocumentMigrationFailed with the refusal's message, which
+ *    is the answer too; nothing else changed;
  * 3. each user's grant on it moved (one append per user: role, expiry, access fields kept);
  * 4. each group's grant moved likewise;
  * 5. the old document deleted (reason `migrated`): a grant given to it meanwhile goes with it
@@ -74,16 +79,48 @@ async function addTarget(ctx: TenantReadContext, input: MigrateInput, source: Ex
   });
 }
 
-/** A migration sent again: step 2 if it never happened; refused if the new id is another's document. */
+/** Step 1b: the old document is this migration's to move (again: nothing); refused when another migration holds it. */
+async function claimSource(ctx: TenantReadContext, input: MigrateInput, migrationId: string) {
+  const { organizationId, documentId, newDocumentId } = input;
+  await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, documentId), {
+    type: 'ClaimForMigration', data: { organizationId, documentId, migrationId, newDocumentId },
+  });
+}
+
+/** A refused migration: the old document freed (if it claimed it) and the migration recorded failed with `err`'s message. */
+async function failMigration(ctx: TenantReadContext, input: MigrateInput, migrationId: string, err: unknown) {
+  const { organizationId, documentId } = input;
+  await ctx.execute(documentDecider, documentStream(ctx.apiKey, organizationId, documentId), {
+    type: 'ReleaseMigrationClaim', data: { organizationId, documentId, migrationId },
+  });
+  const error = err instanceof Error ? err.message : String(err);
+  await ctx.execute(documentMigrationDecider, documentMigrationStream(ctx.apiKey, organizationId, migrationId), {
+    type: 'FailDocumentMigration', data: { organizationId, migrationId, error },
+  });
+}
+
+/**
+ * A migration sent again: steps 1b and 2 if they never happened. Refused when the new id is
+ * another's document, or another migration holds the old one: then it can never finish, so
+ * it is recorded failed and frees the old document for another migration.
+ */
 async function resumeTarget(ctx: TenantReadContext, input: MigrateInput, migrationId: string) {
   const target = await loadDocument(ctx, input.organizationId, input.newDocumentId);
   if (target.status === 'active') {
-    if (target.migrationId !== migrationId) throw new ApiError('ALREADY_EXISTS', `Document ${JSON.stringify(input.newDocumentId)} already exists.`);
-    return;
+    if (target.migrationId === migrationId) return;
+    const err = new ApiError('ALREADY_EXISTS', `Document ${JSON.stringify(input.newDocumentId)} already exists.`);
+    await failMigration(ctx, input, migrationId, err);
+    throw err;
   }
   const source = await loadDocument(ctx, input.organizationId, input.documentId);
   if (source.status !== 'active') throw documentNotFound();
-  await addTarget(ctx, input, source, migrationId);
+  try {
+    await claimSource(ctx, input, migrationId);
+    await addTarget(ctx, input, source, migrationId);
+  } catch (err) {
+    if (err instanceof ApiError && (err.status === 'FAILED_PRECONDITION' || err.status === 'ALREADY_EXISTS')) await failMigration(ctx, input, migrationId, err);
+    throw err;
+  }
 }
 
 /** Steps 3 to 5: the grants still on the old id, then the old id's deletion; answers the counts moved. */
@@ -114,10 +151,10 @@ async function start(ctx: TenantReadContext, input: MigrateInput): Promise<strin
   const stream = documentMigrationStream(ctx.apiKey, organizationId, migrationId);
   await ctx.execute(documentMigrationDecider, stream, { type: 'StartDocumentMigration', data: { organizationId, migrationId, documentId, newDocumentId } });
   try {
+    await claimSource(ctx, input, migrationId);
     await addTarget(ctx, input, source, migrationId);
   } catch (err) {
-    const error = err instanceof Error ? err.message : String(err);
-    await ctx.execute(documentMigrationDecider, stream, { type: 'FailDocumentMigration', data: { organizationId, migrationId, error } });
+    await failMigration(ctx, input, migrationId, err);
     throw err;
   }
   return migrationId;

@@ -5,6 +5,18 @@
  * key is destroyed (crypto-shredding: every name, e-mail and initial they ever had, in the
  * log and in any copy or rebuild of it, becomes unreadable), their presence entries are
  * removed, and a `UserErased` event removes their profile row and counts the job's task.
+ *
+ * Where the user is comes from the read models (grants, group members), and the revocations
+ * are decided by each aggregate on its own state (RevokeAll on the user's grants stream,
+ * RemoveMembers on each group's): every access ends as an event in the log, so the access
+ * history closes each interval at the erasure. The read models must first hold every write
+ * acknowledged before the erasure began: a write answers without them once
+ * READ_YOUR_WRITES_TIMEOUT_MS passed (a loaded host, an applier behind). Example: users/add
+ * puts u in o2 and answers while the grants read model is behind; users/data/delete right
+ * after found u in o only, reported the job completed, and permissions/get showed u an editor
+ * of o2 once the read model caught up. So the erasure waits for the read models to reach the
+ * log's head as it was when it began (CATCH_UP_MS at most), and refuses (UNAVAILABLE,
+ * nothing erased) when they do not: the status never reports completed with access left.
  */
 import { grantsDecider, grantsStream } from '../../commands/grant.js';
 import { groupDecider, groupStream } from '../../commands/group.js';
@@ -13,6 +25,8 @@ import { requireOrganization } from '../../queries/organizations.js';
 import { userDataJob, userGrantsPage, userGroups, userOrganizations, userProfile } from '../../queries/user-data.js';
 import { eraseUserPresence, userPresence } from '../presence/store.js';
 import { ApiError, notFound } from '../shared/errors.js';
+import type { Config } from '../config/config.js';
+import type { Services } from '../composition/services.js';
 import { newId } from '../shared/ids.js';
 import type { TenantReadContext } from './context.js';
 import { unique } from './items.js';
@@ -82,8 +96,27 @@ async function eraseUser(ctx: TenantReadContext, userId: string, organizationIds
   await ctx.execute(userDecider, userStream(ctx.apiKey, userId), { type: 'EraseUser', data: { userId, ...job } });
 }
 
+/** How long an erasure waits for the read models to catch up: a write's own wait, and at least 5 s. */
+const catchUpMs = (config: Pick<Config, 'readYourWritesTimeoutMs'>) => Math.max(config.readYourWritesTimeoutMs, 5_000);
+
+/** An erasure also reads the log's head and waits for the read models (RequestContext gives every service). */
+type ErasureContext = TenantReadContext & { readonly services: TenantReadContext['services'] & Pick<Services, 'events' | 'projections'> };
+
+/** Every write acknowledged before now is in the read models the erasure finds the user through, or UNAVAILABLE. */
+async function readModelsCaughtUp(ctx: ErasureContext): Promise<void> {
+  const { events, projections, config } = ctx.services;
+  const head = await events.headPosition();
+  if (await projections.waitFor(head, catchUpMs(config))) return;
+  throw new ApiError(
+    'UNAVAILABLE',
+    `The read models are behind the log (still applying writes made before this request, after ${catchUpMs(config)} ms): ` +
+      'the user\'s grants and memberships cannot all be found yet. Nothing was erased; send the request again.',
+  );
+}
+
 /** users/data/delete: erases each user (one task each) and answers the job's id. */
-export async function deleteUserData(ctx: TenantReadContext, input: { userIds: string[]; organizationIds?: string[] | undefined }) {
+export async function deleteUserData(ctx: ErasureContext, input: { userIds: string[]; organizationIds?: string[] | undefined }) {
+  await readModelsCaughtUp(ctx);
   const userIds = unique(input.userIds);
   const job = { jobId: newId(), jobTasks: userIds.length };
   await Promise.all(userIds.map((u) => eraseUser(ctx, u, unique(input.organizationIds ?? []), job)));

@@ -63,7 +63,13 @@ export function tempDir(prefix = 'collab-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-export async function harness(env: Record<string, string> = {}, options: { clock?: () => number } = {}): Promise<Harness> {
+/**
+ * `follow: false`: nothing applies the projections unless the test calls
+ * `services.projections.catchUp()` (read models that lag behind the log, as on a loaded host
+ * once READ_YOUR_WRITES_TIMEOUT_MS passed); give READ_YOUR_WRITES_TIMEOUT_MS=0 with it, or
+ * every write waits that long.
+ */
+export async function harness(env: Record<string, string> = {}, options: { clock?: () => number; follow?: boolean } = {}): Promise<Harness> {
   const dataDir = env.DATA_DIR ?? tempDir();
   // TEST_STORE=postgres (scripts/test.mjs's second pass): the same suites on a real PostgreSQL
   // server, each harness on a database of its own (test/support/postgres.ts).
@@ -77,7 +83,7 @@ export async function harness(env: Record<string, string> = {}, options: { clock
   // BACKGROUND_THREAD=true in `env` (or TEST_BACKGROUND_THREAD=1 for a whole run) puts the
   // background work on its worker thread as serve does; a test clock stays in-thread.
   const thread = !options.clock && (env.BACKGROUND_THREAD === 'true' || process.env.TEST_BACKGROUND_THREAD === '1');
-  const services = await openServices(config, { clock: options.clock, thread });
+  const services = await openServices(config, { clock: options.clock, thread, ...(options.follow === false ? { follow: false } : {}) });
   const app = await buildApp(services, { logger: false });
   await app.ready();
   const parse = (res: { statusCode: number; body: string; headers: Record<string, unknown> }): Response => {

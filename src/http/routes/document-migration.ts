@@ -19,6 +19,8 @@ const migrate = defineRoute({
       '`documents/migrate/status` with the `migrationId` says `completed` (or `failed` with the refusal, which is also this answer). ' +
       'Refused before anything changes: the same id twice (INVALID_ARGUMENT), an organization or document that does not exist (NOT_FOUND), ' +
       `a new id that is a document already (ALREADY_EXISTS), a document holding more than ${MAX_MIGRATION_GRANTS} grants (FAILED_PRECONDITION). ` +
+      'One migration per document at a time: it claims the document before making the new one, so of two migrations of one document sent at once ' +
+      'exactly one moves it; the other is refused (FAILED_PRECONDITION, naming the migration that holds it) and recorded `failed`. ' +
       'A migration stopped midway (a crash, a store that went away) stays `in_progress`: the same request sent again finishes it and answers its `migrationId`. ' +
       'Sent again after it completed, the old id is gone: NOT_FOUND, and nothing changes (send an Idempotency-Key to get the first answer again).',
     example: { organizationId: 'yourOrganizationId', documentId: 'yourDocumentId', newDocumentId: 'yourNewDocumentId' },

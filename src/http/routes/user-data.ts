@@ -70,7 +70,9 @@ const remove = defineRoute({
       'each group membership removed; `organizationIds` adds organizations to look in, none is needed), their presence entries are removed ' +
       'and their personal data key is destroyed, so their name, e-mail and initial are unreadable everywhere, the event log and its copies ' +
       'included, while the log keeps their id and what happened (docs/privacy.md). Irreversible. The deletion is done when the answer ' +
-      'comes; `jobId` names it for users/data/delete/status, `tasksCount` is the number of users.',
+      'comes; `jobId` names it for users/data/delete/status, `tasksCount` is the number of users. It first waits for the read models to hold ' +
+      'every write acknowledged before it (it finds the users\' organizations through them); when they lag too long it refuses with UNAVAILABLE ' +
+      'and erases nothing: send it again.',
     example: { userIds: ['yourUserId1', 'yourUserId2'], organizationIds: ['yourOrganizationId1', 'yourOrganizationId2'] },
   },
   mutates: true,
