@@ -194,6 +194,26 @@ test('the user docs speak of the product, not of the issues and sessions that bu
   assert.equal(found, [], `history in user docs:\n${found.join('\n')}`);
 });
 
+test("docs/development.md's use case and route are the code's (src/usecases/documents.ts, src/http/routes/documents.ts)", () => {
+  const dev = fs.readFileSync(path.join(ROOT, 'docs', 'development.md'), 'utf8');
+  const code = ['src/usecases/documents.ts', 'src/http/routes/documents.ts']
+    .map((f) => fs.readFileSync(path.join(ROOT, f), 'utf8'))
+    .join('\n')
+    .split('\n')
+    .map((l) => l.trim());
+  const shown = [...tsBlocks(section(dev, '## A use case (src/usecases/)')), ...tsBlocks(section(dev, '## Routes (src/http/routes/)'))];
+  assert.is(shown.length, 2);
+  let compared = 0;
+  for (const line of shown.join('\n').split('\n')) {
+    // A line as the code has it, its trailing comment (the guide's) left out; elided lines (...) and comments skipped.
+    const bare = line.replace(/\s+\/\/ .*$/, '').trim();
+    if (bare === '' || bare.startsWith('//') || bare.includes('...')) continue;
+    compared++;
+    assert.ok(code.includes(bare), `docs/development.md shows a line the code does not have: ${bare}`);
+  }
+  assert.ok(compared >= 20, `${compared} lines compared`);
+});
+
 /** One command of the walk-through and the answer the README shows under it (`#> ` lines, joined). */
 interface Step {
   command: string;
