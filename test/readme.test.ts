@@ -214,6 +214,15 @@ test("docs/development.md's use case and route are the code's (src/usecases/docu
   assert.ok(compared >= 20, `${compared} lines compared`);
 });
 
+test('docs/configuration.md names every variable src/config/config.ts reads', () => {
+  const config = fs.readFileSync(path.join(ROOT, 'src', 'config', 'config.ts'), 'utf8');
+  const names = new Set([...config.matchAll(/\benv\.([A-Z][A-Z0-9_]{2,})|\(env, '([A-Z][A-Z0-9_]{2,})'/g)].map((m) => m[1] ?? m[2]));
+  assert.ok(names.size >= 40, `${names.size} variables read`);
+  const page = fs.readFileSync(path.join(ROOT, 'docs', 'configuration.md'), 'utf8');
+  const missing = [...names].filter((n) => !page.includes(n));
+  assert.equal(missing, [], `docs/configuration.md does not name ${missing.join(', ')}`);
+});
+
 /** One command of the walk-through and the answer the README shows under it (`#> ` lines, joined). */
 interface Step {
   command: string;
