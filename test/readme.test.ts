@@ -279,7 +279,7 @@ function answerPattern(shown: string, known: Map<string, string>): RegExp {
   return new RegExp(`^${source}$`);
 }
 
-test("the README's curl walk-through runs against a started service and answers what the README shows", async () => {
+test("the README's curl walk-through runs against a started service and answers what the README shows; so does the typed client's", async () => {
   const steps = walkThrough(readme);
   const curls = steps.filter((s) => s.command.startsWith('curl '));
   assert.ok(curls.length >= 8, `${curls.length} curl commands in the walk-through`);
@@ -320,6 +320,17 @@ test("the README's curl walk-through runs against a started service and answers 
       for (const [name, value] of Object.entries(match.groups ?? {})) known.set(name, value);
     }
     for (const name of ['WS', 'WS_TOKEN', 'KEY', 'KEY_TOKEN']) assert.ok(known.get(name), `the walk-through never bound <${name}>`);
+    // The typed client's walk-through, run against the same service (a workspace of its own).
+    const [snippet] = tsBlocks(section(readme, '### The same walk-through with the typed client'));
+    const program = snippet
+      .replace("from '@collab-backend/client'", `from ${JSON.stringify(path.join(clientDir, 'src', 'index.ts'))}`)
+      .replace("'http://localhost:8080'", JSON.stringify(service.url));
+    assert.ok(program.includes(service.url) && !program.includes('@collab-backend/client'));
+    const file = path.join(dataDir, 'walk-through.mts');
+    fs.writeFileSync(file, `${program}\nconsole.log(JSON.stringify(answer));\n`);
+    const printed = execFileSync(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ADMIN_TOKEN: '' } });
+    const answer = JSON.parse(printed.trim().split('\n').pop()!);
+    assert.equal(answer.data, { ada: { organization: { acme: { accessRole: 'editor' } }, documents: { roadmap: { accessRole: 'editor', accessType: 'restricted' } } } });
     // The console the README sends the reader to next, and the reference.
     for (const [route, type] of [['/console', 'text/html'], ['/openapi.json', 'application/json'], ['/docs', 'text/html']] as const) {
       const r = await fetch(`${service.url}${route}`, { redirect: 'follow' });
