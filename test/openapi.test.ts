@@ -1,6 +1,6 @@
 /**
  * The generated reference (issue 15): the OpenAPI document at `GET /openapi.json` is valid
- * OpenAPI 3.1, names every route of the README's table and every route the app serves, with
+ * OpenAPI 3.1, names every route of docs/guide.md's table and every route the app serves, with
  * both credential modes and the failure envelopes; `GET /docs` renders it in a real browser
  * (Debian's chromium through playwright-core) without reaching any other host; and the check
  * that holds every test's answers to their route's schemas (src/http/response-check.ts)
@@ -33,14 +33,14 @@ async function openApiDoc(h: Harness): Promise<any> {
 }
 
 /**
- * The `/v2/...` paths of the README's route table (section "The API"). A row names a full
+ * The `/v2/...` paths of docs/guide.md's route table (section "The API"). A row names a full
  * path, then shorter ones relative to it: `/v2/organizations/documents/add`, `get`,
  * `access/update` (siblings of its last segment), or `usergroups/users/add` after
  * `/v2/organizations/usergroups/add` (from the segment they share).
  */
 function readmeRoutes(readme: string): string[] {
   const start = readme.indexOf('| area | routes | credentials |');
-  assert.ok(start >= 0, 'README.md has no route table ("| area | routes | credentials |")');
+  assert.ok(start >= 0, 'docs/guide.md has no route table ("| area | routes | credentials |")');
   const rows = readme.slice(start).split('\n').slice(2);
   const out: string[] = [];
   for (const row of rows) {
@@ -53,7 +53,7 @@ function readmeRoutes(readme: string): string[] {
         out.push(name);
         continue;
       }
-      assert.ok(full, `README route table: "${name}" comes before any full /v2/ path in its row`);
+      assert.ok(full, `docs/guide.md route table: "${name}" comes before any full /v2/ path in its row`);
       const base = full.split('/');
       const first = name.split('/')[0];
       const shared = base.lastIndexOf(first, base.length - 2);
@@ -117,16 +117,16 @@ D('both credential modes are security schemes, used by the routes of each mode',
   ]);
 });
 
-D("names every route of the README's table", ({ doc }) => {
-  const routes = readmeRoutes(fs.readFileSync(path.join(root, 'README.md'), 'utf8'));
+D("names every route of docs/guide.md's table", ({ doc }) => {
+  const routes = readmeRoutes(fs.readFileSync(path.join(root, 'docs', 'guide.md'), 'utf8'));
   // The table's shorthand resolves as a reader would read it (a parse that found nothing
   // would pass the check below vacuously).
   for (const p of ['/v2/workspace/create', '/v2/organizations/access/disablestate/update', '/v2/organizations/usergroups/users/delete', '/v2/agents/groups/list', '/v2/auth/generate_token']) {
-    assert.ok(routes.includes(p), `README table parse misses ${p}: ${routes.join(' ')}`);
+    assert.ok(routes.includes(p), `docs/guide.md table parse misses ${p}: ${routes.join(' ')}`);
   }
-  assert.ok(routes.length >= 50, `only ${routes.length} routes read from the README table`);
+  assert.ok(routes.length >= 50, `only ${routes.length} routes read from the docs/guide.md table`);
   const missing = routes.filter((p) => !doc.paths[p]?.post);
-  assert.equal(missing, [], `README routes missing from the document: ${missing.join(', ')}`);
+  assert.equal(missing, [], `docs/guide.md routes missing from the document: ${missing.join(', ')}`);
 });
 
 D('names every POST route the app serves', ({ h, doc }) => {

@@ -79,7 +79,7 @@ function asApiError(err: unknown): never {
 
 export function operationsRoutes(services: Services): AnyRoute[] {
   const operatorOnly = () => {
-    if (!services.config.adminToken) throw failedPrecondition('The operator routes need ADMIN_TOKEN set on the service (README, Configuration).');
+    if (!services.config.adminToken) throw failedPrecondition('The operator routes need ADMIN_TOKEN set on the service (docs/configuration.md).');
   };
   const common = { tag: 'Operations', auth: 'admin' as const, errors: ['FAILED_PRECONDITION'] as const };
   const status = defineRoute({
