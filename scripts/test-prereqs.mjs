@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// What `npm test` needs beyond Node, checked before anything runs (README, Tests): the
+// What `npm test` needs beyond Node, checked before anything runs (README, Quick start): the
 // PostgreSQL suites start a throwaway server from PostgreSQL's server binaries, the browser
 // tests drive Chromium, and the several-hosts suite makes network namespaces with `ip netns`
 // (root). Where one is missing, `npm test` installs it as `.ci/run` does (Debian's packages,
@@ -68,7 +68,7 @@ export function message(items) {
     'npm test cannot run everything on this machine: it needs',
     ...items.map((m) => `  - ${m.what}: ${m.pkg ? `Debian/Ubuntu package \`${m.pkg}\`, ` : ''}${m.instead}`),
     ...(items.some((m) => m.pkg) ? [`Install them (apt-get install ${items.filter((m) => m.pkg).map((m) => m.pkg).join(' ')}) and run npm test again.`] : []),
-    'What each is for: (README, Tests).',
+    'What each is for: (README, Quick start).',
     '',
   ].join('\n');
 }
