@@ -27,7 +27,6 @@ import {
   type AdvancedWebhookEndpointDoc,
   type AdvancedWebhookSettingsDoc,
 } from '../../projections/advanced-webhooks.js';
-import { REDACTED } from '../../commands/service-config.js';
 import { decodePageToken, encodePageToken } from '../../queries/paging.js';
 import { ADVANCED_ENDPOINT_PREFIX, newSigningSecret, rsaPublicKey } from '../webhooks/advanced.js';
 import { failedPrecondition, invalidArgument } from '../shared/errors.js';
