@@ -326,7 +326,7 @@ E('the document\'s audit: its changes with time, event and who; a reload keeps t
 E('users of the organization, and what one of them can open', async ({ page, h, t }) => {
   await page.getByRole('navigation', { name: 'Breadcrumb' }).getByRole('link', { name: 'Acme' }).click();
   await page.getByRole('link', { name: 'Users', exact: true }).click();
-  await page.getByRole('heading', { name: 'Users of o1' }).waitFor();
+  await page.getByRole('heading', { name: 'Users of Acme' }).waitFor();
   await page.locator('tbody tr').nth(2).waitFor();
   await axe(page, 'users');
   await shot(page, 'users');
@@ -344,7 +344,7 @@ E('users of the organization, and what one of them can open', async ({ page, h, 
 E('the organization\'s groups (usergroups/get) and one group\'s members', async ({ page, h, t, base }) => {
   await page.goto(`${base}/console/#/orgs/o1`);
   await page.getByRole('navigation', { name: 'Organization' }).getByRole('link', { name: 'Groups' }).click();
-  await page.getByRole('heading', { name: 'Groups of o1' }).waitFor();
+  await page.getByRole('heading', { name: 'Groups of Acme' }).waitFor();
   assert.match(page.url(), /#\/orgs\/o1\/groups$/);
   const groups = (await h.ok('/v2/organizations/usergroups/get', { organizationId: 'o1' }, t.headers)).data as { groupId: string; groupName: string; memberCount: number }[];
   assert.equal(groups.map((g) => g.groupId), ['eng', 'ops']);
@@ -368,7 +368,7 @@ E('the organization\'s groups (usergroups/get) and one group\'s members', async 
   await axe(page, 'group');
   await shot(page, 'group');
   await page.getByRole('navigation', { name: 'Breadcrumb' }).getByRole('link', { name: 'Groups' }).click();
-  await page.getByRole('heading', { name: 'Groups of o1' }).waitFor();
+  await page.getByRole('heading', { name: 'Groups of Acme' }).waitFor();
 });
 
 /**
@@ -671,9 +671,9 @@ E('a fresh API key starts in the console: its first organization, a folder, a do
       ['#/orgs/team', 'Team Space'],
       ['#/orgs/team/folders/projects', 'Team Space'],
       ['#/orgs/team/documents/roadmap/explain/erin', 'Roadmap 2027'],
-      ['#/orgs/team/users', 'Users of team'],
+      ['#/orgs/team/users', 'Users of Team Space'],
       ['#/orgs/team/users/erin', 'What erin can open'],
-      ['#/orgs/team/groups', 'Groups of team'],
+      ['#/orgs/team/groups', 'Groups of Team Space'],
       ['#/orgs/team/groups/writers', 'Group writers'],
       ['#/orgs/team/documents/roadmap/timeline', 'Access timeline of document roadmap'],
       ['#/orgs/team/documents/roadmap/audit', 'Audit of roadmap'],

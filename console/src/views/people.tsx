@@ -56,7 +56,7 @@ export function Users({ client, org }: { client: CollabClient; org: string }) {
   return (
     <div>
       <Crumbs org={org} orgName={orgName} trail={[{ label: 'Users' }]} />
-      <h1>Users of {org}</h1>
+      <h1>Users of {orgName.data ?? org}</h1>
       <div class="split">
         <section aria-labelledby="users-title">
           <h2 id="users-title" class="sr-only">
@@ -141,7 +141,7 @@ export function Groups({ client, org }: { client: CollabClient; org: string }) {
   return (
     <div>
       <Crumbs org={org} orgName={orgName} trail={[{ label: 'Groups' }]} />
-      <h1>Groups of {org}</h1>
+      <h1>Groups of {orgName.data ?? org}</h1>
       <div class="split">
       <section aria-labelledby="groups-title">
       <h2 id="groups-title" class="sr-only">
