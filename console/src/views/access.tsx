@@ -126,50 +126,50 @@ export function WhoCanOpen({ client, r, explainRoute, version, asOf }: { client:
     <section aria-labelledby="who-title">
       <h2 id="who-title">{asOf !== undefined ? 'Who could open it then' : 'Who can open it'}</h2>
       <div class="access">
-      <div>
-      <Show loaded={users}>
-        {({ data }) => (
-          <>
-            <p>
-              Access type <strong>{data.accessType}</strong>: {data.everyone ? `${meaningOf('public') ?? ''}; the users listed hold grants, which set their role` : data.accessType === 'public' ? 'nobody can open it while it is disabled' : meaningOf(data.accessType) ?? 'see docs/permissions.md'}.
-            </p>
-            <div class="scroll">
-              <table class="users">
-                <caption class="sr-only">
-                  Users who {asOf !== undefined ? `could open ${r.kind} ${r.id} as of ${asOf}` : `can open ${r.kind} ${r.id}`}
-                </caption>
-                <thead>
-                  <tr>
-                    <th scope="col">User</th>
-                    <th scope="col">Role</th>
-                    <th scope="col">Through</th>
-                    {asOf === undefined ? <th scope="col">Actions</th> : null}
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.users.map((u) => (
-                    <tr key={`${u.userId}`} data-user={u.userId}>
-                      <td>
-                        <Link to={explainRoute(u.userId)}>{u.userId}</Link>
-                      </td>
-                      <td>{u.accessRole}</td>
-                      <td>{viaText(u.via)}</td>
-                      {asOf === undefined ? (
-                        <td>
-                          <Revoke client={client} r={r} userId={u.userId} via={u.via} done={users.reload} />
-                        </td>
-                      ) : null}
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-            {data.users.length === 0 ? <p class="muted">{asOf !== undefined ? 'No user held a grant that reached it then.' : 'No user holds a grant that reaches it.'}</p> : null}
-          </>
-        )}
-      </Show>
-      </div>
-      {asOf === undefined ? <Grant client={client} r={r} done={users.reload} /> : null}
+        <div>
+          <Show loaded={users}>
+            {({ data }) => (
+              <>
+                <p>
+                  Access type <strong>{data.accessType}</strong>: {data.everyone ? `${meaningOf('public') ?? ''}; the users listed hold grants, which set their role` : data.accessType === 'public' ? 'nobody can open it while it is disabled' : meaningOf(data.accessType) ?? 'see docs/permissions.md'}.
+                </p>
+                <div class="scroll">
+                  <table class="users">
+                    <caption class="sr-only">
+                      Users who {asOf !== undefined ? `could open ${r.kind} ${r.id} as of ${asOf}` : `can open ${r.kind} ${r.id}`}
+                    </caption>
+                    <thead>
+                      <tr>
+                        <th scope="col">User</th>
+                        <th scope="col">Role</th>
+                        <th scope="col">Through</th>
+                        {asOf === undefined ? <th scope="col">Actions</th> : null}
+                      </tr>
+                    </thead>
+                    <tbody>
+                      {data.users.map((u) => (
+                        <tr key={`${u.userId}`} data-user={u.userId}>
+                          <td>
+                            <Link to={explainRoute(u.userId)}>{u.userId}</Link>
+                          </td>
+                          <td>{u.accessRole}</td>
+                          <td>{viaText(u.via)}</td>
+                          {asOf === undefined ? (
+                            <td>
+                              <Revoke client={client} r={r} userId={u.userId} via={u.via} done={users.reload} />
+                            </td>
+                          ) : null}
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </div>
+                {data.users.length === 0 ? <p class="muted">{asOf !== undefined ? 'No user held a grant that reached it then.' : 'No user holds a grant that reaches it.'}</p> : null}
+              </>
+            )}
+          </Show>
+        </div>
+        {asOf === undefined ? <Grant client={client} r={r} done={users.reload} /> : null}
       </div>
     </section>
   );

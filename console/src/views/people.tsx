@@ -143,70 +143,70 @@ export function Groups({ client, org }: { client: CollabClient; org: string }) {
       <Crumbs org={org} orgName={orgName} trail={[{ label: 'Groups' }]} />
       <h1>Groups of {orgName.data ?? org}</h1>
       <div class="split">
-      <section aria-labelledby="groups-title">
-      <h2 id="groups-title" class="sr-only">
-        The groups
-      </h2>
-      <Show loaded={page}>
-        {(res) => (
-          <>
-            {res.data.length === 0 ? (
-              <p class="muted">No group.</p>
-            ) : (
-              <div class="scroll">
-                <table>
-                  <caption class="sr-only">{`Groups of ${org}`}</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Group</th>
-                      <th scope="col">Name</th>
-                      <th scope="col">Members</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {res.data.map((g) => (
-                      <tr key={g.groupId} data-group={g.groupId}>
-                        <td>
-                          <Link to={{ view: 'group', org, group: g.groupId }}>{g.groupId}</Link>
-                        </td>
-                        <td>{g.groupName}</td>
-                        <td>{g.memberCount}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+        <section aria-labelledby="groups-title">
+          <h2 id="groups-title" class="sr-only">
+            The groups
+          </h2>
+          <Show loaded={page}>
+            {(res) => (
+              <>
+                {res.data.length === 0 ? (
+                  <p class="muted">No group.</p>
+                ) : (
+                  <div class="scroll">
+                    <table>
+                      <caption class="sr-only">{`Groups of ${org}`}</caption>
+                      <thead>
+                        <tr>
+                          <th scope="col">Group</th>
+                          <th scope="col">Name</th>
+                          <th scope="col">Members</th>
+                        </tr>
+                      </thead>
+                      <tbody>
+                        {res.data.map((g) => (
+                          <tr key={g.groupId} data-group={g.groupId}>
+                            <td>
+                              <Link to={{ view: 'group', org, group: g.groupId }}>{g.groupId}</Link>
+                            </td>
+                            <td>{g.groupName}</td>
+                            <td>{g.memberCount}</td>
+                          </tr>
+                        ))}
+                      </tbody>
+                    </table>
+                  </div>
+                )}
+                <nav class="row" aria-label="Group pages">
+                  <button type="button" disabled={tokens.length === 1} onClick={() => setTokens(tokens.slice(0, -1))}>
+                    Previous page
+                  </button>
+                  <button type="button" disabled={!res.pageToken} onClick={() => res.pageToken && setTokens([...tokens, res.pageToken])}>
+                    Next page
+                  </button>
+                </nav>
+              </>
             )}
-            <nav class="row" aria-label="Group pages">
-              <button type="button" disabled={tokens.length === 1} onClick={() => setTokens(tokens.slice(0, -1))}>
-                Previous page
-              </button>
-              <button type="button" disabled={!res.pageToken} onClick={() => res.pageToken && setTokens([...tokens, res.pageToken])}>
-                Next page
-              </button>
-            </nav>
-          </>
-        )}
-      </Show>
-      </section>
-      <AddForm
-        id="new-group"
-        title="New group"
-        hint="A group holds users of the organization; a grant to the group reaches each member."
-        fields={[
-          { name: 'id', label: 'Group id', required: true },
-          { name: 'name', label: 'Group name' },
-        ]}
-        submit="Create group"
-        run={async (v) => {
-          const group = { groupId: v.id ?? '', ...(v.name ? { groupName: v.name } : {}) };
-          return failedItems((await client.call('/v2/organizations/usergroups/add', { organizationId: org, organizationUserGroups: [group] })).data).join('; ') || undefined;
-        }}
-        done={(v) => {
-          page.reload();
-          return `Group ${v.name || v.id} created.`;
-        }}
-      />
+          </Show>
+        </section>
+        <AddForm
+          id="new-group"
+          title="New group"
+          hint="A group holds users of the organization; a grant to the group reaches each member."
+          fields={[
+            { name: 'id', label: 'Group id', required: true },
+            { name: 'name', label: 'Group name' },
+          ]}
+          submit="Create group"
+          run={async (v) => {
+            const group = { groupId: v.id ?? '', ...(v.name ? { groupName: v.name } : {}) };
+            return failedItems((await client.call('/v2/organizations/usergroups/add', { organizationId: org, organizationUserGroups: [group] })).data).join('; ') || undefined;
+          }}
+          done={(v) => {
+            page.reload();
+            return `Group ${v.name || v.id} created.`;
+          }}
+        />
       </div>
     </div>
   );
