@@ -58,17 +58,19 @@ function Revoke({ client, r, userId, via, done }: { client: CollabClient; r: Res
  * says so before the grant is confirmed, and says it again in the dialog.
  */
 function useKnownUser(client: CollabClient, org: string, user: string | undefined): 'checking' | 'known' | 'unknown' | 'none' {
-  const check = useLoad(
+  const check = useLoad<{ user: string | undefined; known: boolean }>(
     () =>
       user === undefined
-        ? Promise.resolve(true)
-        : client.call('/v2/users/get', { organizationId: org, userIds: [user] }).then((res) => Array.isArray(res.data) && (res.data as { userId: string }[]).some((u) => u.userId === user)),
+        ? Promise.resolve({ user, known: true })
+        : client.call('/v2/users/get', { organizationId: org, userIds: [user] }).then((res) => ({ user, known: Array.isArray(res.data) && (res.data as { userId: string }[]).some((u) => u.userId === user) })),
     [org, user],
   );
   if (user === undefined) return 'none';
-  if (check.loading) return 'checking';
   // A refused check (an id longer than ids may be) warns of nothing: the grant's own refusal will.
-  return check.data === false && check.error === undefined ? 'unknown' : 'known';
+  if (check.error !== undefined) return 'known';
+  // Until the answer is this id's (not the previous one's), nothing is said either way.
+  if (check.loading || check.data?.user !== user) return 'checking';
+  return check.data.known ? 'known' : 'unknown';
 }
 
 function Grant({ client, r, done }: { client: CollabClient; r: ResourceRef; done: () => void }) {
