@@ -68,7 +68,7 @@ export function Users({ client, org }: { client: CollabClient; org: string }) {
         <AddForm
           id="new-user"
           title="Add a user"
-          hint="The user gets a grant on the organization with this role: organizationPrivate documents open to them, restricted ones need a grant of their own."
+          hint="The user gets a grant on the organization with this role: it opens organizationPrivate documents; a restricted one needs a grant on it or on a folder above it (the user's or a group's)."
           fields={[
             { name: 'id', label: 'User id', required: true },
             { name: 'name', label: 'Name' },
