@@ -3,7 +3,7 @@
 // 1. tsc checks the sources (console/tsconfig.json: strict, DOM, Preact's JSX);
 // 2. esbuild bundles console/src/main.tsx with Preact and the typed client of
 //    clients/typescript/src into one minified ES module, console.js;
-// 3. index.html and console.css are copied beside it;
+// 3. index.html, console.css and favicon.svg are copied beside it;
 // 4. the bundle budget is checked: over it, the build fails.
 // console/dist/ is committed: production serves it as it is and never runs this (esbuild and
 // Preact are devDependencies). test/console.build.test.ts builds into a temporary folder with
@@ -40,8 +40,8 @@ export async function buildConsole(outDir = path.join(root, 'console', 'dist')) 
     charset: 'utf8',
     logLevel: 'silent',
   });
-  for (const f of ['index.html', 'console.css']) copyFileSync(path.join(root, 'console', 'src', f), path.join(outDir, f));
-  const sizes = Object.fromEntries(['console.js', 'console.css', 'index.html'].map((f) => [f, readFileSync(path.join(outDir, f)).length]));
+  for (const f of ['index.html', 'console.css', 'favicon.svg']) copyFileSync(path.join(root, 'console', 'src', f), path.join(outDir, f));
+  const sizes = Object.fromEntries(['console.js', 'console.css', 'index.html', 'favicon.svg'].map((f) => [f, readFileSync(path.join(outDir, f)).length]));
   const script = readFileSync(path.join(outDir, 'console.js'));
   const measured = { scriptBytes: script.length, scriptGzipBytes: gzipSync(script, { level: 9 }).length, totalBytes: Object.values(sizes).reduce((a, b) => a + b, 0) };
   const over = Object.entries(BUDGET).filter(([k, max]) => measured[k] > max);

@@ -15,7 +15,7 @@ import { harness, tempDir, type Harness } from './support/app.js';
 import { CONSOLE_CSP, consoleDir, installConsole } from '../src/http/console.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const FILES = ['index.html', 'console.js', 'console.css'];
+const FILES = ['index.html', 'console.js', 'console.css', 'favicon.svg'];
 
 const B = suite('console: the committed build');
 
@@ -62,6 +62,7 @@ S('GET /console, /console/ and each asset: 200, its type, the CSP, no framing, n
     ['/console/', /^text\/html/, 'index.html'],
     ['/console/console.js', /^text\/javascript/, 'console.js'],
     ['/console/console.css', /^text\/css/, 'console.css'],
+    ['/console/favicon.svg', /^image\/svg\+xml/, 'favicon.svg'],
   ];
   for (const [url, type, file] of cases) {
     const res = await h.app.inject({ method: 'GET', url });
@@ -72,6 +73,15 @@ S('GET /console, /console/ and each asset: 200, its type, the CSP, no framing, n
     assert.is(res.headers['x-content-type-options'], 'nosniff', url);
     assert.ok(res.rawPayload.equals(fs.readFileSync(path.join(consoleDir(), file))), `${url} serves console/dist/${file}`);
   }
+});
+
+S('/favicon.ico is no 404: it sends the browser to the console\'s icon', async ({ h }) => {
+  const res = await h.app.inject({ method: 'GET', url: '/favicon.ico' });
+  assert.is(res.statusCode, 301);
+  assert.is(res.headers.location, '/console/favicon.svg');
+  const icon = await h.app.inject({ method: 'GET', url: String(res.headers.location) });
+  assert.is(icon.statusCode, 200);
+  assert.match(icon.body, /^<svg /);
 });
 
 S('the policy: scripts from the service only, no inline script, no framing', () => {

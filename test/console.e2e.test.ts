@@ -30,9 +30,10 @@ interface PageElement {
   textContent: string | null;
   getAttribute(name: string): string | null;
 }
-declare const window: { __xss?: number; __inline?: number; axe: { run(): Promise<{ violations: { id: string; impact: string; help: string; nodes: unknown[] }[] }> } };
+declare const window: { innerWidth: number; __xss?: number; __inline?: number; axe: { run(): Promise<{ violations: { id: string; impact: string; help: string; nodes: unknown[] }[] }> } };
 declare const document: {
   cookie: string;
+  documentElement: { scrollWidth: number };
   querySelector(selector: string): unknown;
   fonts: { ready: Promise<unknown> };
   createElement(tag: string): PageElement;
@@ -112,6 +113,18 @@ async function shot(page: Page, name: string) {
   const png = await page.screenshot({ fullPage: true, animations: 'disabled', mask: VOLATILE.map((s) => page.locator(s)), maskColor: '#d0d7de' });
   fs.mkdirSync(SHOTS, { recursive: true });
   if (!fs.existsSync(file) || !fs.readFileSync(file).equals(png)) fs.writeFileSync(file, png);
+}
+
+/** The breadcrumb's links once every name in it has loaded. */
+async function crumbs(page: Page): Promise<string[]> {
+  await page.waitForFunction(() => !document.querySelector('.crumbs [aria-busy="true"]'));
+  return page.locator('.crumbs a').allInnerTexts();
+}
+
+/** Nothing wider than the viewport: no sideways scroll (a phone's 375 px included). */
+async function fits(page: Page, view: string) {
+  const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+  assert.ok(scroll <= inner, `${view}: ${scroll} px wide in a ${inner} px viewport`);
 }
 
 const E = suite<Ctx>('console in headless Chromium');
@@ -217,6 +230,8 @@ E('a document: who can open it, and one user\'s explanation drawn with the decid
     await row.waitFor();
     assert.match(await row.innerText(), new RegExp(u.accessRole));
   }
+  // Names in the breadcrumb, ids nowhere in it.
+  assert.equal(await crumbs(page), ['Organizations', 'Acme', 'Engineering', 'Specs']);
   await page.locator('tr[data-user="alice"]').getByRole('link', { name: 'alice' }).click();
   await page.getByRole('heading', { name: /Why alice/ }).waitFor();
   const why = (await h.ok('/v2/auth/permissions/explain', { organizationId: 'o1', userId: 'alice', documentId: 'd1' }, t.headers)).data;
@@ -234,10 +249,18 @@ E('a document: who can open it, and one user\'s explanation drawn with the decid
 
 E('grant access: it appears; a refused grant shows the envelope\'s message; revoke: it goes', async (ctx) => {
   const { page } = ctx;
+  // carol is a user of the organization: no warning. dave is not: warned before and in the dialog.
+  await page.getByLabel('User id', { exact: true }).fill('carol');
+  await page.locator('[data-user-check="known"]').waitFor({ state: 'attached' });
+  assert.is(await page.locator('.grant .warning').count(), 0);
   await page.getByLabel('User id', { exact: true }).fill('dave');
+  const warning = page.locator('.grant .warning[data-user-check="unknown"]');
+  await warning.waitFor();
+  assert.match(await warning.innerText(), /The organization has no user dave/);
   await page.getByRole('button', { name: 'Grant', exact: true }).click();
   const dialog = page.getByRole('dialog');
   await dialog.getByText('Give user dave viewer access to document d1?').waitFor();
+  assert.match(await dialog.innerText(), /has no user dave/);
   await dialog.getByRole('button', { name: 'Confirm' }).click();
   await page.locator('tr[data-user="dave"]').waitFor();
   // dave's grant has happened (it shows); the revoke below happens after this instant.
@@ -283,8 +306,8 @@ E('change the access type; disable and enable; move (refused, then done); each c
   await page.getByLabel(/^Move to folder id/).fill('f1');
   await page.getByRole('button', { name: 'Move', exact: true }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
-  await page.locator('.crumbs a', { hasText: 'f2' }).waitFor({ state: 'detached' });
-  assert.equal(await page.locator('.crumbs a').allInnerTexts(), ['Organizations', 'o1', 'f1']);
+  await page.locator('.crumbs a', { hasText: 'Specs' }).waitFor({ state: 'detached' });
+  assert.equal(await crumbs(page), ['Organizations', 'Acme', 'Engineering'], 'the breadcrumb names the organization and the folder');
 });
 
 E('the document\'s audit: its changes with time, event and who; a reload keeps the view', async ({ page }) => {
@@ -301,9 +324,9 @@ E('the document\'s audit: its changes with time, event and who; a reload keeps t
 });
 
 E('users of the organization, and what one of them can open', async ({ page, h, t }) => {
-  await page.getByRole('link', { name: 'o1' }).first().click();
+  await page.getByRole('navigation', { name: 'Breadcrumb' }).getByRole('link', { name: 'Acme' }).click();
   await page.getByRole('link', { name: 'Users', exact: true }).click();
-  await page.getByRole('heading', { name: 'Users of o1' }).waitFor();
+  await page.getByRole('heading', { name: 'Users of Acme' }).waitFor();
   await page.locator('tbody tr').nth(2).waitFor();
   await axe(page, 'users');
   await shot(page, 'users');
@@ -321,7 +344,7 @@ E('users of the organization, and what one of them can open', async ({ page, h, 
 E('the organization\'s groups (usergroups/get) and one group\'s members', async ({ page, h, t, base }) => {
   await page.goto(`${base}/console/#/orgs/o1`);
   await page.getByRole('navigation', { name: 'Organization' }).getByRole('link', { name: 'Groups' }).click();
-  await page.getByRole('heading', { name: 'Groups of o1' }).waitFor();
+  await page.getByRole('heading', { name: 'Groups of Acme' }).waitFor();
   assert.match(page.url(), /#\/orgs\/o1\/groups$/);
   const groups = (await h.ok('/v2/organizations/usergroups/get', { organizationId: 'o1' }, t.headers)).data as { groupId: string; groupName: string; memberCount: number }[];
   assert.equal(groups.map((g) => g.groupId), ['eng', 'ops']);
@@ -345,7 +368,7 @@ E('the organization\'s groups (usergroups/get) and one group\'s members', async 
   await axe(page, 'group');
   await shot(page, 'group');
   await page.getByRole('navigation', { name: 'Breadcrumb' }).getByRole('link', { name: 'Groups' }).click();
-  await page.getByRole('heading', { name: 'Groups of o1' }).waitFor();
+  await page.getByRole('heading', { name: 'Groups of Acme' }).waitFor();
 });
 
 /**
@@ -504,6 +527,171 @@ E('with the workspace credentials: the workspace\'s API keys and the key\'s auth
   assert.not.ok(stored.includes(ws['x-service-workspace-auth-token']!), 'the workspace token is kept in memory only');
   await axe(page, 'API keys');
   await shot(page, 'apikeys');
+});
+
+E('a fresh API key starts in the console: its first organization, a folder, a document, users, a group and a member, grants (an unknown user warned of)', async ({ browser, base, h }) => {
+  const fresh = await h.tenant();
+  const api = (url: string, data: unknown) => h.ok(url, data, fresh.headers);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.route('**/*', (route) => (new URL(route.request().url()).origin === base ? route.continue() : route.abort()));
+  try {
+    await page.goto(`${base}/console/`);
+    await page.getByLabel('API key').fill(fresh.headers['x-service-api-key']!);
+    await page.getByLabel('Auth token').fill(fresh.headers['x-service-auth-token']!);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    // The empty state offers the first organization.
+    await page.getByText('This API key has no organization yet.').waitFor();
+    const first = page.getByRole('form', { name: 'Create the first organization' });
+    await first.waitFor();
+    await axe(page, 'no organization yet');
+    await shot(page, 'start');
+    await first.getByLabel('Organization id').fill('team');
+    await first.getByLabel('Name').fill('Team Space');
+    await first.getByRole('button', { name: 'Create organization' }).click();
+    await page.getByRole('heading', { name: 'Team Space', level: 1 }).waitFor();
+    assert.match(page.url(), /#\/orgs\/team$/);
+    assert.equal((await api('/v2/organizations/get', {})).data.map((o: { organizationId: string; organizationName: string }) => [o.organizationId, o.organizationName]), [['team', 'Team Space']]);
+
+    // A restricted folder at the top, then a document in it (inheriting restricted).
+    const folderForm = page.getByRole('form', { name: 'New folder' });
+    await folderForm.getByLabel('Folder id').fill('projects');
+    await folderForm.getByLabel('Folder name').fill('Projects');
+    await folderForm.getByLabel('Folder access type').selectOption('restricted');
+    await folderForm.getByRole('button', { name: 'Create folder' }).click();
+    await page.getByRole('heading', { name: 'Folder Projects' }).waitFor();
+    assert.match(page.url(), /#\/orgs\/team\/folders\/projects$/);
+    await page.getByRole('navigation', { name: 'Folders' }).getByRole('link', { name: 'Projects' }).waitFor();
+    // An id in use is the service's refusal, shown under the form.
+    await folderForm.getByLabel('Folder id').fill('projects');
+    await folderForm.getByRole('button', { name: 'Create folder' }).click();
+    await folderForm.getByRole('alert').filter({ hasText: /already exists/ }).waitFor();
+    const docForm = page.getByRole('form', { name: 'New document' });
+    await docForm.getByText('In folder Projects.').waitFor();
+    await axe(page, 'organization with its forms');
+    await shot(page, 'start-organization');
+    await docForm.getByLabel('Document id').fill('roadmap');
+    await docForm.getByLabel('Document name').fill('Roadmap 2027');
+    await docForm.getByRole('button', { name: 'Create document' }).click();
+    await page.getByRole('heading', { name: 'Roadmap 2027', level: 1 }).waitFor();
+    assert.match(page.url(), /#\/orgs\/team\/documents\/roadmap$/);
+    assert.equal(await crumbs(page), ['Organizations', 'Team Space', 'Projects']);
+    await page.locator('[data-fact="accessType"]', { hasText: 'restricted' }).waitFor();
+    const doc = (await api('/v2/organizations/documents/get', { organizationId: 'team', documentIds: ['roadmap'] })).data[0];
+    assert.equal([doc.documentName, doc.folderId, doc.accessType], ['Roadmap 2027', 'projects', 'restricted']);
+
+    // Two users of the organization; an id it has already is refused by the console.
+    await page.getByRole('navigation', { name: 'Breadcrumb' }).getByRole('link', { name: 'Team Space' }).click();
+    await page.getByRole('navigation', { name: 'Organization' }).getByRole('link', { name: 'Users' }).click();
+    const userForm = page.getByRole('form', { name: 'Add a user' });
+    for (const [id, name, role] of [['erin', 'Erin Example', 'editor'], ['frank', 'Frank Example', 'viewer']] as const) {
+      await userForm.getByLabel('User id').fill(id);
+      await userForm.getByLabel('Name').fill(name);
+      await userForm.getByLabel('Email').fill(`${id}@example.com`);
+      await userForm.getByLabel('Role in the organization').selectOption(role);
+      await userForm.getByRole('button', { name: 'Add user' }).click();
+      await page.getByRole('row', { name: new RegExp(`^${id} ${name}`) }).waitFor();
+    }
+    await userForm.getByLabel('User id').fill('erin');
+    await userForm.getByRole('button', { name: 'Add user' }).click();
+    await userForm.getByRole('alert').filter({ hasText: 'erin is a user of this organization already.' }).waitFor();
+    const users = (await api('/v2/users/get', { organizationId: 'team' })).data as { userId: string; name: string; accessRole: string }[];
+    assert.equal(users.map((u) => [u.userId, u.name, u.accessRole]), [['erin', 'Erin Example', 'editor'], ['frank', 'Frank Example', 'viewer']]);
+    await axe(page, 'users with the add form');
+    await shot(page, 'start-users');
+    // The user's page names them in its breadcrumb.
+    await page.getByRole('link', { name: 'erin', exact: true }).click();
+    await page.getByRole('heading', { name: 'What erin can open' }).waitFor();
+    assert.equal(await crumbs(page), ['Organizations', 'Team Space', 'Users']);
+    assert.match(await page.locator('.crumbs').innerText(), /Users \/ Erin Example$/);
+
+    // A group, erin in it; a user the organization does not have cannot join.
+    await page.goto(`${base}/console/#/orgs/team/groups`);
+    const groupForm = page.getByRole('form', { name: 'New group' });
+    await groupForm.getByLabel('Group id').fill('writers');
+    await groupForm.getByLabel('Group name').fill('Writers');
+    await groupForm.getByRole('button', { name: 'Create group' }).click();
+    await page.locator('tr[data-group="writers"]').waitFor();
+    await page.locator('tr[data-group="writers"]').getByRole('link', { name: 'writers' }).click();
+    await page.getByRole('heading', { name: 'Group writers' }).waitFor();
+    assert.equal(await crumbs(page), ['Organizations', 'Team Space', 'Groups']);
+    assert.match(await page.locator('.crumbs').innerText(), /Groups \/ Writers$/);
+    const memberForm = page.getByRole('form', { name: 'Add a member' });
+    await memberForm.getByLabel('Member user id').fill('erin');
+    await memberForm.getByRole('button', { name: 'Add to group' }).click();
+    await page.getByRole('region', { name: /Members/ }).getByRole('link', { name: 'erin' }).waitFor();
+    await memberForm.getByLabel('Member user id').fill('nobody');
+    await memberForm.getByRole('button', { name: 'Add to group' }).click();
+    await memberForm.getByRole('alert').filter({ hasText: /not a member of the organization/ }).waitFor();
+    const groups = (await api('/v2/organizations/usergroups/get', { organizationId: 'team' })).data as { groupId: string; memberCount: number }[];
+    assert.equal(groups.map((g) => [g.groupId, g.memberCount]), [['writers', 1]]);
+    await axe(page, 'group with the member form');
+    await shot(page, 'start-group');
+
+    // Grants on the document: frank is known (no warning); a typo is warned of, and still granted,
+    // as the API allows; the group's grant reaches erin.
+    await page.goto(`${base}/console/#/orgs/team/documents/roadmap`);
+    await page.getByRole('heading', { name: 'Roadmap 2027', level: 1 }).waitFor();
+    const grantId = page.getByLabel('User id', { exact: true });
+    await grantId.fill('frank');
+    await page.locator('[data-user-check="known"]').waitFor({ state: 'attached' });
+    assert.is(await page.locator('.grant .warning').count(), 0);
+    await grantId.fill('frnak');
+    const warning = page.locator('.grant .warning[data-user-check="unknown"]');
+    await warning.waitFor();
+    assert.match(await warning.innerText(), /^The organization has no user frnak/);
+    await axe(page, 'document, a grant to an unknown user warned of');
+    await shot(page, 'start-warning');
+    await page.getByRole('button', { name: 'Grant', exact: true }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByText(/Give user frnak viewer access to document roadmap\? The organization has no user frnak/).waitFor();
+    await dialog.getByRole('button', { name: 'Confirm' }).click();
+    await page.locator('tr[data-user="frnak"]').waitFor();
+    await page.getByLabel('To', { exact: true }).selectOption('group');
+    await page.getByLabel('Group id', { exact: true }).fill('writers');
+    assert.is(await page.locator('.grant .warning').count(), 0, 'a group is not checked as a user');
+    await page.getByLabel('Role', { exact: true }).selectOption('editor');
+    await page.getByRole('button', { name: 'Grant', exact: true }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+    await page.locator('tr[data-user="erin"]', { hasText: 'group writers' }).waitFor();
+    const who = (await api('/v2/auth/users/get', { organizationId: 'team', documentId: 'roadmap' })).data as { everyone: boolean; users: { userId: string; accessRole: string }[] };
+    assert.is(who.everyone, false);
+    assert.equal(who.users.map((u) => [u.userId, u.accessRole]).sort(), [['erin', 'editor'], ['frnak', 'viewer']]);
+    assert.match(await page.getByRole('region', { name: 'Who can open it' }).innerText(), /Access type restricted: only users with a grant on it or on a folder above it/);
+    await shot(page, 'start-grant');
+
+    // The icon: /favicon.ico answers with it, not a 404.
+    const icon = await page.request.get(`${base}/favicon.ico`);
+    assert.is(icon.status(), 200);
+    assert.match(icon.headers()['content-type'] ?? '', /^image\/svg\+xml/);
+
+    // At a phone's width every view fits: no sideways scroll, the header included.
+    await page.setViewportSize({ width: 375, height: 800 });
+    const views: [string, string][] = [
+      ['#/orgs', 'Organizations'],
+      ['#/orgs/team', 'Team Space'],
+      ['#/orgs/team/folders/projects', 'Team Space'],
+      ['#/orgs/team/documents/roadmap/explain/erin', 'Roadmap 2027'],
+      ['#/orgs/team/users', 'Users of Team Space'],
+      ['#/orgs/team/users/erin', 'What erin can open'],
+      ['#/orgs/team/groups', 'Groups of Team Space'],
+      ['#/orgs/team/groups/writers', 'Group writers'],
+      ['#/orgs/team/documents/roadmap/timeline', 'Access timeline of document roadmap'],
+      ['#/orgs/team/documents/roadmap/audit', 'Audit of roadmap'],
+    ];
+    for (const [hash, heading] of views) {
+      await page.goto(`${base}/console/${hash}`);
+      await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+      await page.waitForFunction(() => !document.querySelector('[aria-busy="true"]'));
+      await fits(page, `${hash} at 375 px`);
+    }
+    await page.goto(`${base}/console/#/orgs/team/documents/roadmap`);
+    await page.locator('tr[data-user="frnak"]').waitFor();
+    await fits(page, 'the document at 375 px');
+    await axe(page, 'document at 375 px');
+    await shot(page, 'phone');
+  } finally {
+    await page.close();
+  }
 });
 
 E('nothing was requested from another origin, and no URL carried a credential', async ({ requested, base, t }) => {

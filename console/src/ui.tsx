@@ -118,3 +118,116 @@ export function Confirm({ label, name, question, run, done, danger, disabled }: 
 }
 
 export const when = (ms: number | undefined) => (ms === undefined ? '' : new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC'));
+
+export interface Field {
+  name: string;
+  label: string;
+  required?: boolean;
+  type?: 'text' | 'email';
+  /** A select of these, the first chosen at first. */
+  options?: { value: string; label: string }[];
+}
+
+/**
+ * A form that adds something through one API call: labelled fields stacked, a submit button;
+ * a refusal (the envelope's message, or a batch item's) shows under it, and a success says what
+ * was added in a polite live region. The fields are emptied after a success.
+ */
+export function AddForm(props: {
+  id: string;
+  title: string;
+  /** A sentence under the title: where the new thing goes, what it is for. */
+  hint?: ComponentChildren;
+  fields: Field[];
+  submit: string;
+  /** The call; throws when refused, or returns a refusal message. */
+  run: (values: Record<string, string>) => Promise<string | void>;
+  /** After a success: what it says, and what to reload or where to go. */
+  done: (values: Record<string, string>) => string;
+}) {
+  const { id, title, hint, fields, submit, run, done } = props;
+  const initial = () => Object.fromEntries(fields.map((f) => [f.name, f.options?.[0]?.value ?? '']));
+  const [values, setValues] = useState<Record<string, string>>(initial);
+  const [error, setError] = useState<string | undefined>();
+  const [ok, setOk] = useState('');
+  const [busy, setBusy] = useState(false);
+  const send = async () => {
+    const v = Object.fromEntries(Object.entries(values).map(([k, x]) => [k, x.trim()]));
+    setBusy(true);
+    setError(undefined);
+    setOk('');
+    try {
+      const refused = await run(v);
+      if (refused) setError(refused);
+      else {
+        setValues(initial());
+        setOk(done(v));
+      }
+    } catch (err) {
+      setError(messageOf(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="add" aria-labelledby={`${id}-title`} onSubmit={(e) => (e.preventDefault(), void send())}>
+      <h2 id={`${id}-title`}>{title}</h2>
+      {hint ? <p class="muted">{hint}</p> : null}
+      {fields.map((f) => {
+        const fid = `${id}-${f.name}`;
+        const set = (x: string) => setValues((s) => ({ ...s, [f.name]: x }));
+        return (
+          <div key={f.name} class="field">
+            <label for={fid}>{f.label}</label>
+            {f.options ? (
+              <select id={fid} value={values[f.name]} onChange={(e) => set(e.currentTarget.value)}>
+                {f.options.map((o) => (
+                  <option key={o.value} value={o.value}>
+                    {o.label}
+                  </option>
+                ))}
+              </select>
+            ) : (
+              <input id={fid} type={f.type ?? 'text'} required={f.required} value={values[f.name]} onInput={(e) => set(e.currentTarget.value)} autoComplete="off" />
+            )}
+          </div>
+        );
+      })}
+      <div class="row">
+        <button type="submit" class="primary" disabled={busy}>
+          {submit}
+        </button>
+      </div>
+      <Failure message={error} />
+      <p class="ok" aria-live="polite">
+        {ok}
+      </p>
+    </form>
+  );
+}
+
+/** A resource's name where it has one, else its id. */
+export const named = (name: string | undefined, id: string) => (name !== undefined && name.trim() !== '' ? name : id);
+
+export interface Crumb {
+  to?: Route;
+  /** The name shown; the id while it loads or when the resource has none. */
+  label: string;
+  loading?: boolean;
+}
+
+/** Organizations / the organization's name / ...trail; a crumb without `to` is where you are. */
+export function Crumbs({ orgName, org, trail }: { orgName: Loaded<string>; org: string; trail: Crumb[] }) {
+  const crumbs: Crumb[] = [{ to: { view: 'org', org }, label: named(orgName.data, org), loading: orgName.data === undefined && !orgName.error }, ...trail];
+  return (
+    <nav aria-label="Breadcrumb" class="crumbs">
+      <Link to={{ view: 'orgs' }}>Organizations</Link>
+      {crumbs.map((c, i) => (
+        <span key={i} aria-busy={c.loading ? 'true' : undefined}>
+          {' / '}
+          {c.to ? <Link to={c.to}>{c.label}</Link> : c.label}
+        </span>
+      ))}
+    </nav>
+  );
+}

@@ -31,6 +31,7 @@ const ASSETS: Record<string, string> = {
   'index.html': 'text/html; charset=utf-8',
   'console.js': 'text/javascript; charset=utf-8',
   'console.css': 'text/css; charset=utf-8',
+  'favicon.svg': 'image/svg+xml',
 };
 
 /**
@@ -58,7 +59,7 @@ function secure(reply: FastifyReply, type: string): FastifyReply {
 }
 
 /**
- * Adds `GET /console` and `/console/<asset>`. The files are read once, here: a
+ * Adds `GET /console`, `/console/<asset>` and `/favicon.ico` (a redirect to the icon). The files are read once, here: a
  * missing build is a loud error at start, not a blank page later.
  */
 export function installConsole(app: FastifyInstance, dir = consoleDir()): void {
@@ -73,4 +74,7 @@ export function installConsole(app: FastifyInstance, dir = consoleDir()): void {
   // absolute path, so both URLs load them.
   app.get('/console', { schema: { hide: true } }, serve('index.html'));
   for (const name of Object.keys(ASSETS)) app.get(`/console/${name}`, { schema: { hide: true } }, serve(name));
+  // A browser asks for /favicon.ico by itself (on the API's own answers too): the console's
+  // icon, where it lives, rather than a 404 in every devtools console.
+  app.get('/favicon.ico', { schema: { hide: true } }, async (_req, reply) => reply.header('cache-control', 'public, max-age=86400').redirect('/console/favicon.svg', 301));
 }

@@ -7,7 +7,8 @@
 import { useState } from 'preact/hooks';
 import type { CollabClient } from '../api.js';
 import { navigate, type Route } from '../route.js';
-import { Link, Show, useLoad } from '../ui.js';
+import { useOrgName } from '../names.js';
+import { Crumbs, Link, Show, named, useLoad } from '../ui.js';
 
 /**
  * The picker's value is read as UTC, as the service's instants are: `<input type="datetime-local">`
@@ -95,13 +96,22 @@ function Change({ c }: { c: Interval['openedBy'] | null }) {
 
 export function Timeline({ client, org, kind, id }: { client: CollabClient; org: string; kind: 'document' | 'folder'; id: string }) {
   const history = useLoad(() => client.all('/v2/auth/access/history', { organizationId: org, ...(kind === 'document' ? { documentId: id } : { folderId: id }) }), [org, kind, id]);
+  const orgName = useOrgName(client, org);
+  const name = useLoad(
+    () =>
+      kind === 'document'
+        ? client.call('/v2/organizations/documents/get', { organizationId: org, documentIds: [id] }).then((r) => named(r.data[0]?.documentName, id))
+        : client.call('/v2/organizations/folders/get', { organizationId: org, folderId: id, maxDepth: 0 }).then((r) => named(r.data.find((f) => f.folderId === id)?.folderName, id)),
+    [org, kind, id],
+  );
   const resource = (asOf: number): Route => (kind === 'document' ? { view: 'document', org, doc: id, asOf: instant(asOf) } : { view: 'org', org, folder: id, asOf: instant(asOf) });
   return (
     <div>
-      <nav aria-label="Breadcrumb" class="crumbs">
-        <Link to={{ view: 'orgs' }}>Organizations</Link> / <Link to={{ view: 'org', org }}>{org}</Link> /{' '}
-        <Link to={kind === 'document' ? { view: 'document', org, doc: id } : { view: 'org', org, folder: id }}>{id}</Link> / Access timeline
-      </nav>
+      <Crumbs
+        org={org}
+        orgName={orgName}
+        trail={[{ to: kind === 'document' ? { view: 'document', org, doc: id } : { view: 'org', org, folder: id }, label: name.data ?? id, loading: name.loading }, { label: 'Access timeline' }]}
+      />
       <h1>
         Access timeline of {kind} {id}
       </h1>
@@ -111,43 +121,45 @@ export function Timeline({ client, org, kind, id }: { client: CollabClient; org:
           rows.length === 0 ? (
             <p class="muted">Nobody could open it through a grant yet.</p>
           ) : (
-            <table class="timeline">
-              <caption class="sr-only">
-                Who could open {kind} {id}, and when
-              </caption>
-              <thead>
-                <tr>
-                  <th scope="col">User</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">From (UTC)</th>
-                  <th scope="col">To (UTC)</th>
-                  <th scope="col">Through</th>
-                  <th scope="col">Opened by</th>
-                  <th scope="col">Closed by</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((r) => (
-                  <tr key={`${r.userId}@${r.from}`} data-interval={r.userId} data-open={r.to === null ? 'yes' : 'no'}>
-                    <th scope="row">{r.userId}</th>
-                    <td>{r.accessRole}</td>
-                    <td>
-                      <Link to={resource(r.from)}>
-                        <time dateTime={instant(r.from)}>{instant(r.from)}</time>
-                      </Link>
-                    </td>
-                    <td>{r.to === null ? 'now' : <time dateTime={instant(r.to)}>{instant(r.to)}</time>}</td>
-                    <td>{viaText(r.via)}</td>
-                    <td>
-                      <Change c={r.openedBy} />
-                    </td>
-                    <td>
-                      <Change c={r.closedBy} />
-                    </td>
+            <div class="scroll">
+              <table class="timeline">
+                <caption class="sr-only">
+                  Who could open {kind} {id}, and when
+                </caption>
+                <thead>
+                  <tr>
+                    <th scope="col">User</th>
+                    <th scope="col">Role</th>
+                    <th scope="col">From (UTC)</th>
+                    <th scope="col">To (UTC)</th>
+                    <th scope="col">Through</th>
+                    <th scope="col">Opened by</th>
+                    <th scope="col">Closed by</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {rows.map((r) => (
+                    <tr key={`${r.userId}@${r.from}`} data-interval={r.userId} data-open={r.to === null ? 'yes' : 'no'}>
+                      <th scope="row">{r.userId}</th>
+                      <td>{r.accessRole}</td>
+                      <td>
+                        <Link to={resource(r.from)}>
+                          <time dateTime={instant(r.from)}>{instant(r.from)}</time>
+                        </Link>
+                      </td>
+                      <td>{r.to === null ? 'now' : <time dateTime={instant(r.to)}>{instant(r.to)}</time>}</td>
+                      <td>{viaText(r.via)}</td>
+                      <td>
+                        <Change c={r.openedBy} />
+                      </td>
+                      <td>
+                        <Change c={r.closedBy} />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )
         }
       </Show>

@@ -19,27 +19,29 @@ function Deliveries({ client }: { client: CollabClient }) {
           res.data.length === 0 ? (
             <p class="muted">No delivery.</p>
           ) : (
-            <table>
-              <caption class="sr-only">Webhook deliveries</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Event</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Last error</th>
-                </tr>
-              </thead>
-              <tbody>
-                {res.data.map((d) => (
-                  <tr key={d.id}>
-                    <td>{d.eventType}</td>
-                    <td>{d.status}</td>
-                    <td>{d.attemptCount}</td>
-                    <td>{d.lastError ?? ''}</td>
+            <div class="scroll">
+              <table>
+                <caption class="sr-only">Webhook deliveries</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Event</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Attempts</th>
+                    <th scope="col">Last error</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {res.data.map((d) => (
+                    <tr key={d.id}>
+                      <td>{d.eventType}</td>
+                      <td>{d.status}</td>
+                      <td>{d.attemptCount}</td>
+                      <td>{d.lastError ?? ''}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )
         }
       </Show>
@@ -56,27 +58,29 @@ function ApiKeys({ client }: { client: CollabClient }) {
       <h3 id="keys-title">API keys of the workspace</h3>
       <Show loaded={keys}>
         {(rows) => (
-          <table>
-            <caption class="sr-only">API keys of the workspace</caption>
-            <thead>
-              <tr>
-                <th scope="col">API key</th>
-                <th scope="col">Name</th>
-                <th scope="col">Type</th>
-              </tr>
-            </thead>
-            <tbody>
-              {[...rows.filter((k) => k.id === mine), ...rows.filter((k) => k.id !== mine)].map((k) => (
-                <tr key={k.id} data-api-key={k.id === mine ? 'signed-in' : 'other'}>
-                  <td>
-                    <code>{k.id}</code> {k.id === mine ? <span class="badge">signed in</span> : null}
-                  </td>
-                  <td>{k.apiKeyName}</td>
-                  <td>{k.type}</td>
+          <div class="scroll">
+            <table>
+              <caption class="sr-only">API keys of the workspace</caption>
+              <thead>
+                <tr>
+                  <th scope="col">API key</th>
+                  <th scope="col">Name</th>
+                  <th scope="col">Type</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {[...rows.filter((k) => k.id === mine), ...rows.filter((k) => k.id !== mine)].map((k) => (
+                  <tr key={k.id} data-api-key={k.id === mine ? 'signed-in' : 'other'}>
+                    <td>
+                      <code>{k.id}</code> {k.id === mine ? <span class="badge">signed in</span> : null}
+                    </td>
+                    <td>{k.apiKeyName}</td>
+                    <td>{k.type}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         )}
       </Show>
     </section>
@@ -146,27 +150,29 @@ function Projections({ admin }: { admin: CollabClient }) {
             <p>
               Read models generation {data.generation}; log head <code>{data.head || '(empty)'}</code>; parked events {data.parked}.
             </p>
-            <table>
-              <caption class="sr-only">Projection checkpoints and lag</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Projection</th>
-                  <th scope="col">Checkpoint</th>
-                  <th scope="col">Lag (events)</th>
-                </tr>
-              </thead>
-              <tbody>
-                {[...data.projections, data.webhooks].map((p) => (
-                  <tr key={p.name} data-projection={p.name}>
-                    <td>{p.name}</td>
-                    <td>
-                      <code>{p.checkpoint ?? '(none)'}</code>
-                    </td>
-                    <td>{`${p.lagCapped ? '>' : ''}${p.lag}`}</td>
+            <div class="scroll">
+              <table>
+                <caption class="sr-only">Projection checkpoints and lag</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Projection</th>
+                    <th scope="col">Checkpoint</th>
+                    <th scope="col">Lag (events)</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {[...data.projections, data.webhooks].map((p) => (
+                    <tr key={p.name} data-projection={p.name}>
+                      <td>{p.name}</td>
+                      <td>
+                        <code>{p.checkpoint ?? '(none)'}</code>
+                      </td>
+                      <td>{`${p.lagCapped ? '>' : ''}${p.lag}`}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           </>
         )}
       </Show>
@@ -184,53 +190,55 @@ function Parked({ admin }: { admin: CollabClient }) {
           data.length === 0 ? (
             <p class="muted">No parked event.</p>
           ) : (
-            <table class="parked">
-              <caption class="sr-only">Parked events</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Event</th>
-                  <th scope="col">Follower</th>
-                  <th scope="col">Parked</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Error</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.map((p) => (
-                  <tr key={p.id} data-parked={p.id}>
-                    <td>
-                      {p.eventType} on <code>{p.stream}</code>
-                    </td>
-                    <td>{p.follower}</td>
-                    <td>
-                      <code>{when(p.parkedAt)}</code>
-                    </td>
-                    <td data-attempts>{p.attempts}</td>
-                    <td>
-                      <pre>{p.error}</pre>
-                    </td>
-                    <td>
-                      <Confirm
-                        label="Retry"
-                        name={`Retry ${p.id}`}
-                        question={`Apply ${p.eventType} to ${p.follower} again?`}
-                        run={async () => {
-                          // A retry that fails again counts an attempt and keeps the new error: show both.
-                          try {
-                            await admin.call('/v2/admin/parked/retry', { id: p.id });
-                          } finally {
-                            rows.reload();
-                          }
-                        }}
-                        done={rows.reload}
-                      />
-                      <Confirm label="Skip" name={`Skip ${p.id}`} danger question={`Skip ${p.eventType} for ${p.follower}? It stops counting as parked; rebuilding the read models replays it.`} run={async () => void (await admin.call('/v2/admin/parked/skip', { id: p.id }))} done={rows.reload} />
-                    </td>
+            <div class="scroll">
+              <table class="parked">
+                <caption class="sr-only">Parked events</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Event</th>
+                    <th scope="col">Follower</th>
+                    <th scope="col">Parked</th>
+                    <th scope="col">Attempts</th>
+                    <th scope="col">Error</th>
+                    <th scope="col">Actions</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {data.map((p) => (
+                    <tr key={p.id} data-parked={p.id}>
+                      <td>
+                        {p.eventType} on <code>{p.stream}</code>
+                      </td>
+                      <td>{p.follower}</td>
+                      <td>
+                        <code>{when(p.parkedAt)}</code>
+                      </td>
+                      <td data-attempts>{p.attempts}</td>
+                      <td>
+                        <pre>{p.error}</pre>
+                      </td>
+                      <td>
+                        <Confirm
+                          label="Retry"
+                          name={`Retry ${p.id}`}
+                          question={`Apply ${p.eventType} to ${p.follower} again?`}
+                          run={async () => {
+                            // A retry that fails again counts an attempt and keeps the new error: show both.
+                            try {
+                              await admin.call('/v2/admin/parked/retry', { id: p.id });
+                            } finally {
+                              rows.reload();
+                            }
+                          }}
+                          done={rows.reload}
+                        />
+                        <Confirm label="Skip" name={`Skip ${p.id}`} danger question={`Skip ${p.eventType} for ${p.follower}? It stops counting as parked; rebuilding the read models replays it.`} run={async () => void (await admin.call('/v2/admin/parked/skip', { id: p.id }))} done={rows.reload} />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )
         }
       </Show>

@@ -5,12 +5,13 @@
 import { useState } from 'preact/hooks';
 import { failedItems, type CollabClient } from '../api.js';
 import type { Route } from '../route.js';
-import { Confirm, Link, Show, useLoad } from '../ui.js';
+import { useFolderNames, useOrgName } from '../names.js';
+import { Confirm, Crumbs, Link, Show, useLoad } from '../ui.js';
 import { WhoCanOpen, type ResourceRef } from './access.js';
 import { Explain } from './explain.js';
 import { AsOfPicker } from './history.js';
+import { ACCESS_OPTIONS, meaningOf, type AccessType } from '../access-types.js';
 
-type AccessType = 'organizationPrivate' | 'restricted' | 'public';
 const TYPES: AccessType[] = ['organizationPrivate', 'restricted', 'public'];
 /** The optional `asOf` of a route, absent rather than undefined. */
 const at = (asOf: string | undefined) => (asOf !== undefined ? { asOf } : {});
@@ -23,9 +24,9 @@ function AccessTypeControl({ current, label, change, onDone }: { current: string
     <div class="row">
       <label for="access-type">Access type</label>
       <select id="access-type" value={chosen} onChange={(e) => setChosen(TYPES.find((t) => t === e.currentTarget.value) ?? 'restricted')}>
-        {TYPES.map((t) => (
-          <option key={t} value={t}>
-            {t}
+        {ACCESS_OPTIONS.map((o) => (
+          <option key={o.value} value={o.value}>
+            {o.label}
           </option>
         ))}
       </select>
@@ -112,6 +113,13 @@ function DocumentControls({ client, org, doc, name, accessType, disabled, change
   );
 }
 
+/** Organizations / the organization / each folder above the document, by name. */
+function DocumentCrumbs({ client, org, folders }: { client: CollabClient; org: string; folders: string[] }) {
+  const orgName = useOrgName(client, org);
+  const names = useFolderNames(client, org, folders);
+  return <Crumbs org={org} orgName={orgName} trail={folders.map((f) => ({ to: { view: 'org', org, folder: f }, label: names.data?.get(f) ?? f, loading: names.loading }))} />;
+}
+
 export function DocumentView({ client, org, doc, user, asOf }: { client: CollabClient; org: string; doc: string; user: string | undefined; asOf: string | undefined }) {
   const [version, setVersion] = useState(0);
   const loaded = useLoad(async () => {
@@ -128,15 +136,7 @@ export function DocumentView({ client, org, doc, user, asOf }: { client: CollabC
           const r: ResourceRef = { org, kind: 'document', id: doc, folders };
           return (
             <>
-              <nav aria-label="Breadcrumb" class="crumbs">
-                <Link to={{ view: 'orgs' }}>Organizations</Link> / <Link to={{ view: 'org', org }}>{org}</Link>
-                {folders.map((f) => (
-                  <span key={f}>
-                    {' / '}
-                    <Link to={{ view: 'org', org, folder: f }}>{f}</Link>
-                  </span>
-                ))}
-              </nav>
+              <DocumentCrumbs client={client} org={org} folders={folders} />
               <h1>{row.documentName}</h1>
               <dl class="facts">
                 <dt>Id</dt>
@@ -144,7 +144,9 @@ export function DocumentView({ client, org, doc, user, asOf }: { client: CollabC
                   <code>{row.id}</code>
                 </dd>
                 <dt>Access type</dt>
-                <dd data-fact="accessType">{row.accessType}</dd>
+                <dd data-fact="accessType" title={meaningOf(row.accessType)}>
+                  {row.accessType}
+                </dd>
                 <dt>Disabled</dt>
                 <dd data-fact="disabled">{row.disabled ? 'yes' : 'no'}</dd>
               </dl>
@@ -153,10 +155,8 @@ export function DocumentView({ client, org, doc, user, asOf }: { client: CollabC
                 <Link to={{ view: 'timeline', org, kind: 'document', id: doc }}>Access timeline</Link>
               </p>
               <AsOfPicker key={asOf ?? ''} asOf={asOf} at={(a) => ({ view: 'document', org, doc, ...(user !== undefined ? { user } : {}), ...at(a) })} />
-              <div class="columns">
-                <WhoCanOpen client={client} r={r} explainRoute={(u) => ({ view: 'document', org, doc, user: u, ...at(asOf) })} version={version} asOf={asOf} />
-                {user !== undefined ? <Explain key={`${user}/${version}`} client={client} r={r} user={user} asOf={asOf} /> : null}
-              </div>
+              <WhoCanOpen client={client} r={r} explainRoute={(u) => ({ view: 'document', org, doc, user: u, ...at(asOf) })} version={version} asOf={asOf} />
+              {user !== undefined ? <Explain key={`${user}/${version}`} client={client} r={r} user={user} asOf={asOf} /> : null}
               {asOf === undefined ? (
                 <DocumentControls client={client} org={org} doc={doc} name={row.documentName} accessType={row.accessType} disabled={row.disabled} changed={changed} />
               ) : (
