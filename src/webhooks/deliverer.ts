@@ -53,8 +53,10 @@ import {
   endpointStateId,
   outboxIndexes,
   type Attempt,
+  WORKSPACE_STATE,
   type DeliveryDoc,
   type EndpointStateDoc,
+  type WorkspaceStateDoc,
 } from './outbox.js';
 import { processedPayload, rawPayload } from './payloads.js';
 import { signPayload } from './signature.js';
@@ -77,6 +79,11 @@ const DEFAULT_RETRY_SCHEDULE = [5 * S, 5 * MIN, 30 * MIN, 2 * H, 5 * H, 10 * H, 
 const DEFAULT_TIMEOUT_MS = 10 * S;
 const DEFAULT_CONCURRENCY = 16;
 const DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT = 4;
+const DEFAULT_MAX_IN_FLIGHT_PER_WORKSPACE = 4;
+const DEFAULT_BREAKER_AFTER = 5;
+const DEFAULT_BREAKER_TIMEOUT_MS = 2 * S;
+const DEFAULT_BREAKER_BACKOFF_MS = 30 * S;
+const DEFAULT_BREAKER_MAX_BACKOFF_MS = H;
 const DEFAULT_DISABLE_AFTER_MS = 5 * DAY;
 const DEFAULT_RETENTION_MS = 7 * DAY;
 
@@ -87,8 +94,18 @@ export interface WebhookOptions {
   timeoutMs?: number;
   /** Attempts in flight at once, all endpoints together. Default 16. */
   concurrency?: number;
-  /** Attempts in flight at once to one endpoint (each of a different stream). Default 4. */
+  /** Attempts in flight at once to one endpoint (each of a different stream); at most maxInFlightPerWorkspace. Default 4. */
   maxInFlightPerEndpoint?: number;
+  /** Attempts in flight at once for one workspace, all its keys and endpoints together; at most concurrency. Default 4. */
+  maxInFlightPerWorkspace?: number;
+  /** Unanswered attempts in a row (timeouts, connection errors) that open an endpoint's breaker; 0: never. Default 5. */
+  breakerAfter?: number;
+  /** The timeout of an attempt to an endpoint whose breaker is open (its half-open probe). Default 2 s. */
+  breakerTimeoutMs?: number;
+  /** How long an opening breaker parks its endpoint; doubled by each further unanswered attempt. Default 30 s. */
+  breakerBackoffMs?: number;
+  /** The longest park. Default 1 hour. */
+  breakerMaxBackoffMs?: number;
   /** An endpoint with no success for this long since its first failure is disabled; 0: never. Default 5 days. */
   disableAfterMs?: number;
   /** Succeeded and failed deliveries are deleted this long after they completed. Default 7 days. */
@@ -110,13 +127,28 @@ export interface WebhookOptions {
 }
 
 const ENDPOINTS: WebhookEndpoint[] = ['raw', 'processed'];
+/** An endpoint's breaker closed, its count of unanswered attempts reset. */
+const CLOSED = { unanswered: 0, breakerOpen: false, breakerUntil: 0 } as const satisfies Partial<EndpointStateDoc>;
 const silent: RunnerLogger = { error() {}, warn() {}, info() {} };
+
+/** A workspace's turn in one send step: its due endpoints (read on its first turn) and their due heads. */
+interface Turn {
+  workspaceId: string;
+  endpoints: EndpointStateDoc[] | null;
+  heads: Map<string, DeliveryDoc[]>;
+}
 
 interface KeyConfig {
   workspaceId: string;
   webhook: ServiceState;
   /** The key's advanced webhooks (commands/advanced-webhooks.ts), secrets sealed. */
   advanced: AdvancedWebhooksState;
+}
+
+/** What a transaction changed of a workspace's schedule: a claim (`servedAt`), deliveries queued or completed (`pending`, a delta). */
+interface WorkspaceChange {
+  servedAt?: number;
+  pending?: number;
 }
 
 /** Where an attempt goes and the headers that authenticate it (given the attempt's timestamp), or why it is not sent. */
@@ -136,6 +168,8 @@ export class WebhookDeliverer {
   private readonly inflight = new Map<string, Promise<void>>();
   /** Attempts in flight per endpoint (endpoint state id). */
   private readonly endpointLoad = new Map<string, number>();
+  /** Attempts in flight per workspace (this process's: only the lease holder sends). */
+  private readonly workspaceLoad = new Map<string, number>();
   private prunedAt = -Infinity;
   private stopping = new AbortController();
   private readonly schedule: number[];
@@ -143,6 +177,11 @@ export class WebhookDeliverer {
   private readonly timeoutMs: number;
   private readonly concurrency: number;
   private readonly perEndpoint: number;
+  private readonly perWorkspace: number;
+  private readonly breakerAfter: number;
+  private readonly breakerTimeoutMs: number;
+  private readonly breakerBackoffMs: number;
+  private readonly breakerMaxBackoffMs: number;
   private readonly disableAfterMs: number;
   private readonly retentionMs: number;
   private readonly pruneEveryMs: number;
@@ -166,7 +205,12 @@ export class WebhookDeliverer {
     this.jitter = options.jitter ?? 0.2;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
-    this.perEndpoint = Math.min(options.maxInFlightPerEndpoint ?? DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT, this.concurrency);
+    this.perWorkspace = Math.min(options.maxInFlightPerWorkspace ?? DEFAULT_MAX_IN_FLIGHT_PER_WORKSPACE, this.concurrency);
+    this.perEndpoint = Math.min(options.maxInFlightPerEndpoint ?? DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT, this.perWorkspace);
+    this.breakerAfter = options.breakerAfter ?? DEFAULT_BREAKER_AFTER;
+    this.breakerTimeoutMs = Math.min(options.breakerTimeoutMs ?? DEFAULT_BREAKER_TIMEOUT_MS, this.timeoutMs);
+    this.breakerBackoffMs = options.breakerBackoffMs ?? DEFAULT_BREAKER_BACKOFF_MS;
+    this.breakerMaxBackoffMs = Math.max(options.breakerMaxBackoffMs ?? DEFAULT_BREAKER_MAX_BACKOFF_MS, this.breakerBackoffMs);
     this.disableAfterMs = options.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
     this.pruneEveryMs = options.pruneEveryMs ?? 10 * MIN;
@@ -187,6 +231,7 @@ export class WebhookDeliverer {
   async init(): Promise<void> {
     await this.read.ensureIndexes(outboxIndexes);
     await this.markHeads();
+    await this.scheduleWorkspaces();
     this.checkpoint = this.persisted = await this.read.getCheckpoint(WEBHOOK_CHECKPOINT);
     if (this.checkpoint === null) {
       const head = await this.events.headPosition();
@@ -374,18 +419,35 @@ export class WebhookDeliverer {
   /** Adds the deliveries not queued yet, each its queue's head when the queue has no pending one, and schedules their endpoints. */
   private async insert(tx: ReadTx, docs: readonly DeliveryDoc[]): Promise<void> {
     // Queues known to hold a pending delivery: a later one of the batch is not their head.
+    // A workspace's first document counts its pending deliveries: before these are added,
+    // so that the deltas below are not counted twice.
+    for (const ws of new Set(docs.map((d) => d.workspaceId))) {
+      if (!(await tx.get(WORKSPACE_STATE, ws))) await this.rescheduleWorkspace(tx, ws, {});
+    }
     const busy = new Set<string>();
-    const touched = new Map<string, DeliveryDoc>();
+    const touched = new Map<string, { d: DeliveryDoc; added: number }>();
     for (const d of docs) {
       if (await tx.get(DELIVERIES, d._id)) continue;
       const queue = key(d.apiKey, d.endpoint, d.stream);
       d.head = !busy.has(queue) && (await tx.find(DELIVERIES, { apiKey: d.apiKey, endpoint: d.endpoint, stream: d.stream, status: 'pending' }, { limit: 1 })).length === 0;
       await tx.upsert(DELIVERIES, d);
       busy.add(queue);
-      touched.set(endpointStateId(d.apiKey, d.endpoint), d);
+      const id = endpointStateId(d.apiKey, d.endpoint);
+      touched.set(id, { d, added: (touched.get(id)?.added ?? 0) + 1 });
     }
-    // The config queued these, so the endpoints are enabled (again, after a new URL).
-    for (const d of touched.values()) await this.reschedule(tx, d, (s) => (s.disabledAt !== null ? { disabledAt: null, disabledReason: null } : {}));
+    // The config queued these, so the endpoints are enabled (again, after a new URL), and a
+    // breaker opened against another URL no longer applies.
+    for (const { d, added } of touched.values()) {
+      await this.reschedule(
+        tx,
+        d,
+        (s) => ({
+          ...(s.disabledAt !== null ? { disabledAt: null, disabledReason: null } : {}),
+          ...(s.breakerOpen && s.failingUrl !== d.url ? { breakerOpen: false, breakerUntil: 0, unanswered: 0 } : {}),
+        }),
+        { pending: added },
+      );
+    }
   }
 
   /** Queues one event's deliveries again, whatever the checkpoint (`collab projections retry`). */
@@ -456,71 +518,105 @@ export class WebhookDeliverer {
   }
 
   /**
-   * Starts due deliveries, one per endpoint per round in round-robin order, until the slots
-   * are taken; returns when the next known one falls due (ms), or null. It reads at most
-   * 2 x concurrency endpoint documents and, per endpoint it serves, 2 x maxInFlightPerEndpoint
-   * head deliveries: no more when another endpoint has a backlog. (Of the endpoints due, at
-   * most `concurrency` can have nothing to start: each of those has an attempt in flight.)
+   * Starts due deliveries until the slots are taken, one per workspace per round, in the
+   * workspaces' round-robin order; within a workspace, one endpoint after another (keys
+   * interleaved). A workspace with `maxInFlightPerWorkspace` attempts in flight is skipped,
+   * whatever its backlog. Returns when the next known one falls due (ms), or null.
+   *
+   * What it reads is bounded by the concurrency, whatever the backlogs: at most
+   * 2 x concurrency workspace documents (of the workspaces due, at most `concurrency` can
+   * have nothing to start: each of those has an attempt in flight), per workspace it serves
+   * 2 x maxInFlightPerWorkspace endpoint documents (same argument), and per endpoint it
+   * serves 2 x maxInFlightPerEndpoint head deliveries.
    */
   async sendStep(): Promise<number | null> {
     const now = this.clock();
     // Full: an attempt that ends pokes the loop.
     if (this.inflight.size >= this.concurrency) return null;
-    const endpoints = await this.read.find<EndpointStateDoc>(ENDPOINT_STATE, { scheduled: true }, { sort: 'dueAt', limit: 2 * this.concurrency });
+    const spaces = await this.read.find<WorkspaceStateDoc>(WORKSPACE_STATE, { scheduled: true }, { sort: 'dueAt', limit: 2 * this.concurrency });
     let nextDue: number | null = null;
-    const ready: EndpointStateDoc[] = [];
-    for (const ep of endpoints) {
-      if (ep.dueAt > now) {
-        nextDue = ep.dueAt;
+    const ready: Turn[] = [];
+    for (const ws of spaces) {
+      if (ws.dueAt > now) {
+        nextDue = ws.dueAt;
         break;
       }
-      if (this.loadOf(ep._id) < this.perEndpoint) ready.push(ep);
+      if (loadOf(this.workspaceLoad, ws._id) < this.perWorkspace) ready.push({ workspaceId: ws._id, endpoints: null, heads: new Map() });
     }
-    const heads = new Map<string, DeliveryDoc[]>();
     for (let progress = true; progress && this.inflight.size < this.concurrency; ) {
       progress = false;
-      for (const ep of ready) {
+      for (const turn of ready) {
         if (this.inflight.size >= this.concurrency) break;
-        if (this.loadOf(ep._id) >= this.perEndpoint) continue;
-        let due = heads.get(ep._id);
-        if (!due) {
-          const rows = await this.read.find<DeliveryDoc>(
-            DELIVERIES,
-            { apiKey: ep.apiKey, endpoint: ep.endpoint, head: true },
-            { sort: 'nextAttemptAt', limit: 2 * this.perEndpoint },
-          );
-          due = rows.filter((d) => d.nextAttemptAt <= now && d.leaseUntil <= now && !this.inflight.has(d._id));
-          heads.set(ep._id, due);
-        }
-        const d = due.shift();
-        if (!d) continue;
-        this.launch(d);
+        if (loadOf(this.workspaceLoad, turn.workspaceId) >= this.perWorkspace) continue;
+        const next = await this.nextOf(turn, now);
+        if (!next) continue;
+        this.launch(next.delivery, next.endpoint);
         progress = true;
       }
     }
     return nextDue;
   }
 
-  private loadOf(endpointId: string): number {
-    return this.endpointLoad.get(endpointId) ?? 0;
+  /**
+   * The workspace's next due head delivery, or null: its due endpoints in their round-robin
+   * order, keys interleaved, each served endpoint moved to the back. An endpoint whose breaker
+   * is open (and no longer parked: half-open) gets one attempt at a time, the probe.
+   */
+  private async nextOf(turn: Turn, now: number): Promise<{ delivery: DeliveryDoc; endpoint: EndpointStateDoc } | null> {
+    if (!turn.endpoints) {
+      const rows = await this.read.find<EndpointStateDoc>(
+        ENDPOINT_STATE,
+        { workspaceId: turn.workspaceId, scheduled: true },
+        { sort: 'dueAt', limit: 2 * this.perWorkspace },
+      );
+      turn.endpoints = interleaveKeys(rows.filter((ep) => ep.dueAt <= now));
+    }
+    const eps = turn.endpoints;
+    for (let i = 0; i < eps.length; i++) {
+      const ep = eps[i]!;
+      if (loadOf(this.endpointLoad, ep._id) >= (ep.breakerOpen ? 1 : this.perEndpoint)) continue;
+      let due = turn.heads.get(ep._id);
+      if (!due) {
+        const rows = await this.read.find<DeliveryDoc>(
+          DELIVERIES,
+          { apiKey: ep.apiKey, endpoint: ep.endpoint, head: true },
+          { sort: 'nextAttemptAt', limit: 2 * this.perEndpoint },
+        );
+        due = rows.filter((d) => d.nextAttemptAt <= now && d.leaseUntil <= now && !this.inflight.has(d._id));
+        turn.heads.set(ep._id, due);
+      }
+      const d = due.shift();
+      if (!d) continue;
+      eps.splice(i, 1);
+      eps.push(ep);
+      return { delivery: d, endpoint: ep };
+    }
+    return null;
   }
 
-  private launch(d: DeliveryDoc) {
-    const ep = endpointStateId(d.apiKey, d.endpoint);
-    this.endpointLoad.set(ep, this.loadOf(ep) + 1);
-    const p = this.attempt(d._id)
+  private launch(d: DeliveryDoc, ep: EndpointStateDoc) {
+    const loads = [
+      [this.endpointLoad, ep._id],
+      [this.workspaceLoad, ep.workspaceId],
+    ] as const;
+    for (const [load, id] of loads) load.set(id, loadOf(load, id) + 1);
+    // An open breaker's probe waits the short timeout: a tarpit then holds a slot for that long.
+    const timeoutMs = ep.breakerOpen ? this.breakerTimeoutMs : this.timeoutMs;
+    const p = this.attempt(d._id, timeoutMs)
       .catch((error) => this.log.error({ err: error, delivery: d.webhookId }, 'webhook attempt failed'))
       .finally(() => {
         this.inflight.delete(d._id);
-        const left = this.loadOf(ep) - 1;
-        if (left > 0) this.endpointLoad.set(ep, left);
-        else this.endpointLoad.delete(ep);
+        for (const [load, id] of loads) {
+          const left = loadOf(load, id) - 1;
+          if (left > 0) load.set(id, left);
+          else load.delete(id);
+        }
         this.send.poke();
       });
     this.inflight.set(d._id, p);
   }
 
-  private async attempt(id: string): Promise<void> {
+  private async attempt(id: string, timeoutMs: number): Promise<void> {
     const d = await this.claim(id);
     if (!d) return;
     if (!this.running) return this.release(d);
@@ -530,7 +626,7 @@ export class WebhookDeliverer {
       await this.settle(d, { status: 'failed', lastError: `Not sent: ${target.stop}.` });
       return;
     }
-    const sent = await this.post(d, target);
+    const sent = await this.post(d, target, timeoutMs);
     if (!sent) return this.release(d);
     await this.recordOutcome(d, target.url, sent.attempt, sent.blocked);
   }
@@ -577,13 +673,13 @@ export class WebhookDeliverer {
       const cur = await tx.get<DeliveryDoc>(DELIVERIES, id);
       if (!cur || cur.status !== 'pending' || !cur.head || cur.leaseUntil > now || cur.nextAttemptAt > now) return null;
       await tx.patch(DELIVERIES, id, { leaseUntil: claimUntil, nextAttemptAt: claimUntil });
-      await this.reschedule(tx, cur, () => ({ servedAt: now }));
+      await this.reschedule(tx, cur, () => ({ servedAt: now }), { servedAt: now });
       return cur;
     });
   }
 
   /** Sends the delivery once, with the target's authentication headers; null when stopping cut it short. */
-  private async post(d: DeliveryDoc, target: Extract<Target, { url: string }>): Promise<{ attempt: Attempt; blocked: boolean } | null> {
+  private async post(d: DeliveryDoc, target: Extract<Target, { url: string }>, timeoutMs: number): Promise<{ attempt: Attempt; blocked: boolean } | null> {
     const { url } = target;
     const timestamp = Math.floor(this.clock() / 1000);
     const headers: Record<string, string> = {
@@ -595,7 +691,7 @@ export class WebhookDeliverer {
     };
     const started = this.clock();
     const attempt: Attempt = { at: started, durationMs: 0 };
-    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const timeout = AbortSignal.timeout(timeoutMs);
     let blocked = false;
     try {
       attempt.httpStatus = await postWebhook(
@@ -609,7 +705,7 @@ export class WebhookDeliverer {
         blocked = true;
         attempt.error = error.message;
       } else if (timeout.aborted) {
-        attempt.error = `timed out after ${this.timeoutMs} ms`;
+        attempt.error = `timed out after ${timeoutMs} ms`;
       } else {
         attempt.error = errorCode(error);
       }
@@ -634,14 +730,17 @@ export class WebhookDeliverer {
         failingSince: null,
         failingUrl: null,
         lastSuccessAt: attempt.at,
+        ...CLOSED,
       }));
       return;
     }
-    // A failure continues the endpoint's failing streak, or starts one (a new URL starts afresh).
+    // A failure continues the endpoint's failing streak, or starts one (a new URL starts
+    // afresh); an attempt without an answer also counts towards the breaker.
     const failing = (s: EndpointStateDoc): Partial<EndpointStateDoc> => ({
       failingSince: s.failingSince !== null && s.failingUrl === url ? s.failingSince : attempt.at,
       failingUrl: url,
       lastFailureAt: attempt.at,
+      ...(blocked ? {} : this.breaker(s, url, http !== undefined)),
     });
     const lastError = http !== undefined ? `HTTP ${http}` : attempt.error!;
     if (http === 410) {
@@ -659,6 +758,9 @@ export class WebhookDeliverer {
       const delay = Math.max(0, Math.round(base * (1 + this.jitter * (2 * Math.random() - 1))));
       state = await this.settle(d, { attempts, url, lastError, nextAttemptAt: this.clock() + delay }, failing);
     }
+    if (state?.breakerOpen && state.unanswered === this.breakerAfter) {
+      this.log.warn({ apiKey: d.apiKey, endpoint: d.endpoint, until: state.breakerUntil }, 'webhook endpoint breaker opened: its queue is parked');
+    }
     const since = state?.failingSince ?? null;
     if (this.disableAfterMs > 0 && since !== null && this.clock() - since >= this.disableAfterMs) {
       await this.disable(
@@ -666,6 +768,21 @@ export class WebhookDeliverer {
         `${url} failed every attempt since ${new Date(since).toISOString()} (${duration(this.disableAfterMs)} or more without a success); last error: ${lastError}`,
       );
     }
+  }
+
+  /**
+   * The breaker after a failed attempt: an answer (any HTTP status) closes it; the
+   * `breakerAfter`th unanswered attempt in a row opens it, parking the endpoint for
+   * `breakerBackoffMs`, doubled by each further one, at most `breakerMaxBackoffMs`. Example
+   * (after 5, 30 s): the 5th timeout parks it 30 s; the probe then times out (the 6th): 60 s;
+   * the 7th: 2 min; ... A probe that gets an answer closes it.
+   */
+  private breaker(s: EndpointStateDoc, url: string, answered: boolean): Partial<EndpointStateDoc> {
+    if (answered) return CLOSED;
+    const unanswered = (s.failingUrl === url ? (s.unanswered ?? 0) : 0) + 1;
+    if (this.breakerAfter === 0 || unanswered < this.breakerAfter) return { unanswered };
+    const park = Math.min(this.breakerMaxBackoffMs, this.breakerBackoffMs * 2 ** (unanswered - this.breakerAfter));
+    return { unanswered, breakerOpen: true, breakerUntil: this.clock() + park };
   }
 
   /**
@@ -685,7 +802,7 @@ export class WebhookDeliverer {
       if (!cur || cur.status !== 'pending') return null;
       await tx.patch(DELIVERIES, d._id, done ? { ...set, head: false, completedAt: now, leaseUntil: 0 } : { ...set, leaseUntil: 0 });
       if (done) await this.promote(tx, d);
-      return this.reschedule(tx, d, endpoint);
+      return this.reschedule(tx, d, endpoint, { pending: done ? -1 : 0 });
     });
   }
 
@@ -725,6 +842,7 @@ export class WebhookDeliverer {
     tx: ReadTx,
     ref: Pick<DeliveryDoc, 'apiKey' | 'workspaceId' | 'endpoint'>,
     update?: (s: EndpointStateDoc) => Partial<EndpointStateDoc>,
+    workspace: WorkspaceChange = {},
   ): Promise<EndpointStateDoc> {
     const id = endpointStateId(ref.apiKey, ref.endpoint);
     const cur: EndpointStateDoc = (await tx.get<EndpointStateDoc>(ENDPOINT_STATE, id)) ?? {
@@ -745,9 +863,30 @@ export class WebhookDeliverer {
     const next: EndpointStateDoc = { ...cur, ...update?.(cur) };
     const [head] = await tx.find<DeliveryDoc>(DELIVERIES, { apiKey: ref.apiKey, endpoint: ref.endpoint, head: true }, { sort: 'nextAttemptAt', limit: 1 });
     next.scheduled = head !== undefined;
-    if (head) next.dueAt = Math.max(head.nextAttemptAt, next.servedAt);
+    // An open breaker parks the endpoint: nothing of it is due before breakerUntil.
+    if (head) next.dueAt = Math.max(head.nextAttemptAt, next.servedAt, next.breakerOpen ? (next.breakerUntil ?? 0) : 0);
     await tx.upsert(ENDPOINT_STATE, next);
+    await this.rescheduleWorkspace(tx, cur.workspaceId, workspace);
     return next;
+  }
+
+  /**
+   * Sets the workspace's place in the round-robin across workspaces from its endpoints'
+   * (after the endpoint's own change, in the same transaction) and counts its pending
+   * deliveries. A workspace without a document yet (new, or queued by an older version)
+   * has its pending deliveries counted once, then kept by `pending` deltas.
+   */
+  private async rescheduleWorkspace(tx: ReadTx, workspaceId: string, change: WorkspaceChange): Promise<void> {
+    const cur = await tx.get<WorkspaceStateDoc>(WORKSPACE_STATE, workspaceId);
+    const pending = cur
+      ? Math.max(0, cur.pending + (change.pending ?? 0))
+      : await tx.count(DELIVERIES, { workspaceId, status: 'pending' });
+    const next: WorkspaceStateDoc = { _id: workspaceId, scheduled: false, dueAt: 0, servedAt: 0, ...cur, pending, depthRank: -pending };
+    if (change.servedAt !== undefined) next.servedAt = change.servedAt;
+    const [first] = await tx.find<EndpointStateDoc>(ENDPOINT_STATE, { workspaceId, scheduled: true }, { sort: 'dueAt', limit: 1 });
+    next.scheduled = first !== undefined;
+    if (first) next.dueAt = Math.max(first.dueAt, next.servedAt);
+    await tx.upsert(WORKSPACE_STATE, next);
   }
 
   private async disabledReason(d: DeliveryDoc): Promise<string> {
@@ -802,12 +941,14 @@ export class WebhookDeliverer {
       if (page.length === 0) return;
       await this.read.transaction(async (tx) => {
         const now = this.clock();
+        let failed = 0;
         for (const p of page) {
           const cur = await tx.get<DeliveryDoc>(DELIVERIES, p._id);
           if (!cur || cur.status !== 'pending' || cur.leaseUntil > now) continue;
           await tx.patch(DELIVERIES, p._id, { status: 'failed', head: false, completedAt: now, leaseUntil: 0, lastError });
+          failed++;
         }
-        await this.reschedule(tx, ref);
+        await this.reschedule(tx, ref, undefined, { pending: -failed });
       });
       if (page.length < PAGE) return;
       const last = page[page.length - 1]!;
@@ -827,6 +968,30 @@ export class WebhookDeliverer {
   }
 
   // ---- upgrade ----
+
+  /**
+   * Endpoints scheduled by a version without the round-robin across workspaces have no
+   * workspace document: creates the missing ones (which counts their pending deliveries).
+   * Idempotent; a page of reads once done.
+   */
+  async scheduleWorkspaces(): Promise<void> {
+    let after: { value: number; id: string } | undefined;
+    for (;;) {
+      const page = await this.read.find<EndpointStateDoc>(ENDPOINT_STATE, { scheduled: true }, { sort: 'dueAt', after, limit: 500 });
+      if (page.length === 0) return;
+      const ids = [...new Set(page.map((ep) => ep.workspaceId))];
+      const known = new Set((await this.read.getMany(WORKSPACE_STATE, ids)).map((w) => w._id));
+      for (const id of ids) {
+        if (known.has(id)) continue;
+        await this.read.transaction(async (tx) => {
+          if (!(await tx.get(WORKSPACE_STATE, id))) await this.rescheduleWorkspace(tx, id, {});
+        });
+      }
+      if (page.length < 500) return;
+      const last = page[page.length - 1]!;
+      after = { value: last.dueAt, id: last._id };
+    }
+  }
 
   /**
    * Deliveries queued by a version without per-endpoint queues have no `head` and their
@@ -853,6 +1018,24 @@ export class WebhookDeliverer {
       });
     }
   }
+}
+
+function loadOf(load: Map<string, number>, id: string): number {
+  return load.get(id) ?? 0;
+}
+
+/**
+ * Endpoints (in their round-robin order) with their keys taking turns: the first of each key,
+ * then the second of each, and so on. Example: a1 a2 a3 b1 -> a1 b1 a2 a3.
+ */
+function interleaveKeys(endpoints: readonly EndpointStateDoc[]): EndpointStateDoc[] {
+  const byKey = new Map<string, EndpointStateDoc[]>();
+  for (const ep of endpoints) byKey.set(ep.apiKey, [...(byKey.get(ep.apiKey) ?? []), ep]);
+  const out: EndpointStateDoc[] = [];
+  for (let round = 0; out.length < endpoints.length; round++) {
+    for (const eps of byKey.values()) if (eps[round]) out.push(eps[round]!);
+  }
+  return out;
 }
 
 /** What an attempt records of a network error: its code (ECONNREFUSED, ENOTFOUND...), else its message. */
