@@ -19,7 +19,7 @@ import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../src/config/config.js';
 import { openServices, type OpenOptions, type Services } from '../src/composition/services.js';
 import { buildApp } from '../src/app.js';
-import { tempDir } from './support/app.js';
+import { postgresEnv, tempDir } from './support/app.js';
 import { waiter } from './support/wait.js';
 import { MAX_ENDPOINTS_PER_KEY } from '../commands/advanced-webhooks.js';
 import { ENDPOINT_STATE, type EndpointStateDoc } from '../src/webhooks/outbox.js';
@@ -85,9 +85,14 @@ interface Node {
   close(): Promise<void>;
 }
 
-async function node(dataDir: string, webhooks: WebhookOptions): Promise<Node> {
+/** The test's store: DATA_DIR's embedded one, or (TEST_STORE=postgres) a fresh PostgreSQL database, the same for each node of the test. */
+async function storeOf(dataDir: string): Promise<Record<string, string>> {
+  return { DATA_DIR: dataDir, ...(process.env.TEST_STORE === 'postgres' ? await postgresEnv() : {}) };
+}
+
+async function node(store: Record<string, string>, webhooks: WebhookOptions): Promise<Node> {
   const options: OpenOptions = { webhooks: { jitter: 0, pollMs: 50, ...webhooks } };
-  const services = await openServices(loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' }), options);
+  const services = await openServices(loadConfig({ LOG_LEVEL: 'silent', WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', ...store }), options);
   const app = await buildApp(services, { logger: false });
   await app.ready();
   return {
@@ -115,9 +120,10 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 const until = waiter(30_000, 10);
 
-const F = suite<{ dir: string; tarpit: Tarpit; receiver: Receiver }>('fair webhook delivery');
+const F = suite<{ dir: string; store: Record<string, string>; tarpit: Tarpit; receiver: Receiver }>('fair webhook delivery');
 F.before.each(async (ctx) => {
   ctx.dir = tempDir('collab-fair-hooks-');
+  ctx.store = await storeOf(ctx.dir);
   ctx.tarpit = new Tarpit();
   await ctx.tarpit.start();
   ctx.receiver = new Receiver();
@@ -129,11 +135,11 @@ F.after.each(async (ctx) => {
   fs.rmSync(ctx.dir, { recursive: true, force: true });
 });
 
-F("a workspace whose 50 endpoints hang holds at most its share of the slots; another workspace's webhooks keep their baseline delay", async ({ dir, tarpit, receiver }) => {
+F("a workspace whose 50 endpoints hang holds at most its share of the slots; another workspace's webhooks keep their baseline delay", async ({ store, tarpit, receiver }) => {
   // Each tarpit attempt holds its slot for this long: far longer than the test, so a victim
   // delivery that waits for a slot to free arrives only after the test has given up.
   const timeoutMs = 120_000;
-  const n = await node(dir, { timeoutMs });
+  const n = await node(store, { timeoutMs });
   try {
     const victim = await workspace(n, 'victim@example.com');
     await n.post('/v2/workspace/webhookconfig/update', { useWebhookService: true, webhookServiceConfig: { rawNotificationUrl: `${receiver.url}/raw` } }, victim.headers);
@@ -200,7 +206,7 @@ class Switch {
   }
 }
 
-F('an endpoint that keeps timing out opens its breaker: short timeouts, parked between probes, shown in /metrics, kept across a restart, closed by an answer', async ({ dir }) => {
+F('an endpoint that keeps timing out opens its breaker: short timeouts, parked between probes, shown in /metrics, kept across a restart, closed by an answer', async ({ store }) => {
   const target = new Switch();
   await target.start();
   const tuning: WebhookOptions = {
@@ -211,7 +217,7 @@ F('an endpoint that keeps timing out opens its breaker: short timeouts, parked b
     breakerMaxBackoffMs: 300,
     retrySchedule: Array(12).fill(20),
   };
-  let n = await node(dir, tuning);
+  let n = await node(store, tuning);
   try {
     const ws = await workspace(n, 'breaker@example.com');
     await n.post('/v2/workspace/advancedwebhookconfig/update', { isEnabled: true }, ws.headers);
@@ -240,7 +246,7 @@ F('an endpoint that keeps timing out opens its breaker: short timeouts, parked b
     // The breaker lives in the store: after a restart the first attempt is already a short probe.
     const before = (await attempts())!.length;
     await n.close();
-    n = await node(dir, tuning);
+    n = await node(store, tuning);
     assert.ok((await state())?.breakerOpen, 'still open after the restart');
     await until('an attempt after the restart', async () => (await attempts())!.length > before + 1);
     const after = (await attempts())!.slice(before);
