@@ -53,9 +53,11 @@ import {
   endpointStateId,
   outboxIndexes,
   type Attempt,
+  KEY_STATE,
   WORKSPACE_STATE,
   type DeliveryDoc,
   type EndpointStateDoc,
+  type KeyStateDoc,
   type WorkspaceStateDoc,
 } from './outbox.js';
 import { processedPayload, rawPayload } from './payloads.js';
@@ -131,9 +133,15 @@ const ENDPOINTS: WebhookEndpoint[] = ['raw', 'processed'];
 const CLOSED = { unanswered: 0, breakerOpen: false, breakerUntil: 0 } as const satisfies Partial<EndpointStateDoc>;
 const silent: RunnerLogger = { error() {}, warn() {}, info() {} };
 
-/** A workspace's turn in one send step: its due endpoints (read on its first turn) and their due heads. */
+/** A workspace's turns in one send step: its due keys, read on its first turn. */
 interface Turn {
   workspaceId: string;
+  keys: KeyTurn[] | null;
+}
+
+/** A key's turns in one send step: its due endpoints (read on its first turn) and their due heads. */
+interface KeyTurn {
+  apiKey: string;
   endpoints: EndpointStateDoc[] | null;
   heads: Map<string, DeliveryDoc[]>;
 }
@@ -519,15 +527,16 @@ export class WebhookDeliverer {
 
   /**
    * Starts due deliveries until the slots are taken, one per workspace per round, in the
-   * workspaces' round-robin order; within a workspace, one endpoint after another (keys
-   * interleaved). A workspace with `maxInFlightPerWorkspace` attempts in flight is skipped,
+   * workspaces' round-robin order; within a workspace its keys take turns, within a key its
+   * endpoints. A workspace with `maxInFlightPerWorkspace` attempts in flight is skipped,
    * whatever its backlog. Returns when the next known one falls due (ms), or null.
    *
    * What it reads is bounded by the concurrency, whatever the backlogs: at most
    * 2 x concurrency workspace documents (of the workspaces due, at most `concurrency` can
-   * have nothing to start: each of those has an attempt in flight), per workspace it serves
-   * 2 x maxInFlightPerWorkspace endpoint documents (same argument), and per endpoint it
-   * serves 2 x maxInFlightPerEndpoint head deliveries.
+   * have nothing to start: each of those has an attempt in flight); per workspace it serves,
+   * 2 x maxInFlightPerWorkspace key documents, and per key it serves as many endpoint
+   * documents (same argument, within the workspace's cap); per endpoint it serves,
+   * 2 x maxInFlightPerEndpoint head deliveries.
    */
   async sendStep(): Promise<number | null> {
     const now = this.clock();
@@ -541,7 +550,7 @@ export class WebhookDeliverer {
         nextDue = ws.dueAt;
         break;
       }
-      if (loadOf(this.workspaceLoad, ws._id) < this.perWorkspace) ready.push({ workspaceId: ws._id, endpoints: null, heads: new Map() });
+      if (loadOf(this.workspaceLoad, ws._id) < this.perWorkspace) ready.push({ workspaceId: ws._id, keys: null });
     }
     for (let progress = true; progress && this.inflight.size < this.concurrency; ) {
       progress = false;
@@ -558,23 +567,30 @@ export class WebhookDeliverer {
   }
 
   /**
-   * The workspace's next due head delivery, or null: its due endpoints in their round-robin
-   * order, keys interleaved, each served endpoint moved to the back. An endpoint whose breaker
-   * is open (and no longer parked: half-open) gets one attempt at a time, the probe.
+   * The workspace's next due head delivery, or null: from its due keys in their round-robin
+   * order, each served key moved to the back. (Of a workspace's due keys, at most
+   * `maxInFlightPerWorkspace` can have nothing to start: each has an attempt in flight.)
    */
   private async nextOf(turn: Turn, now: number): Promise<{ delivery: DeliveryDoc; endpoint: EndpointStateDoc } | null> {
-    if (!turn.endpoints) {
-      const rows = await this.read.find<EndpointStateDoc>(
-        ENDPOINT_STATE,
-        { workspaceId: turn.workspaceId, scheduled: true },
-        { sort: 'dueAt', limit: 2 * this.perWorkspace },
-      );
-      turn.endpoints = interleaveKeys(rows.filter((ep) => ep.dueAt <= now));
+    if (!turn.keys) {
+      const rows = await this.read.find<KeyStateDoc>(KEY_STATE, { workspaceId: turn.workspaceId, scheduled: true }, { sort: 'dueAt', limit: 2 * this.perWorkspace });
+      turn.keys = rows.filter((k) => k.dueAt <= now).map((k) => ({ apiKey: k._id, endpoints: null, heads: new Map() }));
     }
-    const eps = turn.endpoints;
-    for (let i = 0; i < eps.length; i++) {
-      const ep = eps[i]!;
-      if (loadOf(this.endpointLoad, ep._id) >= (ep.breakerOpen ? 1 : this.perEndpoint)) continue;
+    return takeTurn(turn.keys, (k) => this.nextOfKey(k, now));
+  }
+
+  /**
+   * The key's next due head delivery, or null: from its due endpoints in their round-robin
+   * order, each served endpoint moved to the back. An endpoint whose breaker is open (no
+   * longer parked: half-open) gets one attempt at a time, its probe.
+   */
+  private async nextOfKey(turn: KeyTurn, now: number): Promise<{ delivery: DeliveryDoc; endpoint: EndpointStateDoc } | null> {
+    if (!turn.endpoints) {
+      const rows = await this.read.find<EndpointStateDoc>(ENDPOINT_STATE, { apiKey: turn.apiKey, scheduled: true }, { sort: 'dueAt', limit: 2 * this.perWorkspace });
+      turn.endpoints = rows.filter((ep) => ep.dueAt <= now);
+    }
+    return takeTurn(turn.endpoints, async (ep) => {
+      if (loadOf(this.endpointLoad, ep._id) >= (ep.breakerOpen ? 1 : this.perEndpoint)) return null;
       let due = turn.heads.get(ep._id);
       if (!due) {
         const rows = await this.read.find<DeliveryDoc>(
@@ -586,12 +602,8 @@ export class WebhookDeliverer {
         turn.heads.set(ep._id, due);
       }
       const d = due.shift();
-      if (!d) continue;
-      eps.splice(i, 1);
-      eps.push(ep);
-      return { delivery: d, endpoint: ep };
-    }
-    return null;
+      return d ? { delivery: d, endpoint: ep } : null;
+    });
   }
 
   private launch(d: DeliveryDoc, ep: EndpointStateDoc) {
@@ -866,13 +878,25 @@ export class WebhookDeliverer {
     // An open breaker parks the endpoint: nothing of it is due before breakerUntil.
     if (head) next.dueAt = Math.max(head.nextAttemptAt, next.servedAt, next.breakerOpen ? (next.breakerUntil ?? 0) : 0);
     await tx.upsert(ENDPOINT_STATE, next);
-    await this.rescheduleWorkspace(tx, cur.workspaceId, workspace);
+    await this.rescheduleKey(tx, cur.apiKey, cur.workspaceId, workspace);
     return next;
   }
 
+  /** Sets the key's place in its workspace's round-robin from its endpoints', then the workspace's. */
+  private async rescheduleKey(tx: ReadTx, apiKey: string, workspaceId: string, change: WorkspaceChange): Promise<void> {
+    const cur = await tx.get<KeyStateDoc>(KEY_STATE, apiKey);
+    const next: KeyStateDoc = { _id: apiKey, workspaceId, scheduled: false, dueAt: 0, servedAt: 0, ...cur };
+    if (change.servedAt !== undefined) next.servedAt = change.servedAt;
+    const [first] = await tx.find<EndpointStateDoc>(ENDPOINT_STATE, { apiKey, scheduled: true }, { sort: 'dueAt', limit: 1 });
+    next.scheduled = first !== undefined;
+    if (first) next.dueAt = Math.max(first.dueAt, next.servedAt);
+    await tx.upsert(KEY_STATE, next);
+    await this.rescheduleWorkspace(tx, workspaceId, change);
+  }
+
   /**
-   * Sets the workspace's place in the round-robin across workspaces from its endpoints'
-   * (after the endpoint's own change, in the same transaction) and counts its pending
+   * Sets the workspace's place in the round-robin across workspaces from its keys' (after
+   * the key's own change, in the same transaction) and counts its pending
    * deliveries. A workspace without a document yet (new, or queued by an older version)
    * has its pending deliveries counted once, then kept by `pending` deltas.
    */
@@ -883,7 +907,7 @@ export class WebhookDeliverer {
       : await tx.count(DELIVERIES, { workspaceId, status: 'pending' });
     const next: WorkspaceStateDoc = { _id: workspaceId, scheduled: false, dueAt: 0, servedAt: 0, ...cur, pending, depthRank: -pending };
     if (change.servedAt !== undefined) next.servedAt = change.servedAt;
-    const [first] = await tx.find<EndpointStateDoc>(ENDPOINT_STATE, { workspaceId, scheduled: true }, { sort: 'dueAt', limit: 1 });
+    const [first] = await tx.find<KeyStateDoc>(KEY_STATE, { workspaceId, scheduled: true }, { sort: 'dueAt', limit: 1 });
     next.scheduled = first !== undefined;
     if (first) next.dueAt = Math.max(first.dueAt, next.servedAt);
     await tx.upsert(WORKSPACE_STATE, next);
@@ -970,21 +994,21 @@ export class WebhookDeliverer {
   // ---- upgrade ----
 
   /**
-   * Endpoints scheduled by a version without the round-robin across workspaces have no
-   * workspace document: creates the missing ones (which counts their pending deliveries).
-   * Idempotent; a page of reads once done.
+   * Endpoints scheduled by a version without the round-robin across workspaces and keys have
+   * no key document (nor workspace document): creates them (which counts the workspace's
+   * pending deliveries). Idempotent; a page of reads once done.
    */
   async scheduleWorkspaces(): Promise<void> {
     let after: { value: number; id: string } | undefined;
     for (;;) {
       const page = await this.read.find<EndpointStateDoc>(ENDPOINT_STATE, { scheduled: true }, { sort: 'dueAt', after, limit: 500 });
       if (page.length === 0) return;
-      const ids = [...new Set(page.map((ep) => ep.workspaceId))];
-      const known = new Set((await this.read.getMany(WORKSPACE_STATE, ids)).map((w) => w._id));
-      for (const id of ids) {
-        if (known.has(id)) continue;
+      const keys = new Map(page.map((ep) => [ep.apiKey, ep.workspaceId]));
+      const known = new Set((await this.read.getMany(KEY_STATE, [...keys.keys()])).map((k) => k._id));
+      for (const [apiKey, workspaceId] of keys) {
+        if (known.has(apiKey)) continue;
         await this.read.transaction(async (tx) => {
-          if (!(await tx.get(WORKSPACE_STATE, id))) await this.rescheduleWorkspace(tx, id, {});
+          if (!(await tx.get(KEY_STATE, apiKey))) await this.rescheduleKey(tx, apiKey, workspaceId, {});
         });
       }
       if (page.length < 500) return;
@@ -1025,17 +1049,17 @@ function loadOf(load: Map<string, number>, id: string): number {
 }
 
 /**
- * Endpoints (in their round-robin order) with their keys taking turns: the first of each key,
- * then the second of each, and so on. Example: a1 a2 a3 b1 -> a1 b1 a2 a3.
+ * Round-robin over `queue`: the first entry that `serve` gets something from goes to the back.
+ * Example: [a, b, c], a has nothing, b serves: [a, c, b], and the next call tries a, then c.
  */
-function interleaveKeys(endpoints: readonly EndpointStateDoc[]): EndpointStateDoc[] {
-  const byKey = new Map<string, EndpointStateDoc[]>();
-  for (const ep of endpoints) byKey.set(ep.apiKey, [...(byKey.get(ep.apiKey) ?? []), ep]);
-  const out: EndpointStateDoc[] = [];
-  for (let round = 0; out.length < endpoints.length; round++) {
-    for (const eps of byKey.values()) if (eps[round]) out.push(eps[round]!);
+async function takeTurn<T, R>(queue: T[], serve: (entry: T) => Promise<R | null>): Promise<R | null> {
+  for (let i = 0; i < queue.length; i++) {
+    const out = await serve(queue[i]!);
+    if (out === null) continue;
+    queue.push(...queue.splice(i, 1));
+    return out;
   }
-  return out;
+  return null;
 }
 
 /** What an attempt records of a network error: its code (ECONNREFUSED, ENOTFOUND...), else its message. */

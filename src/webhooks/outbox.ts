@@ -11,9 +11,10 @@
  * indexes below, endpoint by endpoint, so one endpoint's backlog never costs another
  * endpoint a read.
  *
- * Above those, one document per workspace with work (`webhook_workspaces`): the sender's
- * round-robin across workspaces (src/webhooks/deliverer.ts, "Fairness"), and the
- * workspace's count of pending deliveries (its queue depth, for /metrics).
+ * Above those, one document per API key (`webhook_keys`) and one per workspace
+ * (`webhook_workspaces`): the sender's round-robin across workspaces, then across a
+ * workspace's keys, then across a key's endpoints (src/webhooks/deliverer.ts, "Fairness");
+ * and the workspace's count of pending deliveries (its queue depth, for /metrics).
  */
 import type { Doc, IndexSpec, ReadView } from '../ports/read-store.js';
 import { key } from '../shared/ids.js';
@@ -21,6 +22,7 @@ import { decodePageToken, encodePageToken } from '../../queries/paging.js';
 
 export const DELIVERIES = 'webhook_deliveries';
 export const ENDPOINT_STATE = 'webhook_endpoints';
+export const KEY_STATE = 'webhook_keys';
 export const WORKSPACE_STATE = 'webhook_workspaces';
 export const WEBHOOK_CHECKPOINT = 'webhooks';
 
@@ -109,13 +111,24 @@ export interface EndpointStateDoc extends Doc {
   breakerUntil?: number;
 }
 
+/** One per API key that ever had a delivery: its place in the round-robin across its workspace's keys. */
+export interface KeyStateDoc extends Doc {
+  workspaceId: string;
+  /** Some endpoint of the key is scheduled. */
+  scheduled: boolean;
+  /** The later of its endpoints' earliest `dueAt` and `servedAt` (as for endpoints). */
+  dueAt: number;
+  /** When the sender last claimed a delivery of this key. */
+  servedAt: number;
+}
+
 /** One per workspace that ever had a delivery: its place in the sender's round-robin across workspaces. */
 export interface WorkspaceStateDoc extends Doc {
   /** Some endpoint of the workspace is scheduled. */
   scheduled: boolean;
   /**
    * The round-robin key across workspaces (meaningful while scheduled): the later of its
-   * endpoints' earliest `dueAt` and `servedAt`, as for endpoints. A workspace just served
+   * keys' earliest `dueAt` and `servedAt`, as for endpoints. A workspace just served
    * goes behind every workspace waiting since before.
    */
   dueAt: number;
@@ -142,8 +155,10 @@ export const outboxIndexes: IndexSpec[] = [
   { collection: DELIVERIES, fields: ['completedAt'] },
   // Endpoints with work, in round-robin order.
   { collection: ENDPOINT_STATE, fields: ['scheduled', 'dueAt'] },
-  // A workspace's endpoints with work, in round-robin order (the sender, and the workspace's own place).
-  { collection: ENDPOINT_STATE, fields: ['workspaceId', 'scheduled', 'dueAt'] },
+  // A key's endpoints with work, in round-robin order (the sender, and the key's own place).
+  { collection: ENDPOINT_STATE, fields: ['apiKey', 'scheduled', 'dueAt'] },
+  // A workspace's keys with work, in round-robin order (the sender, and the workspace's own place).
+  { collection: KEY_STATE, fields: ['workspaceId', 'scheduled', 'dueAt'] },
   // Open breakers, all and per workspace (/metrics).
   { collection: ENDPOINT_STATE, fields: ['breakerOpen'] },
   { collection: ENDPOINT_STATE, fields: ['workspaceId', 'breakerOpen'] },
