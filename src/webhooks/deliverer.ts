@@ -9,25 +9,47 @@
  *    the deliveries are durable. Delivery ids derive from event ids: never a duplicate with
  *    a new id. On its very first run (no checkpoint) it starts at the log's head: turning
  *    the deliverer on never replays history to receivers.
- * 2. **Send**: serves endpoints (an API key's raw or processed URL slot) round-robin. Each
- *    endpoint has a state document (src/webhooks/outbox.ts) saying when it next has work;
- *    the sender reads the few endpoints due first and, per endpoint, its due *head*
- *    deliveries (the oldest pending one of each (key, stream, endpoint) queue, so a stream's
- *    events arrive in order; a later one waits while an earlier one is retried). At most
- *    `maxInFlightPerEndpoint` attempts run per endpoint and `concurrency` in all; a delivery
- *    waiting for its retry holds no slot. An attempt claims its delivery with a short lease
- *    (several processes never send the same delivery at once), POSTs it with a timeout to an
- *    address the egress policy allows (src/adapters/egress.ts; a blocked destination fails
- *    the delivery at once), and records the outcome. 2xx: succeeded. 410 Gone: failed, and
- *    the endpoint is disabled (`WebhookEndpointDisabled` on the key's workspace) until its
- *    URL is set again. Anything else: retried on the schedule with jitter, then failed. An
- *    endpoint with no success since a failing streak began `disableAfterMs` ago is disabled
- *    the same way. Deliveries done longer than `retentionMs` ago are deleted by a periodic
- *    sweep.
+ * 2. **Send**: serves endpoints (an API key's raw or processed URL slot, or one of its
+ *    advanced endpoints) round-robin, as described under Fairness. Each endpoint has a state
+ *    document (src/webhooks/outbox.ts) saying when it next has work; the sender reads the
+ *    few due first and, per endpoint, its due *head* deliveries (the oldest pending one of
+ *    each (key, stream, endpoint) queue, so a stream's events arrive in order; a later one
+ *    waits while an earlier one is retried). A delivery waiting for its retry holds no slot.
+ *    An attempt claims its delivery with a short lease (several processes never send the
+ *    same delivery at once), POSTs it with a timeout to an address the egress policy allows
+ *    (src/adapters/egress.ts; a blocked destination fails the delivery at once), and records
+ *    the outcome. 2xx: succeeded. 410 Gone: failed, and the endpoint is disabled
+ *    (`WebhookEndpointDisabled` on the key's workspace) until its URL is set again. Anything
+ *    else: retried on the schedule with jitter, then failed. An endpoint with no success
+ *    since a failing streak began `disableAfterMs` ago is disabled the same way. Deliveries
+ *    done longer than `retentionMs` ago are deleted by a periodic sweep.
  *
- * Why per endpoint: one key's dead endpoint with thousands of pending deliveries must not
- * delay another key's delivery. The sender never reads "the first N pending deliveries of
- * everyone"; what one send step reads is bounded by the concurrency, whatever the backlogs.
+ * **Fairness.** The pool (`concurrency` attempts in flight) is shared by every tenant, and an
+ * attempt to a receiver that never answers holds its slot for the whole timeout. So the
+ * sender serves workspaces round-robin, then a workspace's API keys, then a key's endpoints:
+ * each level has a schedule document (workspace, key, endpoint) whose `dueAt` is the later
+ * of its earliest due child and when it was last served, so one just served goes behind
+ * everyone waiting since before. At most `maxInFlightPerWorkspace` attempts run for one
+ * workspace (all its keys), `maxInFlightPerEndpoint` for one endpoint, `concurrency` in all.
+ * Example (16 slots, 4 per workspace): workspace T's 50 endpoints all hang; T holds 4 slots
+ * and waits for them, the 12 others serve everyone else at once. The per-process in-flight
+ * counts are in memory: only the lease holder sends. The schedule documents are in the read
+ * store, written in the same transaction as the deliveries they follow (`reschedule`).
+ *
+ * **Breaker.** An endpoint whose attempts go unanswered (timeout, connection error)
+ * `breakerAfter` times in a row is *open*: its queue is parked (its `dueAt` is held at
+ * `breakerUntil`, exponential backoff from `breakerBackoffMs` up to `breakerMaxBackoffMs`),
+ * then *half-open*: one attempt at a time with the short `breakerTimeoutMs`, the probe. An
+ * HTTP answer of any status closes it; another unanswered probe parks it twice as long. The
+ * breaker is in the endpoint's state document, so it survives a restart and a takeover of
+ * the lease. Example (5, 30 s, 2 s): five 10 s timeouts open it; 30 s later a 2 s probe;
+ * unanswered, 60 s later another; so a dead endpoint costs one slot 2 s a minute or less
+ * instead of four slots all the time.
+ *
+ * Why per endpoint, key and workspace: one tenant's dead endpoints with thousands of pending
+ * deliveries must not delay another tenant's delivery. The sender never reads "the first N
+ * pending deliveries of everyone"; what one send step reads is bounded by the concurrency,
+ * whatever the backlogs.
  *
  * Neither loop is on a request's path: requests never wait for either. The follow loop
  * writes to the read store only when a batch queues deliveries (or, at most once a second,
