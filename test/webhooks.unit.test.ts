@@ -15,7 +15,7 @@ import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
 import { CommandHandler } from '../src/runtime/command-handler.js';
 import { WebhookDeliverer, type WebhookOptions } from '../src/webhooks/deliverer.js';
-import { DELIVERIES, ENDPOINT_STATE, KEY_STATE, WORKSPACE_STATE, endpointStateId, type DeliveryDoc, type EndpointStateDoc, type KeyStateDoc, type WorkspaceStateDoc } from '../src/webhooks/outbox.js';
+import { DELIVERIES, ENDPOINT_STATE, KEY_STATE, METRIC_WORKSPACES, WORKSPACE_STATE, endpointStateId, webhookHealth, type DeliveryDoc, type EndpointStateDoc, type KeyStateDoc, type WorkspaceStateDoc } from '../src/webhooks/outbox.js';
 import { ConfigError, loadConfig } from '../src/config/config.js';
 import type { Lease } from '../src/runtime/lease.js';
 
@@ -209,6 +209,26 @@ Q('workspaces take turns, then their keys: a workspace with 3000 due heads over 
       await Promise.all(['ws-S1', 'ws-S2', 'ws-S3'].map(async (w) => (await b.read.get<WorkspaceStateDoc>(WORKSPACE_STATE, w))!.scheduled)),
       [false, false, false],
     );
+  } finally {
+    await b.close();
+  }
+});
+
+Q('/metrics names at most METRIC_WORKSPACES workspaces by queue depth, deepest first, with exact counts, plus those with an open breaker', async () => {
+  // Workspace w<i> has i + 1 pending deliveries (w0: 1 ... w14: 15), queued by the previous version.
+  const docs: DeliveryDoc[] = [];
+  for (let w = 0; w < 15; w++) {
+    for (let i = 0; i <= w; i++) docs.push(delivery(`k${w}`, 100 * w + i, `agent:k${w}:${i}`, { workspaceId: `w${w}` }));
+  }
+  const idle = { held: false, start() {}, async stop() {} } as unknown as Lease;
+  const b = await bench(docs, { lease: idle });
+  try {
+    // An open breaker in a shallow workspace: listed too.
+    await b.read.transaction((tx) => tx.patch(ENDPOINT_STATE, endpointStateId('k0', 'raw'), { breakerOpen: true, breakerUntil: b.clock.now + 1000 }));
+    const health = await webhookHealth(b.read);
+    assert.is(health.breakersOpen, 1);
+    const expected = Array.from({ length: METRIC_WORKSPACES }, (_, i) => ({ workspaceId: `w${14 - i}`, pending: 15 - i, breakersOpen: 0 }));
+    assert.equal(health.workspaces, [...expected, { workspaceId: 'w0', pending: 1, breakersOpen: 1 }]);
   } finally {
     await b.close();
   }
