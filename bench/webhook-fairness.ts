@@ -11,7 +11,7 @@
 import http from 'node:http';
 import net from 'node:net';
 
-export interface Delays {
+interface Delays {
   samples: number;
   p50: number;
   p99: number;
