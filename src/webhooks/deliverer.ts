@@ -1020,7 +1020,7 @@ export class WebhookDeliverer {
    * no key document (nor workspace document): creates them (which counts the workspace's
    * pending deliveries). Idempotent; a page of reads once done.
    */
-  async scheduleWorkspaces(): Promise<void> {
+  private async scheduleWorkspaces(): Promise<void> {
     let after: { value: number; id: string } | undefined;
     for (;;) {
       const page = await this.read.find<EndpointStateDoc>(ENDPOINT_STATE, { scheduled: true }, { sort: 'dueAt', after, limit: 500 });
