@@ -11,7 +11,7 @@
  * met.
  *
  * Scenarios (--scenario=): perm1, perm1asof (perm1 with asOf, beside the live one), perm1rate, perm10, docs, size, add, move, memory, access,
- * budget, rebuild, workers. perm1, perm10 and docs give each server's CPU per request (its whole
+ * budget, rebuild, workers, webhooks. perm1, perm10 and docs give each server's CPU per request (its whole
  * process, every thread, from /proc, over the measured run, divided by the requests answered;
  * bench/stage-budget.ts): the read goals are bare Fastify's CPU per request over the
  * service's, steadier on a shared machine than requests per second. budget restarts the
@@ -25,7 +25,10 @@
  * `serve --workers 2`, each on a fresh store of its own, in alternating rounds. perm1rate is perm1's request at a fixed 1,000 requests/s: its latency at a steady
  * load rather than at saturation, from bench/steady-load.ts (evenly spaced requests), beside
  * the raw ceiling at the same rate. rebuild replays the log in this process, importing the
- * projections from the TypeScript sources (through tsx), not from dist/.
+ * projections from the TypeScript sources (through tsx), not from dist/. webhooks measures a
+ * workspace's webhook delay (write to arrival at a loopback receiver) alone, then while another
+ * workspace's 50 advanced endpoints point at a tarpit, on a service of its own
+ * (bench/webhook-fairness.ts); with only workers and webhooks asked, nothing is seeded.
  *
  * The service and the ceilings run as child processes; the load generator (autocannon) runs
  * here. Each gets the same connections, duration and request bodies, so the ratios compare
@@ -39,6 +42,7 @@ import { fileURLToPath } from 'node:url';
 import net from 'node:net';
 import autocannon from 'autocannon';
 import { steadyLoad } from './steady-load.js';
+import { webhookFairness } from './webhook-fairness.js';
 import { cpuSample, mainThreadProfile, perRequest, postgresCpuUs, stageShares, STAGES, type StageShares } from './stage-budget.js';
 import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
@@ -59,7 +63,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
 const scale = args.has('--full') ? 'full' : args.has('--quick') ? 'quick' : 'standard';
 // --scenario=perm1,docs: measure only these (perm1, perm1rate, perm10, docs, size, add, move,
-// memory, budget, rebuild, access, workers); the seeding is the same. Without it, every scenario runs.
+// memory, budget, rebuild, access, workers, webhooks); the seeding is the same, and skipped when
+// only scenarios with services of their own (workers, webhooks) are asked. Without it, every scenario runs.
 const only = process.argv.find((a) => a.startsWith('--scenario='))?.slice('--scenario='.length).split(',');
 const want = (name: string) => !only || only.includes(name);
 // --store=postgres: perm1, add and rebuild measured on PostgreSQL too, beside SQLite.
@@ -74,6 +79,8 @@ const withPostgres = storeArg === 'postgres';
 // alternating rounds: the CPU per request of a change, A/B, in one run.
 const abDir = process.argv.find((a) => a.startsWith('--ab='))?.slice('--ab='.length);
 const AB_ROUNDS = 3;
+// webhooks: the victim's writes measured alone and again under the attack.
+const WEBHOOK_SAMPLES = { quick: 40, standard: 100, full: 200 };
 const S = {
   quick: { bigDocs: 20_000, smallDocs: 1_000, subtree: 1_000, seconds: 3 },
   standard: { bigDocs: 100_000, smallDocs: 1_000, subtree: 10_000, seconds: 8 },
@@ -848,6 +855,10 @@ async function postgresBeside(sqlite: SqliteFigures) {
 async function main() {
   console.log(`bench: ${scale} scale (${JSON.stringify(S)}), ${os.cpus().length} cores, node ${process.version}`);
   buildService();
+  if (only?.every((name) => OWN_SERVICE.has(name))) {
+    await ownServiceScenarios();
+    return report();
+  }
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-'));
   const raw = await startCeiling('raw-server.mjs');
   const fw = await startCeiling('fastify-server.mjs');
@@ -1147,6 +1158,17 @@ async function main() {
 
   if (withPostgres) await postgresBeside(sqlite);
 
+  await ownServiceScenarios();
+  report();
+}
+
+/**
+ * The scenarios that start services of their own on fresh stores (workers, webhooks): they
+ * need none of the seeded data, so a run of only these skips the seeding.
+ */
+const OWN_SERVICE = new Set(['workers', 'webhooks']);
+
+async function ownServiceScenarios() {
   // documents/add of one document at a time (read-your-writes), one process against `serve
   // --workers 2`: there the API process appends and the background process applies, so every
   // write waits for a notice to cross two processes and back (src/runtime/notices.ts).
@@ -1177,6 +1199,33 @@ async function main() {
     }
   }
 
+  // One workspace's 50 advanced endpoints on a tarpit: another workspace's webhook delay
+  // against its own baseline, in the same run (bench/webhook-fairness.ts).
+  if (want('webhooks')) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-webhooks-'));
+    const hooks = await startService(dir, [], { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', SIGNUP_RATE_PER_MINUTE: '0' });
+    try {
+      const f = await webhookFairness(hooks.url, WEBHOOK_SAMPLES[scale]);
+      const ratio = f.attacked.p50 / Math.max(1, f.baseline.p50);
+      rows.push({
+        scenario: `webhook delay of a workspace while another has 50 endpoints on a tarpit (300 deliveries), ${f.attacked.samples} writes each`,
+        measured: `p50 ${f.attacked.p50} vs ${f.baseline.p50} ms baseline, p99 ${f.attacked.p99} vs ${f.baseline.p99}, max ${f.attacked.max} vs ${f.baseline.max}; tarpit held ${f.tarpitConnections} connections`,
+        ...NO_CEILING,
+        ratio: ratio.toFixed(2),
+        // The p50 alone would miss the unfair sender's failure: there the first writes wait out
+        // the tarpit's timeouts (tens of seconds) and the later ones may slip through.
+        target: '<= 2x baseline at p50, <= 10x at max, no tarpit attempt ended meanwhile',
+        met: ratio <= 2 && f.attacked.max <= 10 * Math.max(1, f.baseline.max) && f.tarpitDropped === 0,
+        raw: { ...f },
+      });
+    } finally {
+      await stop(hooks.child);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+
+function report() {
   printTable();
   printBudgets();
   const outDir = path.join(ROOT, 'bench', 'results');

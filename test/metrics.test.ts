@@ -32,6 +32,9 @@ const METRIC_NAMES = [
   'collab_parked_events',
   'collab_webhook_queue_depth',
   'collab_webhook_deliveries_failed',
+  'collab_webhook_breakers_open',
+  'collab_webhook_workspace_queue_depth',
+  'collab_webhook_workspace_breakers_open',
   // prom-client's default process metrics
   'process_cpu_seconds_total',
   'process_resident_memory_bytes',

@@ -1,7 +1,7 @@
 /**
  * Webhook signatures (Standard Webhooks test vector), triggers, payload redaction; the
- * sender's per-endpoint scheduling and retention sweep on an in-memory store; the webhook
- * configuration variables.
+ * sender's per-endpoint scheduling, its turns across workspaces and keys, and the retention
+ * sweep on an in-memory store; the webhook configuration variables.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -15,7 +15,7 @@ import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
 import { CommandHandler } from '../src/runtime/command-handler.js';
 import { WebhookDeliverer, type WebhookOptions } from '../src/webhooks/deliverer.js';
-import { DELIVERIES, ENDPOINT_STATE, endpointStateId, type DeliveryDoc, type EndpointStateDoc } from '../src/webhooks/outbox.js';
+import { DELIVERIES, ENDPOINT_STATE, KEY_STATE, METRIC_WORKSPACES, WORKSPACE_STATE, endpointStateId, webhookHealth, type DeliveryDoc, type EndpointStateDoc, type KeyStateDoc, type WorkspaceStateDoc } from '../src/webhooks/outbox.js';
 import { ConfigError, loadConfig } from '../src/config/config.js';
 import type { Lease } from '../src/runtime/lease.js';
 
@@ -178,6 +178,62 @@ Q('one send step serves every endpoint with work, reading no more because anothe
   }
 });
 
+Q('workspaces take turns, then their keys: a workspace with 3000 due heads over 40 endpoints of two keys gets its cap, the others are served in the same step', async () => {
+  // Big: keys K1 and K2, 20 endpoints each, 3000 deliveries each of its own stream. Three
+  // small workspaces, one delivery each, queued after all of Big's. Queued by the previous
+  // version (no heads, no schedule documents): init builds them.
+  const docs = Array.from({ length: 3000 }, (_, i) =>
+    delivery(i % 2 ? 'K2' : 'K1', i, `agent:big:${i}`, { workspaceId: 'ws-big', endpoint: `ep_${i % 40}`, webhookId: `e${i}_ep_${i % 40}`, _id: key(i % 2 ? 'K2' : 'K1', `e${i}_ep_${i % 40}`) }),
+  );
+  for (const s of ['S1', 'S2', 'S3']) docs.push(delivery(s, 5000 + docs.length, `agent:${s}:x`));
+  const idle = { held: false, start() {}, async stop() {} } as unknown as Lease;
+  const b = await bench(docs, { concurrency: 8, maxInFlightPerWorkspace: 2, maxInFlightPerEndpoint: 4, lease: idle });
+  b.deliverer.start();
+  try {
+    const big = (await b.read.get<WorkspaceStateDoc>(WORKSPACE_STATE, 'ws-big'))!;
+    assert.equal([big.scheduled, big.pending], [true, 3000], 'the upgrade counted the queue');
+    assert.is((await b.read.find<KeyStateDoc>(KEY_STATE, { workspaceId: 'ws-big', scheduled: true })).length, 2);
+
+    const before = b.rows();
+    await b.deliverer.sendStep();
+    const read = b.rows() - before;
+    // 4 workspaces; per workspace served at most 2 x 2 keys, per key 2 x 2 endpoints, per endpoint 2 x 2 heads.
+    assert.ok(read <= 4 + 4 * (4 + 4 * (4 + 4 * 4)), `one step read ${read} documents`);
+    // No key config: each attempt settles at once ("Not sent"). Big had its cap of 2, one per
+    // key; each small workspace its one, in the same step.
+    await eventually('the attempts settled', async () => (await b.read.count(DELIVERIES, { status: 'failed' })) === 5);
+    const failed = await b.read.find<DeliveryDoc>(DELIVERIES, { status: 'failed' });
+    assert.equal(failed.map((d) => d.apiKey).sort(), ['K1', 'K2', 'S1', 'S2', 'S3']);
+    assert.is((await b.read.get<WorkspaceStateDoc>(WORKSPACE_STATE, 'ws-big'))!.pending, 2998, 'completed deliveries leave the count');
+    assert.equal(
+      await Promise.all(['ws-S1', 'ws-S2', 'ws-S3'].map(async (w) => (await b.read.get<WorkspaceStateDoc>(WORKSPACE_STATE, w))!.scheduled)),
+      [false, false, false],
+    );
+  } finally {
+    await b.close();
+  }
+});
+
+Q('/metrics names at most METRIC_WORKSPACES workspaces by queue depth, deepest first, with exact counts, plus those with an open breaker', async () => {
+  // Workspace w<i> has i + 1 pending deliveries (w0: 1 ... w14: 15), queued by the previous version.
+  const docs: DeliveryDoc[] = [];
+  for (let w = 0; w < 15; w++) {
+    for (let i = 0; i <= w; i++) docs.push(delivery(`k${w}`, 100 * w + i, `agent:k${w}:${i}`, { workspaceId: `w${w}` }));
+  }
+  const idle = { held: false, start() {}, async stop() {} } as unknown as Lease;
+  const b = await bench(docs, { lease: idle });
+  try {
+    // An open breaker in a shallow workspace: listed too.
+    await b.read.transaction((tx) => tx.patch(ENDPOINT_STATE, endpointStateId('k0', 'raw'), { breakerOpen: true, breakerUntil: b.clock.now + 1000 }));
+    const health = await webhookHealth(b.read);
+    assert.is(health.breakersOpen, 1);
+    const expected = Array.from({ length: METRIC_WORKSPACES }, (_, i) => ({ workspaceId: `w${14 - i}`, pending: 15 - i, breakersOpen: 0 }));
+    assert.equal(health.workspaces, [...expected, { workspaceId: 'w0', pending: 1, breakersOpen: 1 }]);
+  } finally {
+    await b.close();
+  }
+});
+
 Q('the retention sweep deletes succeeded and failed deliveries older than the retention, and keeps pending and newer ones', async () => {
   const now = 10 * DAY;
   const docs = [
@@ -227,6 +283,36 @@ Q('configuration: WEBHOOK_* variables, defaults and bad values', () => {
   failsOn({ WEBHOOK_CONCURRENCY: '2', WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: '4' }, 'WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT');
   failsOn({ WEBHOOK_DISABLE_AFTER_DAYS: '-1' }, 'WEBHOOK_DISABLE_AFTER_DAYS');
   failsOn({ WEBHOOK_RETENTION_DAYS: '0' }, 'WEBHOOK_RETENTION_DAYS');
+});
+
+Q('configuration: the fairness and breaker variables, defaults and bad values', () => {
+  const c = loadConfig({});
+  assert.equal(
+    [c.webhookMaxInFlightPerWorkspace, c.webhookBreakerAfter, c.webhookBreakerTimeoutMs, c.webhookBreakerBackoffSeconds, c.webhookBreakerMaxBackoffSeconds],
+    [4, 5, 2000, 30, 3600],
+  );
+  // A pool smaller than the default share lowers the share with it.
+  assert.is(loadConfig({ WEBHOOK_CONCURRENCY: '2', WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT: '1' }).webhookMaxInFlightPerWorkspace, 2);
+  const set = loadConfig({
+    WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE: '8',
+    WEBHOOK_BREAKER_AFTER: '0',
+    WEBHOOK_BREAKER_TIMEOUT_MS: '500',
+    WEBHOOK_BREAKER_BACKOFF_SECONDS: '7200',
+  });
+  assert.equal(
+    [set.webhookMaxInFlightPerWorkspace, set.webhookBreakerAfter, set.webhookBreakerTimeoutMs, set.webhookBreakerBackoffSeconds, set.webhookBreakerMaxBackoffSeconds],
+    [8, 0, 500, 7200, 7200],
+    'a first park longer than the default longest raises the longest with it',
+  );
+  const failsOn = (env: Record<string, string>, variable: string) => {
+    assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && e.variable === variable, JSON.stringify(env));
+  };
+  failsOn({ WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE: '0' }, 'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE');
+  failsOn({ WEBHOOK_CONCURRENCY: '8', WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE: '9' }, 'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE');
+  failsOn({ WEBHOOK_BREAKER_AFTER: 'five' }, 'WEBHOOK_BREAKER_AFTER');
+  failsOn({ WEBHOOK_BREAKER_TIMEOUT_MS: '50' }, 'WEBHOOK_BREAKER_TIMEOUT_MS');
+  failsOn({ WEBHOOK_BREAKER_BACKOFF_SECONDS: '0' }, 'WEBHOOK_BREAKER_BACKOFF_SECONDS');
+  failsOn({ WEBHOOK_BREAKER_BACKOFF_SECONDS: '60', WEBHOOK_BREAKER_MAX_BACKOFF_SECONDS: '30' }, 'WEBHOOK_BREAKER_MAX_BACKOFF_SECONDS');
 });
 
 Q.run();

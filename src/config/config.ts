@@ -97,8 +97,18 @@ export interface Config {
   accessIndexEntries: number;
   /** Webhook attempts in flight at once, all endpoints together. */
   webhookConcurrency: number;
-  /** Webhook attempts in flight at once to one endpoint (an API key's raw or processed URL). */
+  /** Webhook attempts in flight at once to one endpoint (an API key's raw or processed URL); never more than its workspace's. */
   webhookMaxInFlightPerEndpoint: number;
+  /** Webhook attempts in flight at once for one workspace, all its keys and endpoints together (docs/webhooks.md, fairness). */
+  webhookMaxInFlightPerWorkspace: number;
+  /** Unanswered webhook attempts in a row (timeouts, connection errors) that open an endpoint's breaker; 0 never. */
+  webhookBreakerAfter: number;
+  /** Timeout of an attempt to an endpoint whose breaker is open (its probe). */
+  webhookBreakerTimeoutMs: number;
+  /** How long an opening breaker parks its endpoint, doubled by each further unanswered probe... */
+  webhookBreakerBackoffSeconds: number;
+  /** ...up to this. */
+  webhookBreakerMaxBackoffSeconds: number;
   /** An endpoint with no successful delivery for this many days since a failure is disabled; 0 never. */
   webhookDisableAfterDays: number;
   /** Days a succeeded or failed webhook delivery is kept (and listed) before it is deleted. */
@@ -371,7 +381,26 @@ function webhookLimits(env: Env) {
   if (webhookMaxInFlightPerEndpoint > webhookConcurrency) {
     throw new ConfigError('WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT', `must not exceed WEBHOOK_CONCURRENCY (${webhookConcurrency}), got ${webhookMaxInFlightPerEndpoint}`);
   }
-  return { webhookConcurrency, webhookMaxInFlightPerEndpoint };
+  // Well below the pool by default, so that one workspace's hanging endpoints leave most
+  // slots to the others; never above it (a smaller pool lowers the default with it).
+  const webhookMaxInFlightPerWorkspace = integer(env, 'WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE', Math.min(4, webhookConcurrency), 1, 1000);
+  if (webhookMaxInFlightPerWorkspace > webhookConcurrency) {
+    throw new ConfigError('WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE', `must not exceed WEBHOOK_CONCURRENCY (${webhookConcurrency}), got ${webhookMaxInFlightPerWorkspace}`);
+  }
+  const webhookBreakerBackoffSeconds = integer(env, 'WEBHOOK_BREAKER_BACKOFF_SECONDS', 30, 1, 86_400);
+  const webhookBreakerMaxBackoffSeconds = integer(env, 'WEBHOOK_BREAKER_MAX_BACKOFF_SECONDS', Math.max(3600, webhookBreakerBackoffSeconds), 1, 7 * 86_400);
+  if (webhookBreakerMaxBackoffSeconds < webhookBreakerBackoffSeconds) {
+    throw new ConfigError('WEBHOOK_BREAKER_MAX_BACKOFF_SECONDS', `must be at least WEBHOOK_BREAKER_BACKOFF_SECONDS (${webhookBreakerBackoffSeconds}), got ${webhookBreakerMaxBackoffSeconds}`);
+  }
+  return {
+    webhookConcurrency,
+    webhookMaxInFlightPerEndpoint,
+    webhookMaxInFlightPerWorkspace,
+    webhookBreakerAfter: integer(env, 'WEBHOOK_BREAKER_AFTER', 5, 0, 1000),
+    webhookBreakerTimeoutMs: integer(env, 'WEBHOOK_BREAKER_TIMEOUT_MS', 2000, 100, 10_000),
+    webhookBreakerBackoffSeconds,
+    webhookBreakerMaxBackoffSeconds,
+  };
 }
 
 /** The request, header and idle-socket timeouts, each checked against the others. */
@@ -418,7 +447,7 @@ export function loadConfig(env: Env = process.env): Config {
   const host = env.HOST || (adminToken === undefined ? '127.0.0.1' : '0.0.0.0');
   const regions = regionsOf(env);
   const rateLimitPerSecond = integer(env, 'RATE_LIMIT_PER_SECOND', 0, 0, 1_000_000);
-  const { webhookConcurrency, webhookMaxInFlightPerEndpoint } = webhookLimits(env);
+  const webhooks = webhookLimits(env);
   const { readYourWritesTimeoutMs, requestTimeoutMs, headersTimeoutMs, connectionTimeoutMs } = timeouts(env);
   const metricsToken = metricsTokenOf(env);
   const metricsOpen = boolean(env, 'METRICS_OPEN', !production);
@@ -461,8 +490,7 @@ export function loadConfig(env: Env = process.env): Config {
     folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),
     queryDeadlineMs: integer(env, 'QUERY_DEADLINE_MS', 5000, 1, 600_000),
     accessIndexEntries: integer(env, 'ACCESS_INDEX_ENTRIES', 500_000, 0, 100_000_000),
-    webhookConcurrency,
-    webhookMaxInFlightPerEndpoint,
+    ...webhooks,
     webhookDisableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 0, 365),
     webhookRetentionDays: integer(env, 'WEBHOOK_RETENTION_DAYS', 7, 1, 3650),
     webhookAllowedCidrs: cidrs(env, 'WEBHOOK_ALLOWED_CIDRS'),

@@ -7,7 +7,8 @@
  * run) may build several apps without their metrics colliding.
  *
  * Scrape cost is bounded: the store-backed gauges are indexed counts (parked events, pending
- * and failed webhook deliveries), one checkpoint read per projection, and for a lagging
+ * and failed webhook deliveries, open breakers), one read of at most 2 x METRIC_WORKSPACES
+ * workspace documents (src/webhooks/outbox.ts webhookHealth), one checkpoint read per projection, and for a lagging
  * projection one read of at most LAG_SCAN_LIMIT events from its checkpoint (projections that
  * share a checkpoint share the read).
  */
@@ -19,7 +20,7 @@ import { ApiError } from '../shared/errors.js';
 import type { Services } from '../composition/services.js';
 import { LOG_START, type LogPosition } from '../ports/event-store.js';
 import { countParked } from '../ops/parked.js';
-import { DELIVERIES } from '../webhooks/outbox.js';
+import { DELIVERIES, METRIC_WORKSPACES, webhookHealth } from '../webhooks/outbox.js';
 import { operationSchemas } from './openapi.js';
 import { shared } from './plugin.js';
 
@@ -110,6 +111,23 @@ function createMetrics(registry: Registry) {
       help: 'Webhook deliveries pending (queued or waiting for a retry), all processes together.',
       registers,
     }),
+    workspaceQueueDepth: new Gauge({
+      name: 'collab_webhook_workspace_queue_depth',
+      help: `Webhook deliveries pending, of the ${METRIC_WORKSPACES} workspaces with the deepest queues and of workspaces with an open breaker (at most ${2 * METRIC_WORKSPACES} workspaces).`,
+      labelNames: ['workspace'] as const,
+      registers,
+    }),
+    workspaceBreakersOpen: new Gauge({
+      name: 'collab_webhook_workspace_breakers_open',
+      help: 'Webhook endpoints whose breaker is open (parked, or probing), of the workspaces collab_webhook_workspace_queue_depth names.',
+      labelNames: ['workspace'] as const,
+      registers,
+    }),
+    breakersOpen: new Gauge({
+      name: 'collab_webhook_breakers_open',
+      help: 'Webhook endpoints whose breaker is open (parked, or probing), all workspaces together.',
+      registers,
+    }),
     failedDeliveries: new Gauge({
       name: 'collab_webhook_deliveries_failed',
       help: 'Webhook deliveries given up (kept for WEBHOOK_RETENTION_DAYS), all processes together.',
@@ -145,11 +163,12 @@ async function projectionLags(services: Services, now: number) {
 
 /** Reads the store-backed gauges; each is a count on an index or a bounded read. */
 async function refreshGauges(services: Services, m: Metrics): Promise<void> {
-  const [lags, parkedCount, pending, failed] = await Promise.all([
+  const [lags, parkedCount, pending, failed, health] = await Promise.all([
     projectionLags(services, services.clock()),
     countParked(services.read),
     services.read.count(DELIVERIES, { status: 'pending' }),
     services.read.count(DELIVERIES, { status: 'failed' }),
+    webhookHealth(services.read),
   ]);
   for (const [name, lag] of lags) {
     m.lagEvents.set({ projection: name }, lag.events);
@@ -158,6 +177,14 @@ async function refreshGauges(services: Services, m: Metrics): Promise<void> {
   m.parked.set(parkedCount);
   m.queueDepth.set(pending);
   m.failedDeliveries.set(failed);
+  m.breakersOpen.set(health.breakersOpen);
+  // Only this scrape's workspaces: one that left the list must not keep its last value.
+  m.workspaceQueueDepth.reset();
+  m.workspaceBreakersOpen.reset();
+  for (const w of health.workspaces) {
+    m.workspaceQueueDepth.set({ workspace: w.workspaceId }, w.pending);
+    m.workspaceBreakersOpen.set({ workspace: w.workspaceId }, w.breakersOpen);
+  }
 }
 
 /** `GET /metrics`, behind METRICS_TOKEN when the operator set one. */

@@ -9,25 +9,47 @@
  *    the deliveries are durable. Delivery ids derive from event ids: never a duplicate with
  *    a new id. On its very first run (no checkpoint) it starts at the log's head: turning
  *    the deliverer on never replays history to receivers.
- * 2. **Send**: serves endpoints (an API key's raw or processed URL slot) round-robin. Each
- *    endpoint has a state document (src/webhooks/outbox.ts) saying when it next has work;
- *    the sender reads the few endpoints due first and, per endpoint, its due *head*
- *    deliveries (the oldest pending one of each (key, stream, endpoint) queue, so a stream's
- *    events arrive in order; a later one waits while an earlier one is retried). At most
- *    `maxInFlightPerEndpoint` attempts run per endpoint and `concurrency` in all; a delivery
- *    waiting for its retry holds no slot. An attempt claims its delivery with a short lease
- *    (several processes never send the same delivery at once), POSTs it with a timeout to an
- *    address the egress policy allows (src/adapters/egress.ts; a blocked destination fails
- *    the delivery at once), and records the outcome. 2xx: succeeded. 410 Gone: failed, and
- *    the endpoint is disabled (`WebhookEndpointDisabled` on the key's workspace) until its
- *    URL is set again. Anything else: retried on the schedule with jitter, then failed. An
- *    endpoint with no success since a failing streak began `disableAfterMs` ago is disabled
- *    the same way. Deliveries done longer than `retentionMs` ago are deleted by a periodic
- *    sweep.
+ * 2. **Send**: serves endpoints (an API key's raw or processed URL slot, or one of its
+ *    advanced endpoints) round-robin, as described under Fairness. Each endpoint has a state
+ *    document (src/webhooks/outbox.ts) saying when it next has work; the sender reads the
+ *    few due first and, per endpoint, its due *head* deliveries (the oldest pending one of
+ *    each (key, stream, endpoint) queue, so a stream's events arrive in order; a later one
+ *    waits while an earlier one is retried). A delivery waiting for its retry holds no slot.
+ *    An attempt claims its delivery with a short lease (several processes never send the
+ *    same delivery at once), POSTs it with a timeout to an address the egress policy allows
+ *    (src/adapters/egress.ts; a blocked destination fails the delivery at once), and records
+ *    the outcome. 2xx: succeeded. 410 Gone: failed, and the endpoint is disabled
+ *    (`WebhookEndpointDisabled` on the key's workspace) until its URL is set again. Anything
+ *    else: retried on the schedule with jitter, then failed. An endpoint with no success
+ *    since a failing streak began `disableAfterMs` ago is disabled the same way. Deliveries
+ *    done longer than `retentionMs` ago are deleted by a periodic sweep.
  *
- * Why per endpoint: one key's dead endpoint with thousands of pending deliveries must not
- * delay another key's delivery. The sender never reads "the first N pending deliveries of
- * everyone"; what one send step reads is bounded by the concurrency, whatever the backlogs.
+ * **Fairness.** The pool (`concurrency` attempts in flight) is shared by every tenant, and an
+ * attempt to a receiver that never answers holds its slot for the whole timeout. So the
+ * sender serves workspaces round-robin, then a workspace's API keys, then a key's endpoints:
+ * each level has a schedule document (workspace, key, endpoint) whose `dueAt` is the later
+ * of its earliest due child and when it was last served, so one just served goes behind
+ * everyone waiting since before. At most `maxInFlightPerWorkspace` attempts run for one
+ * workspace (all its keys), `maxInFlightPerEndpoint` for one endpoint, `concurrency` in all.
+ * Example (16 slots, 4 per workspace): workspace T's 50 endpoints all hang; T holds 4 slots
+ * and waits for them, the 12 others serve everyone else at once. The per-process in-flight
+ * counts are in memory: only the lease holder sends. The schedule documents are in the read
+ * store, written in the same transaction as the deliveries they follow (`reschedule`).
+ *
+ * **Breaker.** An endpoint whose attempts go unanswered (timeout, connection error)
+ * `breakerAfter` times in a row is *open*: its queue is parked (its `dueAt` is held at
+ * `breakerUntil`, exponential backoff from `breakerBackoffMs` up to `breakerMaxBackoffMs`),
+ * then *half-open*: one attempt at a time with the short `breakerTimeoutMs`, the probe. An
+ * HTTP answer of any status closes it; another unanswered probe parks it twice as long. The
+ * breaker is in the endpoint's state document, so it survives a restart and a takeover of
+ * the lease. Example (5, 30 s, 2 s): five 10 s timeouts open it; 30 s later a 2 s probe;
+ * unanswered, 60 s later another; so a dead endpoint costs one slot 2 s a minute or less
+ * instead of four slots all the time.
+ *
+ * Why per endpoint, key and workspace: one tenant's dead endpoints with thousands of pending
+ * deliveries must not delay another tenant's delivery. The sender never reads "the first N
+ * pending deliveries of everyone"; what one send step reads is bounded by the concurrency,
+ * whatever the backlogs.
  *
  * Neither loop is on a request's path: requests never wait for either. The follow loop
  * writes to the read store only when a batch queues deliveries (or, at most once a second,
@@ -53,8 +75,12 @@ import {
   endpointStateId,
   outboxIndexes,
   type Attempt,
+  KEY_STATE,
+  WORKSPACE_STATE,
   type DeliveryDoc,
   type EndpointStateDoc,
+  type KeyStateDoc,
+  type WorkspaceStateDoc,
 } from './outbox.js';
 import { processedPayload, rawPayload } from './payloads.js';
 import { signPayload } from './signature.js';
@@ -77,6 +103,11 @@ const DEFAULT_RETRY_SCHEDULE = [5 * S, 5 * MIN, 30 * MIN, 2 * H, 5 * H, 10 * H, 
 const DEFAULT_TIMEOUT_MS = 10 * S;
 const DEFAULT_CONCURRENCY = 16;
 const DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT = 4;
+const DEFAULT_MAX_IN_FLIGHT_PER_WORKSPACE = 4;
+const DEFAULT_BREAKER_AFTER = 5;
+const DEFAULT_BREAKER_TIMEOUT_MS = 2 * S;
+const DEFAULT_BREAKER_BACKOFF_MS = 30 * S;
+const DEFAULT_BREAKER_MAX_BACKOFF_MS = H;
 const DEFAULT_DISABLE_AFTER_MS = 5 * DAY;
 const DEFAULT_RETENTION_MS = 7 * DAY;
 
@@ -87,8 +118,18 @@ export interface WebhookOptions {
   timeoutMs?: number;
   /** Attempts in flight at once, all endpoints together. Default 16. */
   concurrency?: number;
-  /** Attempts in flight at once to one endpoint (each of a different stream). Default 4. */
+  /** Attempts in flight at once to one endpoint (each of a different stream); at most maxInFlightPerWorkspace. Default 4. */
   maxInFlightPerEndpoint?: number;
+  /** Attempts in flight at once for one workspace, all its keys and endpoints together; at most concurrency. Default 4. */
+  maxInFlightPerWorkspace?: number;
+  /** Unanswered attempts in a row (timeouts, connection errors) that open an endpoint's breaker; 0: never. Default 5. */
+  breakerAfter?: number;
+  /** The timeout of an attempt to an endpoint whose breaker is open (its half-open probe). Default 2 s. */
+  breakerTimeoutMs?: number;
+  /** How long an opening breaker parks its endpoint; doubled by each further unanswered attempt. Default 30 s. */
+  breakerBackoffMs?: number;
+  /** The longest park. Default 1 hour. */
+  breakerMaxBackoffMs?: number;
   /** An endpoint with no success for this long since its first failure is disabled; 0: never. Default 5 days. */
   disableAfterMs?: number;
   /** Succeeded and failed deliveries are deleted this long after they completed. Default 7 days. */
@@ -110,13 +151,34 @@ export interface WebhookOptions {
 }
 
 const ENDPOINTS: WebhookEndpoint[] = ['raw', 'processed'];
+/** An endpoint's breaker closed, its count of unanswered attempts reset. */
+const CLOSED = { unanswered: 0, breakerOpen: false, breakerUntil: 0 } as const satisfies Partial<EndpointStateDoc>;
 const silent: RunnerLogger = { error() {}, warn() {}, info() {} };
+
+/** A workspace's turns in one send step: its due keys, read on its first turn. */
+interface Turn {
+  workspaceId: string;
+  keys: KeyTurn[] | null;
+}
+
+/** A key's turns in one send step: its due endpoints (read on its first turn) and their due heads. */
+interface KeyTurn {
+  apiKey: string;
+  endpoints: EndpointStateDoc[] | null;
+  heads: Map<string, DeliveryDoc[]>;
+}
 
 interface KeyConfig {
   workspaceId: string;
   webhook: ServiceState;
   /** The key's advanced webhooks (commands/advanced-webhooks.ts), secrets sealed. */
   advanced: AdvancedWebhooksState;
+}
+
+/** What a transaction changed of a workspace's schedule: a claim (`servedAt`), deliveries queued or completed (`pending`, a delta). */
+interface WorkspaceChange {
+  servedAt?: number;
+  pending?: number;
 }
 
 /** Where an attempt goes and the headers that authenticate it (given the attempt's timestamp), or why it is not sent. */
@@ -136,6 +198,8 @@ export class WebhookDeliverer {
   private readonly inflight = new Map<string, Promise<void>>();
   /** Attempts in flight per endpoint (endpoint state id). */
   private readonly endpointLoad = new Map<string, number>();
+  /** Attempts in flight per workspace (this process's: only the lease holder sends). */
+  private readonly workspaceLoad = new Map<string, number>();
   private prunedAt = -Infinity;
   private stopping = new AbortController();
   private readonly schedule: number[];
@@ -143,6 +207,11 @@ export class WebhookDeliverer {
   private readonly timeoutMs: number;
   private readonly concurrency: number;
   private readonly perEndpoint: number;
+  private readonly perWorkspace: number;
+  private readonly breakerAfter: number;
+  private readonly breakerTimeoutMs: number;
+  private readonly breakerBackoffMs: number;
+  private readonly breakerMaxBackoffMs: number;
   private readonly disableAfterMs: number;
   private readonly retentionMs: number;
   private readonly pruneEveryMs: number;
@@ -166,7 +235,12 @@ export class WebhookDeliverer {
     this.jitter = options.jitter ?? 0.2;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
-    this.perEndpoint = Math.min(options.maxInFlightPerEndpoint ?? DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT, this.concurrency);
+    this.perWorkspace = Math.min(options.maxInFlightPerWorkspace ?? DEFAULT_MAX_IN_FLIGHT_PER_WORKSPACE, this.concurrency);
+    this.perEndpoint = Math.min(options.maxInFlightPerEndpoint ?? DEFAULT_MAX_IN_FLIGHT_PER_ENDPOINT, this.perWorkspace);
+    this.breakerAfter = options.breakerAfter ?? DEFAULT_BREAKER_AFTER;
+    this.breakerTimeoutMs = Math.min(options.breakerTimeoutMs ?? DEFAULT_BREAKER_TIMEOUT_MS, this.timeoutMs);
+    this.breakerBackoffMs = options.breakerBackoffMs ?? DEFAULT_BREAKER_BACKOFF_MS;
+    this.breakerMaxBackoffMs = Math.max(options.breakerMaxBackoffMs ?? DEFAULT_BREAKER_MAX_BACKOFF_MS, this.breakerBackoffMs);
     this.disableAfterMs = options.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS;
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
     this.pruneEveryMs = options.pruneEveryMs ?? 10 * MIN;
@@ -187,6 +261,7 @@ export class WebhookDeliverer {
   async init(): Promise<void> {
     await this.read.ensureIndexes(outboxIndexes);
     await this.markHeads();
+    await this.scheduleWorkspaces();
     this.checkpoint = this.persisted = await this.read.getCheckpoint(WEBHOOK_CHECKPOINT);
     if (this.checkpoint === null) {
       const head = await this.events.headPosition();
@@ -374,18 +449,35 @@ export class WebhookDeliverer {
   /** Adds the deliveries not queued yet, each its queue's head when the queue has no pending one, and schedules their endpoints. */
   private async insert(tx: ReadTx, docs: readonly DeliveryDoc[]): Promise<void> {
     // Queues known to hold a pending delivery: a later one of the batch is not their head.
+    // A workspace's first document counts its pending deliveries: before these are added,
+    // so that the deltas below are not counted twice.
+    for (const ws of new Set(docs.map((d) => d.workspaceId))) {
+      if (!(await tx.get(WORKSPACE_STATE, ws))) await this.rescheduleWorkspace(tx, ws, {});
+    }
     const busy = new Set<string>();
-    const touched = new Map<string, DeliveryDoc>();
+    const touched = new Map<string, { d: DeliveryDoc; added: number }>();
     for (const d of docs) {
       if (await tx.get(DELIVERIES, d._id)) continue;
       const queue = key(d.apiKey, d.endpoint, d.stream);
       d.head = !busy.has(queue) && (await tx.find(DELIVERIES, { apiKey: d.apiKey, endpoint: d.endpoint, stream: d.stream, status: 'pending' }, { limit: 1 })).length === 0;
       await tx.upsert(DELIVERIES, d);
       busy.add(queue);
-      touched.set(endpointStateId(d.apiKey, d.endpoint), d);
+      const id = endpointStateId(d.apiKey, d.endpoint);
+      touched.set(id, { d, added: (touched.get(id)?.added ?? 0) + 1 });
     }
-    // The config queued these, so the endpoints are enabled (again, after a new URL).
-    for (const d of touched.values()) await this.reschedule(tx, d, (s) => (s.disabledAt !== null ? { disabledAt: null, disabledReason: null } : {}));
+    // The config queued these, so the endpoints are enabled (again, after a new URL), and a
+    // breaker opened against another URL no longer applies.
+    for (const { d, added } of touched.values()) {
+      await this.reschedule(
+        tx,
+        d,
+        (s) => ({
+          ...(s.disabledAt !== null ? { disabledAt: null, disabledReason: null } : {}),
+          ...(s.breakerOpen && s.failingUrl !== d.url ? { breakerOpen: false, breakerUntil: 0, unanswered: 0 } : {}),
+        }),
+        { pending: added },
+      );
+    }
   }
 
   /** Queues one event's deliveries again, whatever the checkpoint (`collab projections retry`). */
@@ -456,71 +548,109 @@ export class WebhookDeliverer {
   }
 
   /**
-   * Starts due deliveries, one per endpoint per round in round-robin order, until the slots
-   * are taken; returns when the next known one falls due (ms), or null. It reads at most
-   * 2 x concurrency endpoint documents and, per endpoint it serves, 2 x maxInFlightPerEndpoint
-   * head deliveries: no more when another endpoint has a backlog. (Of the endpoints due, at
-   * most `concurrency` can have nothing to start: each of those has an attempt in flight.)
+   * Starts due deliveries until the slots are taken, one per workspace per round, in the
+   * workspaces' round-robin order; within a workspace its keys take turns, within a key its
+   * endpoints. A workspace with `maxInFlightPerWorkspace` attempts in flight is skipped,
+   * whatever its backlog. Returns when the next known one falls due (ms), or null.
+   *
+   * What it reads is bounded by the concurrency, whatever the backlogs: at most
+   * 2 x concurrency workspace documents (of the workspaces due, at most `concurrency` can
+   * have nothing to start: each of those has an attempt in flight); per workspace it serves,
+   * 2 x maxInFlightPerWorkspace key documents, and per key it serves as many endpoint
+   * documents (same argument, within the workspace's cap); per endpoint it serves,
+   * 2 x maxInFlightPerEndpoint head deliveries.
    */
   async sendStep(): Promise<number | null> {
     const now = this.clock();
     // Full: an attempt that ends pokes the loop.
     if (this.inflight.size >= this.concurrency) return null;
-    const endpoints = await this.read.find<EndpointStateDoc>(ENDPOINT_STATE, { scheduled: true }, { sort: 'dueAt', limit: 2 * this.concurrency });
+    const spaces = await this.read.find<WorkspaceStateDoc>(WORKSPACE_STATE, { scheduled: true }, { sort: 'dueAt', limit: 2 * this.concurrency });
     let nextDue: number | null = null;
-    const ready: EndpointStateDoc[] = [];
-    for (const ep of endpoints) {
-      if (ep.dueAt > now) {
-        nextDue = ep.dueAt;
+    const ready: Turn[] = [];
+    for (const ws of spaces) {
+      if (ws.dueAt > now) {
+        nextDue = ws.dueAt;
         break;
       }
-      if (this.loadOf(ep._id) < this.perEndpoint) ready.push(ep);
+      if (loadOf(this.workspaceLoad, ws._id) < this.perWorkspace) ready.push({ workspaceId: ws._id, keys: null });
     }
-    const heads = new Map<string, DeliveryDoc[]>();
     for (let progress = true; progress && this.inflight.size < this.concurrency; ) {
       progress = false;
-      for (const ep of ready) {
+      for (const turn of ready) {
         if (this.inflight.size >= this.concurrency) break;
-        if (this.loadOf(ep._id) >= this.perEndpoint) continue;
-        let due = heads.get(ep._id);
-        if (!due) {
-          const rows = await this.read.find<DeliveryDoc>(
-            DELIVERIES,
-            { apiKey: ep.apiKey, endpoint: ep.endpoint, head: true },
-            { sort: 'nextAttemptAt', limit: 2 * this.perEndpoint },
-          );
-          due = rows.filter((d) => d.nextAttemptAt <= now && d.leaseUntil <= now && !this.inflight.has(d._id));
-          heads.set(ep._id, due);
-        }
-        const d = due.shift();
-        if (!d) continue;
-        this.launch(d);
+        if (loadOf(this.workspaceLoad, turn.workspaceId) >= this.perWorkspace) continue;
+        const next = await this.nextOf(turn, now);
+        if (!next) continue;
+        this.launch(next.delivery, next.endpoint);
         progress = true;
       }
     }
     return nextDue;
   }
 
-  private loadOf(endpointId: string): number {
-    return this.endpointLoad.get(endpointId) ?? 0;
+  /**
+   * The workspace's next due head delivery, or null: from its due keys in their round-robin
+   * order, each served key moved to the back. (Of a workspace's due keys, at most
+   * `maxInFlightPerWorkspace` can have nothing to start: each has an attempt in flight.)
+   */
+  private async nextOf(turn: Turn, now: number): Promise<{ delivery: DeliveryDoc; endpoint: EndpointStateDoc } | null> {
+    if (!turn.keys) {
+      const rows = await this.read.find<KeyStateDoc>(KEY_STATE, { workspaceId: turn.workspaceId, scheduled: true }, { sort: 'dueAt', limit: 2 * this.perWorkspace });
+      turn.keys = rows.filter((k) => k.dueAt <= now).map((k) => ({ apiKey: k._id, endpoints: null, heads: new Map() }));
+    }
+    return takeTurn(turn.keys, (k) => this.nextOfKey(k, now));
   }
 
-  private launch(d: DeliveryDoc) {
-    const ep = endpointStateId(d.apiKey, d.endpoint);
-    this.endpointLoad.set(ep, this.loadOf(ep) + 1);
-    const p = this.attempt(d._id)
+  /**
+   * The key's next due head delivery, or null: from its due endpoints in their round-robin
+   * order, each served endpoint moved to the back. An endpoint whose breaker is open (no
+   * longer parked: half-open) gets one attempt at a time, its probe.
+   */
+  private async nextOfKey(turn: KeyTurn, now: number): Promise<{ delivery: DeliveryDoc; endpoint: EndpointStateDoc } | null> {
+    if (!turn.endpoints) {
+      const rows = await this.read.find<EndpointStateDoc>(ENDPOINT_STATE, { apiKey: turn.apiKey, scheduled: true }, { sort: 'dueAt', limit: 2 * this.perWorkspace });
+      turn.endpoints = rows.filter((ep) => ep.dueAt <= now);
+    }
+    return takeTurn(turn.endpoints, async (ep) => {
+      if (loadOf(this.endpointLoad, ep._id) >= (ep.breakerOpen ? 1 : this.perEndpoint)) return null;
+      let due = turn.heads.get(ep._id);
+      if (!due) {
+        const rows = await this.read.find<DeliveryDoc>(
+          DELIVERIES,
+          { apiKey: ep.apiKey, endpoint: ep.endpoint, head: true },
+          { sort: 'nextAttemptAt', limit: 2 * this.perEndpoint },
+        );
+        due = rows.filter((d) => d.nextAttemptAt <= now && d.leaseUntil <= now && !this.inflight.has(d._id));
+        turn.heads.set(ep._id, due);
+      }
+      const d = due.shift();
+      return d ? { delivery: d, endpoint: ep } : null;
+    });
+  }
+
+  private launch(d: DeliveryDoc, ep: EndpointStateDoc) {
+    const loads = [
+      [this.endpointLoad, ep._id],
+      [this.workspaceLoad, ep.workspaceId],
+    ] as const;
+    for (const [load, id] of loads) load.set(id, loadOf(load, id) + 1);
+    // An open breaker's probe waits the short timeout: a tarpit then holds a slot for that long.
+    const timeoutMs = ep.breakerOpen ? this.breakerTimeoutMs : this.timeoutMs;
+    const p = this.attempt(d._id, timeoutMs)
       .catch((error) => this.log.error({ err: error, delivery: d.webhookId }, 'webhook attempt failed'))
       .finally(() => {
         this.inflight.delete(d._id);
-        const left = this.loadOf(ep) - 1;
-        if (left > 0) this.endpointLoad.set(ep, left);
-        else this.endpointLoad.delete(ep);
+        for (const [load, id] of loads) {
+          const left = loadOf(load, id) - 1;
+          if (left > 0) load.set(id, left);
+          else load.delete(id);
+        }
         this.send.poke();
       });
     this.inflight.set(d._id, p);
   }
 
-  private async attempt(id: string): Promise<void> {
+  private async attempt(id: string, timeoutMs: number): Promise<void> {
     const d = await this.claim(id);
     if (!d) return;
     if (!this.running) return this.release(d);
@@ -530,7 +660,7 @@ export class WebhookDeliverer {
       await this.settle(d, { status: 'failed', lastError: `Not sent: ${target.stop}.` });
       return;
     }
-    const sent = await this.post(d, target);
+    const sent = await this.post(d, target, timeoutMs);
     if (!sent) return this.release(d);
     await this.recordOutcome(d, target.url, sent.attempt, sent.blocked);
   }
@@ -577,13 +707,13 @@ export class WebhookDeliverer {
       const cur = await tx.get<DeliveryDoc>(DELIVERIES, id);
       if (!cur || cur.status !== 'pending' || !cur.head || cur.leaseUntil > now || cur.nextAttemptAt > now) return null;
       await tx.patch(DELIVERIES, id, { leaseUntil: claimUntil, nextAttemptAt: claimUntil });
-      await this.reschedule(tx, cur, () => ({ servedAt: now }));
+      await this.reschedule(tx, cur, () => ({ servedAt: now }), { servedAt: now });
       return cur;
     });
   }
 
   /** Sends the delivery once, with the target's authentication headers; null when stopping cut it short. */
-  private async post(d: DeliveryDoc, target: Extract<Target, { url: string }>): Promise<{ attempt: Attempt; blocked: boolean } | null> {
+  private async post(d: DeliveryDoc, target: Extract<Target, { url: string }>, timeoutMs: number): Promise<{ attempt: Attempt; blocked: boolean } | null> {
     const { url } = target;
     const timestamp = Math.floor(this.clock() / 1000);
     const headers: Record<string, string> = {
@@ -595,7 +725,7 @@ export class WebhookDeliverer {
     };
     const started = this.clock();
     const attempt: Attempt = { at: started, durationMs: 0 };
-    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const timeout = AbortSignal.timeout(timeoutMs);
     let blocked = false;
     try {
       attempt.httpStatus = await postWebhook(
@@ -609,7 +739,7 @@ export class WebhookDeliverer {
         blocked = true;
         attempt.error = error.message;
       } else if (timeout.aborted) {
-        attempt.error = `timed out after ${this.timeoutMs} ms`;
+        attempt.error = `timed out after ${timeoutMs} ms`;
       } else {
         attempt.error = errorCode(error);
       }
@@ -634,14 +764,17 @@ export class WebhookDeliverer {
         failingSince: null,
         failingUrl: null,
         lastSuccessAt: attempt.at,
+        ...CLOSED,
       }));
       return;
     }
-    // A failure continues the endpoint's failing streak, or starts one (a new URL starts afresh).
+    // A failure continues the endpoint's failing streak, or starts one (a new URL starts
+    // afresh); an attempt without an answer also counts towards the breaker.
     const failing = (s: EndpointStateDoc): Partial<EndpointStateDoc> => ({
       failingSince: s.failingSince !== null && s.failingUrl === url ? s.failingSince : attempt.at,
       failingUrl: url,
       lastFailureAt: attempt.at,
+      ...(blocked ? {} : this.breaker(s, url, http !== undefined)),
     });
     const lastError = http !== undefined ? `HTTP ${http}` : attempt.error!;
     if (http === 410) {
@@ -659,6 +792,9 @@ export class WebhookDeliverer {
       const delay = Math.max(0, Math.round(base * (1 + this.jitter * (2 * Math.random() - 1))));
       state = await this.settle(d, { attempts, url, lastError, nextAttemptAt: this.clock() + delay }, failing);
     }
+    if (state?.breakerOpen && state.unanswered === this.breakerAfter) {
+      this.log.warn({ apiKey: d.apiKey, endpoint: d.endpoint, until: state.breakerUntil }, 'webhook endpoint breaker opened: its queue is parked');
+    }
     const since = state?.failingSince ?? null;
     if (this.disableAfterMs > 0 && since !== null && this.clock() - since >= this.disableAfterMs) {
       await this.disable(
@@ -666,6 +802,21 @@ export class WebhookDeliverer {
         `${url} failed every attempt since ${new Date(since).toISOString()} (${duration(this.disableAfterMs)} or more without a success); last error: ${lastError}`,
       );
     }
+  }
+
+  /**
+   * The breaker after a failed attempt: an answer (any HTTP status) closes it; the
+   * `breakerAfter`th unanswered attempt in a row opens it, parking the endpoint for
+   * `breakerBackoffMs`, doubled by each further one, at most `breakerMaxBackoffMs`. Example
+   * (after 5, 30 s): the 5th timeout parks it 30 s; the probe then times out (the 6th): 60 s;
+   * the 7th: 2 min; ... A probe that gets an answer closes it.
+   */
+  private breaker(s: EndpointStateDoc, url: string, answered: boolean): Partial<EndpointStateDoc> {
+    if (answered) return CLOSED;
+    const unanswered = (s.failingUrl === url ? (s.unanswered ?? 0) : 0) + 1;
+    if (this.breakerAfter === 0 || unanswered < this.breakerAfter) return { unanswered };
+    const park = Math.min(this.breakerMaxBackoffMs, this.breakerBackoffMs * 2 ** (unanswered - this.breakerAfter));
+    return { unanswered, breakerOpen: true, breakerUntil: this.clock() + park };
   }
 
   /**
@@ -685,7 +836,7 @@ export class WebhookDeliverer {
       if (!cur || cur.status !== 'pending') return null;
       await tx.patch(DELIVERIES, d._id, done ? { ...set, head: false, completedAt: now, leaseUntil: 0 } : { ...set, leaseUntil: 0 });
       if (done) await this.promote(tx, d);
-      return this.reschedule(tx, d, endpoint);
+      return this.reschedule(tx, d, endpoint, { pending: done ? -1 : 0 });
     });
   }
 
@@ -725,6 +876,7 @@ export class WebhookDeliverer {
     tx: ReadTx,
     ref: Pick<DeliveryDoc, 'apiKey' | 'workspaceId' | 'endpoint'>,
     update?: (s: EndpointStateDoc) => Partial<EndpointStateDoc>,
+    workspace: WorkspaceChange = {},
   ): Promise<EndpointStateDoc> {
     const id = endpointStateId(ref.apiKey, ref.endpoint);
     const cur: EndpointStateDoc = (await tx.get<EndpointStateDoc>(ENDPOINT_STATE, id)) ?? {
@@ -745,9 +897,42 @@ export class WebhookDeliverer {
     const next: EndpointStateDoc = { ...cur, ...update?.(cur) };
     const [head] = await tx.find<DeliveryDoc>(DELIVERIES, { apiKey: ref.apiKey, endpoint: ref.endpoint, head: true }, { sort: 'nextAttemptAt', limit: 1 });
     next.scheduled = head !== undefined;
-    if (head) next.dueAt = Math.max(head.nextAttemptAt, next.servedAt);
+    // An open breaker parks the endpoint: nothing of it is due before breakerUntil.
+    if (head) next.dueAt = Math.max(head.nextAttemptAt, next.servedAt, next.breakerOpen ? (next.breakerUntil ?? 0) : 0);
     await tx.upsert(ENDPOINT_STATE, next);
+    await this.rescheduleKey(tx, cur.apiKey, cur.workspaceId, workspace);
     return next;
+  }
+
+  /** Sets the key's place in its workspace's round-robin from its endpoints', then the workspace's. */
+  private async rescheduleKey(tx: ReadTx, apiKey: string, workspaceId: string, change: WorkspaceChange): Promise<void> {
+    const cur = await tx.get<KeyStateDoc>(KEY_STATE, apiKey);
+    const next: KeyStateDoc = { _id: apiKey, workspaceId, scheduled: false, dueAt: 0, servedAt: 0, ...cur };
+    if (change.servedAt !== undefined) next.servedAt = change.servedAt;
+    const [first] = await tx.find<EndpointStateDoc>(ENDPOINT_STATE, { apiKey, scheduled: true }, { sort: 'dueAt', limit: 1 });
+    next.scheduled = first !== undefined;
+    if (first) next.dueAt = Math.max(first.dueAt, next.servedAt);
+    await tx.upsert(KEY_STATE, next);
+    await this.rescheduleWorkspace(tx, workspaceId, change);
+  }
+
+  /**
+   * Sets the workspace's place in the round-robin across workspaces from its keys' (after
+   * the key's own change, in the same transaction) and counts its pending
+   * deliveries. A workspace without a document yet (new, or queued by an older version)
+   * has its pending deliveries counted once, then kept by `pending` deltas.
+   */
+  private async rescheduleWorkspace(tx: ReadTx, workspaceId: string, change: WorkspaceChange): Promise<void> {
+    const cur = await tx.get<WorkspaceStateDoc>(WORKSPACE_STATE, workspaceId);
+    const pending = cur
+      ? Math.max(0, cur.pending + (change.pending ?? 0))
+      : await tx.count(DELIVERIES, { workspaceId, status: 'pending' });
+    const next: WorkspaceStateDoc = { _id: workspaceId, scheduled: false, dueAt: 0, servedAt: 0, ...cur, pending, depthRank: -pending };
+    if (change.servedAt !== undefined) next.servedAt = change.servedAt;
+    const [first] = await tx.find<KeyStateDoc>(KEY_STATE, { workspaceId, scheduled: true }, { sort: 'dueAt', limit: 1 });
+    next.scheduled = first !== undefined;
+    if (first) next.dueAt = Math.max(first.dueAt, next.servedAt);
+    await tx.upsert(WORKSPACE_STATE, next);
   }
 
   private async disabledReason(d: DeliveryDoc): Promise<string> {
@@ -802,12 +987,14 @@ export class WebhookDeliverer {
       if (page.length === 0) return;
       await this.read.transaction(async (tx) => {
         const now = this.clock();
+        let failed = 0;
         for (const p of page) {
           const cur = await tx.get<DeliveryDoc>(DELIVERIES, p._id);
           if (!cur || cur.status !== 'pending' || cur.leaseUntil > now) continue;
           await tx.patch(DELIVERIES, p._id, { status: 'failed', head: false, completedAt: now, leaseUntil: 0, lastError });
+          failed++;
         }
-        await this.reschedule(tx, ref);
+        await this.reschedule(tx, ref, undefined, { pending: -failed });
       });
       if (page.length < PAGE) return;
       const last = page[page.length - 1]!;
@@ -827,6 +1014,30 @@ export class WebhookDeliverer {
   }
 
   // ---- upgrade ----
+
+  /**
+   * Endpoints scheduled by a version without the round-robin across workspaces and keys have
+   * no key document (nor workspace document): creates them (which counts the workspace's
+   * pending deliveries). Idempotent; a page of reads once done.
+   */
+  private async scheduleWorkspaces(): Promise<void> {
+    let after: { value: number; id: string } | undefined;
+    for (;;) {
+      const page = await this.read.find<EndpointStateDoc>(ENDPOINT_STATE, { scheduled: true }, { sort: 'dueAt', after, limit: 500 });
+      if (page.length === 0) return;
+      const keys = new Map(page.map((ep) => [ep.apiKey, ep.workspaceId]));
+      const known = new Set((await this.read.getMany(KEY_STATE, [...keys.keys()])).map((k) => k._id));
+      for (const [apiKey, workspaceId] of keys) {
+        if (known.has(apiKey)) continue;
+        await this.read.transaction(async (tx) => {
+          if (!(await tx.get(KEY_STATE, apiKey))) await this.rescheduleKey(tx, apiKey, workspaceId, {});
+        });
+      }
+      if (page.length < 500) return;
+      const last = page[page.length - 1]!;
+      after = { value: last.dueAt, id: last._id };
+    }
+  }
 
   /**
    * Deliveries queued by a version without per-endpoint queues have no `head` and their
@@ -853,6 +1064,24 @@ export class WebhookDeliverer {
       });
     }
   }
+}
+
+function loadOf(load: Map<string, number>, id: string): number {
+  return load.get(id) ?? 0;
+}
+
+/**
+ * Round-robin over `queue`: the first entry that `serve` gets something from goes to the back.
+ * Example: [a, b, c], a has nothing, b serves: [a, c, b], and the next call tries a, then c.
+ */
+async function takeTurn<T, R>(queue: T[], serve: (entry: T) => Promise<R | null>): Promise<R | null> {
+  for (let i = 0; i < queue.length; i++) {
+    const out = await serve(queue[i]!);
+    if (out === null) continue;
+    queue.push(...queue.splice(i, 1));
+    return out;
+  }
+  return null;
 }
 
 /** What an attempt records of a network error: its code (ECONNREFUSED, ENOTFOUND...), else its message. */

@@ -10,6 +10,11 @@
  * and the endpoint's failing streak. The sender finds work through these documents and the
  * indexes below, endpoint by endpoint, so one endpoint's backlog never costs another
  * endpoint a read.
+ *
+ * Above those, one document per API key (`webhook_keys`) and one per workspace
+ * (`webhook_workspaces`): the sender's round-robin across workspaces, then across a
+ * workspace's keys, then across a key's endpoints (src/webhooks/deliverer.ts, "Fairness");
+ * and the workspace's count of pending deliveries (its queue depth, for /metrics).
  */
 import type { Doc, IndexSpec, ReadView } from '../ports/read-store.js';
 import { key } from '../shared/ids.js';
@@ -17,6 +22,8 @@ import { decodePageToken, encodePageToken } from '../../queries/paging.js';
 
 export const DELIVERIES = 'webhook_deliveries';
 export const ENDPOINT_STATE = 'webhook_endpoints';
+export const KEY_STATE = 'webhook_keys';
+export const WORKSPACE_STATE = 'webhook_workspaces';
 export const WEBHOOK_CHECKPOINT = 'webhooks';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
@@ -89,6 +96,48 @@ export interface EndpointStateDoc extends Doc {
   /** Set when the deliverer disables the endpoint (410 Gone, or failing for too long). */
   disabledAt: number | null;
   disabledReason: string | null;
+  /**
+   * Attempts in a row that got no answer (timed out, or the connection failed) to
+   * `failingUrl`; any HTTP answer resets it. Absent on documents of older versions: 0.
+   */
+  unanswered?: number;
+  /**
+   * The circuit breaker: open once `unanswered` reaches the deliverer's `breakerAfter`,
+   * closed by the next HTTP answer. While open, the endpoint is parked until `breakerUntil`
+   * (its `dueAt` is never earlier), then half-open: one probe at a time, with the short
+   * timeout. Absent on older documents: closed.
+   */
+  breakerOpen?: boolean;
+  breakerUntil?: number;
+}
+
+/** One per API key that ever had a delivery: its place in the round-robin across its workspace's keys. */
+export interface KeyStateDoc extends Doc {
+  workspaceId: string;
+  /** Some endpoint of the key is scheduled. */
+  scheduled: boolean;
+  /** The later of its endpoints' earliest `dueAt` and `servedAt` (as for endpoints). */
+  dueAt: number;
+  /** When the sender last claimed a delivery of this key. */
+  servedAt: number;
+}
+
+/** One per workspace that ever had a delivery: its place in the sender's round-robin across workspaces. */
+export interface WorkspaceStateDoc extends Doc {
+  /** Some endpoint of the workspace is scheduled. */
+  scheduled: boolean;
+  /**
+   * The round-robin key across workspaces (meaningful while scheduled): the later of its
+   * keys' earliest `dueAt` and `servedAt`, as for endpoints. A workspace just served
+   * goes behind every workspace waiting since before.
+   */
+  dueAt: number;
+  /** When the sender last claimed a delivery of this workspace. */
+  servedAt: number;
+  /** Pending deliveries of the workspace (its queue depth), kept by every transaction that queues or completes one. */
+  pending: number;
+  /** -pending: the port sorts ascending only, and /metrics lists the deepest queues first. */
+  depthRank: number;
 }
 
 export const endpointStateId = (apiKey: string, endpoint: string) => key(apiKey, endpoint);
@@ -106,7 +155,42 @@ export const outboxIndexes: IndexSpec[] = [
   { collection: DELIVERIES, fields: ['completedAt'] },
   // Endpoints with work, in round-robin order.
   { collection: ENDPOINT_STATE, fields: ['scheduled', 'dueAt'] },
+  // A key's endpoints with work, in round-robin order (the sender, and the key's own place).
+  { collection: ENDPOINT_STATE, fields: ['apiKey', 'scheduled', 'dueAt'] },
+  // A workspace's keys with work, in round-robin order (the sender, and the workspace's own place).
+  { collection: KEY_STATE, fields: ['workspaceId', 'scheduled', 'dueAt'] },
+  // Open breakers, all and per workspace (/metrics).
+  { collection: ENDPOINT_STATE, fields: ['breakerOpen'] },
+  { collection: ENDPOINT_STATE, fields: ['workspaceId', 'breakerOpen'] },
+  // A workspace's pending deliveries (its queue depth, counted once on upgrade).
+  { collection: DELIVERIES, fields: ['workspaceId', 'status'] },
+  // Workspaces with work, in round-robin order; the deepest queues (/metrics).
+  { collection: WORKSPACE_STATE, fields: ['scheduled', 'dueAt'] },
+  { collection: WORKSPACE_STATE, fields: ['depthRank'] },
 ];
+
+/** Workspaces /metrics names, at most: the deepest queues, and as many with an open breaker. */
+export const METRIC_WORKSPACES = 10;
+
+/**
+ * The workspaces worth a labelled series: the METRIC_WORKSPACES deepest queues and the
+ * workspaces of up to METRIC_WORKSPACES open breakers, each with its pending deliveries and
+ * open breakers; and the open breakers of all workspaces. At most 2 x METRIC_WORKSPACES
+ * workspaces, whatever the number of tenants: the label's cardinality stays bounded.
+ */
+export async function webhookHealth(read: ReadView) {
+  const [deepest, tripped, breakersOpen] = await Promise.all([
+    read.find<WorkspaceStateDoc>(WORKSPACE_STATE, {}, { sort: 'depthRank', limit: METRIC_WORKSPACES }),
+    read.find<EndpointStateDoc>(ENDPOINT_STATE, { breakerOpen: true }, { limit: METRIC_WORKSPACES }),
+    read.count(ENDPOINT_STATE, { breakerOpen: true }),
+  ]);
+  const ids = [...new Set([...deepest.filter((w) => w.pending > 0).map((w) => w._id), ...tripped.map((ep) => ep.workspaceId)])];
+  const docs = new Map((await read.getMany<WorkspaceStateDoc>(WORKSPACE_STATE, ids)).map((w) => [w._id, w]));
+  const workspaces = await Promise.all(
+    ids.map(async (id) => ({ workspaceId: id, pending: docs.get(id)?.pending ?? 0, breakersOpen: await read.count(ENDPOINT_STATE, { workspaceId: id, breakerOpen: true }) })),
+  );
+  return { breakersOpen, workspaces };
+}
 
 /** Attempt records kept per delivery (the schedule makes at most 8). */
 export const MAX_ATTEMPT_LOG = 20;
