@@ -303,6 +303,8 @@ export async function accessHistory(read: ReadView, apiKey: string, nowMs: numbe
   let reached: { value: number; id: string } | undefined;
   /** Stop here? Never before the page examined someone: then the deadline fails the call instead. */
   const stop = () => {
+    // The client left or the request timeout passed: no partial page, the call ends here.
+    if (deadline.signal?.aborted) throw deadline.error(WHAT);
     if (!meter.exhausted && !deadline.passed) return false;
     if (reached === undefined) {
       if (deadline.passed) throw deadline.error(WHAT);
@@ -317,6 +319,9 @@ export async function accessHistory(read: ReadView, apiKey: string, nowMs: numbe
     if (q.to !== undefined && at >= q.to) return { data: out, pageToken: undefined };
     const opening = plan.opening(at).filter((u) => !start || at > startAt || storeOrder(u, start.id) > 0);
     for (let i = 0; i < opening.length; i += CHUNK) {
+      // A turn for the event loop between chunks: other requests run, and a client's leaving
+      // (its socket's close, src/http/cancel.ts) is seen here rather than at the page's end.
+      if (reached !== undefined) await letOthersRun();
       if (stop()) return { data: out, pageToken: encodePageToken(query, reached!) };
       const chunk = opening.slice(i, i + CHUNK);
       const now = await rowsAt(at, chunk);
@@ -347,3 +352,5 @@ export async function accessHistory(read: ReadView, apiKey: string, nowMs: numbe
 
 /** Users examined at once at an instant: one resolution of them, with the budget and the deadline checked between. */
 const CHUNK = 20;
+
+const letOthersRun = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -455,6 +455,8 @@ export async function resourcesPage(read: ReadView, apiKey: string, nowMs: numbe
   const fitted: ResolveOptions = { maxCost: () => meter.budget - meter.spent, fit: { atLeastOne: true } };
   while (first || (!meter.exhausted && !deadline.passed)) {
     if (!first) await letOthersRun();
+    // The client left or the request timeout passed (src/http/cancel.ts): the call ends, no partial page.
+    if (deadline.signal?.aborted) throw deadline.error('resources/get');
     const options = first ? fitted : { ...fitted, fit: { atLeastOne: false } };
     first = false;
     const { items, done } = await walk.next(Math.min(MAX_RESOURCE_BATCH, Math.max(batch, pageSize - rows.length)));
@@ -636,6 +638,8 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
   let first = true;
   const go = async () => {
     if (!first) await letOthersRun();
+    // The client left or the request timeout passed (src/http/cancel.ts): the call ends, no partial page.
+    if (deadline.signal?.aborted) throw deadline.error('users/get');
     const ok = first || (!meter.exhausted && !deadline.passed);
     first = false;
     return ok;
