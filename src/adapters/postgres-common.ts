@@ -79,9 +79,8 @@ export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000;
  *
  * The statement timeout is a `SET` sent as each connection opens, not a startup parameter:
  * a connection pooler such as pgbouncer refuses startup parameters it does not know
- * (docs/operations.md). The pool hands a new connection out only after its `connect`
- * listeners ran, and a connection runs its queries in order, so the SET is in force before
- * the first statement of whoever takes it.
+ * (docs/operations.md). The pool's onConnect hook runs it before the new connection is handed
+ * out, so it is in force from the first statement of whoever takes it.
  */
 export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string): void }, statementTimeoutMs = 0): pg.Pool {
   const hasTimeout = /[?&]connect_timeout=/i.test(url);
@@ -106,14 +105,9 @@ export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string
     options: `-c tcp_user_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
     // A process's connections are named in pg_stat_activity.
     application_name: 'collab',
+    // Awaited before the pool hands the new connection out: a SET that fails fails the checkout.
+    ...(statementTimeoutMs > 0 ? { onConnect: async (client: pg.ClientBase) => void (await client.query(`SET statement_timeout = ${Math.floor(statementTimeoutMs)}`)) } : {}),
   });
-  if (statementTimeoutMs > 0) {
-    const timeout = Math.floor(statementTimeoutMs);
-    pool.on('connect', (client) => {
-      // A failed SET means a broken connection: its next query fails and the pool drops it.
-      client.query(`SET statement_timeout = ${timeout}`).catch((error: Error) => logger?.warn({ err: { message: error.message } }, 'PostgreSQL: could not set statement_timeout on a new connection'));
-    });
-  }
   // The error alone: the client it came with holds the whole connection state.
   pool.on('error', (error) => logger?.warn({ err: { message: error.message, code: (error as { code?: string }).code } }, 'PostgreSQL: an idle connection failed; the pool opens another'));
   return pool;
