@@ -25,7 +25,7 @@ test.before(async () => {
 test.after(async () => h?.close());
 
 /** A guard only: the answer is expected a few statement timeouts after the request, far within it. */
-const until = waiter(60_000, 20);
+const until = waiter(30_000, 20);
 
 test('a statement held up past STATEMENT_TIMEOUT_MS is cancelled: the request answers RESOURCE_EXHAUSTED naming it', async () => {
   const t = await h.tenant();
