@@ -493,6 +493,8 @@ export async function resourcesPage(read: ReadView, apiKey: string, nowMs: numbe
       break;
     }
   }
+  // Cut short because the client left or the request timeout passed: the error, not a partial page.
+  if (more && deadline.signal?.aborted) throw deadline.error('resources/get');
   return { rows, pageToken: more && cursor ? encodePageToken(query, cursor) : undefined };
 }
 
