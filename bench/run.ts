@@ -11,7 +11,10 @@
  * met.
  *
  * Scenarios (--scenario=): perm1, perm1asof (perm1 with asOf, beside the live one), perm1rate, perm10, docs, size, add, move, memory, access,
- * budget, rebuild, workers, webhooks. perm1, perm10 and docs give each server's CPU per request (its whole
+ * history, budget, rebuild, workers, webhooks. history: access/history page by page over an organization of
+ * HISTORY_USERS users and HISTORY_CHANGES changes to one document's grants (the time of each page,
+ * first to last: flat when a page's cost does not grow with the history); asked alone, the big
+ * organizations the other scenarios read are not seeded. perm1, perm10 and docs give each server's CPU per request (its whole
  * process, every thread, from /proc, over the measured run, divided by the requests answered;
  * bench/stage-budget.ts): the read goals are bare Fastify's CPU per request over the
  * service's, steadier on a shared machine than requests per second. budget restarts the
@@ -63,8 +66,9 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
 const scale = args.has('--full') ? 'full' : args.has('--quick') ? 'quick' : 'standard';
 // --scenario=perm1,docs: measure only these (perm1, perm1rate, perm10, docs, size, add, move,
-// memory, budget, rebuild, access, workers, webhooks); the seeding is the same, and skipped when
-// only scenarios with services of their own (workers, webhooks) are asked. Without it, every scenario runs.
+// memory, budget, rebuild, access, history, workers, webhooks); the seeding is the same, skipped when
+// only scenarios with services of their own (workers, webhooks) are asked, and history alone skips the
+// big organizations. Without it, every scenario runs.
 const only = process.argv.find((a) => a.startsWith('--scenario='))?.slice('--scenario='.length).split(',');
 const want = (name: string) => !only || only.includes(name);
 // --store=postgres: perm1, add and rebuild measured on PostgreSQL too, beside SQLite.
@@ -96,6 +100,12 @@ const RATE_CONNECTIONS = Number(process.env.BENCH_RATE_CONNECTIONS ?? 10);
 // organization's size), all restricted, one in BENCH_ACCESS_EVERY granted to one user.
 const ACCESS_DOCS = Number(process.env.BENCH_ACCESS_DOCS ?? S.bigDocs);
 const ACCESS_EVERY = Number(process.env.BENCH_ACCESS_EVERY ?? 1000);
+// The history scenario: an organization of HISTORY_USERS users (granted elsewhere than the
+// document asked about) and HISTORY_CHANGES instants of change on that document (its creation,
+// then one grant change a call), the most access/history examines. The same at every scale:
+// seeding them takes seconds (users in batches of 1,000).
+const HISTORY_USERS = Number(process.env.BENCH_HISTORY_USERS ?? 10_000);
+const HISTORY_CHANGES = Number(process.env.BENCH_HISTORY_CHANGES ?? 1000);
 
 // ---- processes ----
 
@@ -611,6 +621,22 @@ async function seedAccessOrg(url: string, org: string, docs: number, every: numb
   }
 }
 
+/**
+ * The history scenario's organization: `users` users, each with a grant on the document
+ * `lobby` (users/add, 1,000 a call), then `changes` - 1 grant changes on the restricted document
+ * `hd` (created with the organization: the first instant), one call each so each has its own instant: user i granted viewer, and every fifth
+ * change revokes the grant made four changes before (an interval that closes).
+ */
+async function seedHistoryOrg(url: string, org: string, users: number, changes: number) {
+  await call(url, '/v2/organizations/documents/add', { organizationId: org, createOrganization: true, documents: [{ documentId: 'lobby' }, { documentId: 'hd', accessType: 'restricted' }] });
+  await inBatches(ids('hu', users), 1000, 2, (batch) => call(url, '/v2/users/add', { organizationId: org, documentId: 'lobby', users: batch.map((userId) => ({ userId, accessRole: 'viewer' })) }));
+  for (let i = 0; i < changes - 1; i++) {
+    const resource = { type: 'document', id: 'hd', organizationId: org };
+    if (i % 5 === 4) await call(url, '/v2/auth/permissions/remove', { userId: `hu${i - 4}`, permissions: { resources: [resource] } });
+    else await call(url, '/v2/auth/permissions/add', { userId: `hu${i % users}`, permissions: { resources: [{ ...resource, accessRole: 'viewer' }] } });
+  }
+}
+
 /** The ids of documents in f10 (the deepest folder) of an org seeded by seedOrg. */
 function deepDocs(docs: number, n: number): string[] {
   if (docs < 10_000) return ids('d', n);
@@ -876,12 +902,16 @@ async function main() {
     headers = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
 
     let t0 = Date.now();
-    await seedOrg(svc.url, 'big', S.bigDocs);
-    await seedOrg(svc.url, 'small', S.smallDocs);
+    // Only the history scenario asked for: it seeds its own organization, below.
+    const historyAlone = only !== undefined && only.every((s) => s === 'history');
+    if (!historyAlone) {
+      await seedOrg(svc.url, 'big', S.bigDocs);
+      await seedOrg(svc.url, 'small', S.smallDocs);
+    }
     await caughtUp(svc);
     const seedSeconds = (Date.now() - t0) / 1000;
     sqlite.seedSeconds = seedSeconds;
-    console.log(`seeded ${S.bigDocs + S.smallDocs} documents in ${seedSeconds.toFixed(1)} s`);
+    if (!historyAlone) console.log(`seeded ${S.bigDocs + S.smallDocs} documents in ${seedSeconds.toFixed(1)} s`);
     await quiet(svc);
     const rssAfterSeed = rssMiB(svc.child.pid!);
 
@@ -1122,6 +1152,37 @@ async function main() {
         target: 'report',
         met: usr.non2xx === 0 ? null : false,
         raw: { usr, users: users.data.users.length },
+      });
+    }
+    // access/history (issue 33): every page of a document's history, each timed; a page's cost
+    // is bounded by what it examines, so the last page costs what the first does.
+    if (want('history')) {
+      const t1 = Date.now();
+      await seedHistoryOrg(svc.url, 'hist', HISTORY_USERS, HISTORY_CHANGES);
+      await caughtUp(svc);
+      console.log(`seeded the history organization (${HISTORY_USERS} users, ${HISTORY_CHANGES} changes) in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+      const ask = { organizationId: 'hist', documentId: 'hd', pageSize: 100 };
+      const pageMs: number[] = [];
+      let intervals = 0;
+      let pageToken: string | undefined;
+      do {
+        const t = performance.now();
+        const page = (await call(svc.url, '/v2/auth/access/history', { ...ask, ...(pageToken ? { pageToken } : {}) })).result;
+        pageMs.push(performance.now() - t);
+        intervals += page.data.length;
+        pageToken = page.pageToken;
+      } while (pageToken && pageMs.length < 1000);
+      const sorted = [...pageMs].sort((a, b) => a - b);
+      const median = sorted[Math.floor(sorted.length / 2)]!;
+      const first = await load(svc.url, '/v2/auth/access/history', { body: JSON.stringify({ data: ask }), connections: 1 });
+      rows.push({
+        scenario: `access/history pages of 100, ${fmt(HISTORY_USERS)} users x ${fmt(HISTORY_CHANGES)} changes (1 connection)`,
+        measured: `${pageMs.length} pages (${intervals} intervals): first ${pageMs[0]!.toFixed(0)} ms, median ${median.toFixed(0)} ms, ` +
+          `last ${pageMs[pageMs.length - 1]!.toFixed(0)} ms, max ${sorted[sorted.length - 1]!.toFixed(0)} ms; first page under load p50 ${first.p50} ms, p99 ${first.p99} ms`,
+        ...NO_CEILING,
+        target: 'report',
+        met: first.non2xx === 0 ? null : false,
+        raw: { pageMs, intervals, first },
       });
     }
   } finally {

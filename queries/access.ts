@@ -61,7 +61,7 @@ const letOthersRun = () => new Promise<void>((resolve) => setImmediate(resolve))
 // ---- reads, counted ----
 
 /** A ReadView that counts what it reads (see ACCESS_READ_BUDGET). */
-class ReadMeter implements ReadView {
+export class ReadMeter implements ReadView {
   spent = 0;
   constructor(private readonly inner: ReadView, readonly budget = ACCESS_READ_BUDGET) {}
   get exhausted() {
@@ -455,6 +455,8 @@ export async function resourcesPage(read: ReadView, apiKey: string, nowMs: numbe
   const fitted: ResolveOptions = { maxCost: () => meter.budget - meter.spent, fit: { atLeastOne: true } };
   while (first || (!meter.exhausted && !deadline.passed)) {
     if (!first) await letOthersRun();
+    // The client left or the request timeout passed (src/http/cancel.ts): the call ends, no partial page.
+    if (deadline.signal?.aborted) throw deadline.error('resources/get');
     const options = first ? fitted : { ...fitted, fit: { atLeastOne: false } };
     first = false;
     const { items, done } = await walk.next(Math.min(MAX_RESOURCE_BATCH, Math.max(batch, pageSize - rows.length)));
@@ -491,6 +493,8 @@ export async function resourcesPage(read: ReadView, apiKey: string, nowMs: numbe
       break;
     }
   }
+  // Cut short because the client left or the request timeout passed: the error, not a partial page.
+  if (more && deadline.signal?.aborted) throw deadline.error('resources/get');
   return { rows, pageToken: more && cursor ? encodePageToken(query, cursor) : undefined };
 }
 
@@ -636,6 +640,8 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
   let first = true;
   const go = async () => {
     if (!first) await letOthersRun();
+    // The client left or the request timeout passed (src/http/cancel.ts): the call ends, no partial page.
+    if (deadline.signal?.aborted) throw deadline.error('users/get');
     const ok = first || (!meter.exhausted && !deadline.passed);
     first = false;
     return ok;
@@ -682,6 +688,38 @@ export async function usersPage(read: ReadView, apiKey: string, nowMs: number, q
   const done = pos.walk === 'groups' && pos.level === resources.length;
   const token = !done && (pos.walk === 'groups' || pos.after !== undefined) ? encodePageToken(query, encodeUsersPosition(pos)) : undefined;
   return { data: { ...head, users }, pageToken: token };
+}
+
+/**
+ * The users/get rows of `userIds` for R as of `nowMs`, the very rows usersPage lists for them
+ * (a user is listed there iff resolution lets them in and a live grant decides): what the
+ * access history asks of the few users a change concerns (queries/access-history.ts) instead
+ * of a whole users/get. Empty when R or its organization is missing, or R is disabled.
+ */
+export async function userRowsOf(read: ReadView, apiKey: string, nowMs: number, organizationId: string, ref: ResourceRef, userIds: readonly string[]): Promise<Map<string, UserRow>> {
+  const out = new Map<string, UserRow>();
+  let target: Target;
+  try {
+    const organization = await organizationOf(read, apiKey, organizationId);
+    target = (await targetOf(read, apiKey, organizationId, ref)).target;
+    if (isBlocked(target, organization)) return out;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 'NOT_FOUND') return out;
+    throw error;
+  }
+  // A few users at a time, as usersPage examines them: their groups stay under MAX_GROUPS_PER_REQUEST.
+  for (let i = 0; i < userIds.length; i += USERS_PER_GROUP_BOUNDED_CALL) {
+    const chunk = userIds.slice(i, i + USERS_PER_GROUP_BOUNDED_CALL);
+    const candidates = await candidateGrants(read, apiKey, organizationId, target, chunk, nowMs);
+    const entry = await entriesOf(read, apiKey, nowMs, organizationId, chunk, target.kind, [target.id]);
+    for (const userId of chunk) {
+      const e = entry(userId, target.id);
+      const found = candidates.get(userId)!;
+      const deciding = isAllowed(e) ? decidingCandidate(target.accessType, found) : undefined;
+      if (isAllowed(e) && deciding !== undefined) out.set(userId, userRow(userId, e, found[deciding]!));
+    }
+  }
+  return out;
 }
 
 // ---- permissions/explain ----

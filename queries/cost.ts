@@ -2,6 +2,10 @@
  * What a query may cost while it runs (docs/limits.md, Costs): a deadline measured from the
  * request's start, and a pacer that yields to the event loop between chunks of reads.
  *
+ * A deadline also carries the request's AbortSignal (src/http/cancel.ts): aborted when the
+ * client goes away or the request timeout passes. A query checks `passed` between its store
+ * reads, so either ends its work there instead of running on for nobody.
+ *
  * The embedded store reads synchronously, so a query that awaits only store reads never
  * lets another request run until it returns: one tenant's long resolution would hold every
  * other tenant's request for as long. The pacer counts the reads a loop spends and, every
@@ -18,21 +22,39 @@ import { ApiError } from '../src/shared/errors.js';
 const YIELD_EVERY_READS = 2_000;
 
 /** The request ran past its deadline (RESOURCE_EXHAUSTED: its time budget is used up). */
-class DeadlineExceededError extends ApiError {
-  constructor(readonly deadlineMs: number, what: string) {
-    super('RESOURCE_EXHAUSTED', `${what} ran past its deadline of ${deadlineMs} ms and was stopped; ask for fewer users, resources or groups per call.`);
+export class DeadlineExceededError extends ApiError {
+  constructor(readonly deadlineMs: number, what: string, setting = 'its deadline', advice = 'ask for fewer users, resources or groups per call') {
+    super('RESOURCE_EXHAUSTED', `${what} ran past ${setting} of ${deadlineMs} ms and was stopped; ${advice}.`);
     this.name = 'DeadlineExceededError';
+  }
+}
+
+/** What a request's signal is aborted with when the client went away: nobody reads the answer. */
+export class ClientGoneError extends ApiError {
+  constructor() {
+    super('ABORTED', 'The client closed the connection before the answer was ready.');
+    this.name = 'ClientGoneError';
   }
 }
 
 /**
  * A request's deadline: `ms` after `start` on `clock` (the service's clock, so a test
- * clock drives it).
+ * clock drives it), or sooner when `signal` is aborted (the client left, the request
+ * timeout passed).
  */
 export class Deadline {
-  constructor(readonly ms: number, private readonly clock: () => number, private readonly start = clock()) {}
+  constructor(readonly ms: number, private readonly clock: () => number, private readonly start = clock(), readonly signal?: AbortSignal) {}
   get passed(): boolean {
-    return this.clock() - this.start >= this.ms;
+    return this.signal?.aborted === true || this.clock() - this.start >= this.ms;
+  }
+
+  /**
+   * Why `passed` holds, as the error that ends a query named `what`: the signal's reason
+   * (the request timeout's DeadlineExceededError, ClientGoneError), else this deadline.
+   */
+  error(what: string): ApiError {
+    const reason: unknown = this.signal?.aborted ? this.signal.reason : undefined;
+    return reason instanceof ApiError ? reason : new DeadlineExceededError(this.ms, what);
   }
 }
 
@@ -60,6 +82,6 @@ export class Pacer {
 
   /** Throws DeadlineExceededError when the deadline passed and this pacer names its query. */
   check(): void {
-    if (this.what !== undefined && this.deadline.passed) throw new DeadlineExceededError(this.deadline.ms, this.what);
+    if (this.what !== undefined && this.deadline.passed) throw this.deadline.error(this.what);
   }
 }

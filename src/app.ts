@@ -30,6 +30,7 @@ import { operations } from './http/metrics.js';
 import { cors } from './http/cors.js';
 import { genReqId, requestIdHeader } from './http/request-id.js';
 import { answers } from './http/answers.js';
+import { requestCancel } from './http/cancel.js';
 import { authentication } from './http/authentication.js';
 import { rateLimits } from './http/rate-limits.js';
 import { idempotency } from './http/idempotency.js';
@@ -43,6 +44,8 @@ export function allRoutes(services: Services): AnyRoute[] {
 
 const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
   await app.register(requestIdHeader);
+  // Every request's AbortSignal: the client leaving or the request timeout ends its work.
+  await app.register(requestCancel, { requestTimeoutMs: services.config.requestTimeoutMs });
   // Before any route: @fastify/swagger collects the routes as they are added.
   await installOpenApi(app, services.config);
   // Next, so its request hooks (metrics, load shedding) cover every route added below.

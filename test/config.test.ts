@@ -117,6 +117,12 @@ test('the edge: timeouts, connection cap, sign-up limit, idempotency bound, prox
   assert.is(loadConfig({ REQUEST_TIMEOUT_MS: '120000' }).connectionTimeoutMs, 240_000);
   assert.is(loadConfig({ READ_YOUR_WRITES_TIMEOUT_MS: '60000' }).connectionTimeoutMs, 90_000);
   assert.is(loadConfig({ CONNECTION_TIMEOUT_MS: '0' }).connectionTimeoutMs, 0);
+  // PostgreSQL's statement timeout follows the request timeout unless set; 0 leaves it to the server.
+  assert.is(c.statementTimeoutMs, 30_000);
+  assert.is(loadConfig({ REQUEST_TIMEOUT_MS: '5000' }).statementTimeoutMs, 5000);
+  assert.is(loadConfig({ STATEMENT_TIMEOUT_MS: '0' }).statementTimeoutMs, 0);
+  failsOn({ STATEMENT_TIMEOUT_MS: '-1' }, 'STATEMENT_TIMEOUT_MS');
+  failsOn({ STATEMENT_TIMEOUT_MS: 'soon' }, 'STATEMENT_TIMEOUT_MS');
   assert.is(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true);
   assert.is(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
   assert.is(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);

@@ -8,7 +8,7 @@
  * `schema_version`.
  */
 import pg from 'pg';
-import { StoreUnavailableError } from './unavailable.js';
+import { isStatementTimeout, StatementTimeoutError, StoreUnavailableError } from './unavailable.js';
 
 /**
  * The schema, one migration per version, applied in order and recorded in `schema_version`.
@@ -49,6 +49,8 @@ const MIGRATION_LOCK = 0x636f6c6c6162;
 export async function migrate(pool: pg.Pool): Promise<void> {
   await withConnection(pool, async (client) => {
     await client.query('BEGIN');
+    // A migration over a large table, and the wait for another process's, is not a request's work: unbounded.
+    await client.query('SET LOCAL statement_timeout = 0');
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await client.query('CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
     const r = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_version');
@@ -66,15 +68,21 @@ export async function migrate(pool: pg.Pool): Promise<void> {
   });
 }
 
-/**
- * A pool on `url`. Unless the URL says otherwise, a request waits at most 5 s for a connection
- * (then 503), and a statement at most 30 s. Errors of idle connections (the server restarting)
- * are logged, not thrown: unhandled, they would end the process.
- */
 /** See openPool; our transactions never wait on their client this long. */
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000;
 
-export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string): void }): pg.Pool {
+/**
+ * A pool on `url`. Unless the URL says otherwise, a request waits at most 5 s for a connection
+ * (then 503), and a statement at most `statementTimeoutMs` (STATEMENT_TIMEOUT_MS). Errors of
+ * idle connections (the server restarting) are logged, not thrown: unhandled, they would end
+ * the process.
+ *
+ * The statement timeout is a `SET` sent as each connection opens, not a startup parameter:
+ * a connection pooler such as pgbouncer refuses startup parameters it does not know
+ * (docs/operations.md). The pool's onConnect hook runs it before the new connection is handed
+ * out, so it is in force from the first statement of whoever takes it.
+ */
+export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string): void }, statementTimeoutMs = 0): pg.Pool {
   const hasTimeout = /[?&]connect_timeout=/i.test(url);
   const pool = new pg.Pool({
     connectionString: url,
@@ -97,6 +105,8 @@ export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string
     options: `-c tcp_user_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
     // A process's connections are named in pg_stat_activity.
     application_name: 'collab',
+    // Awaited before the pool hands the new connection out: a SET that fails fails the checkout.
+    ...(statementTimeoutMs > 0 ? { onConnect: async (client: pg.ClientBase) => void (await client.query(`SET statement_timeout = ${Math.floor(statementTimeoutMs)}`)) } : {}),
   });
   // The error alone: the client it came with holds the whole connection state.
   pool.on('error', (error) => logger?.warn({ err: { message: error.message, code: (error as { code?: string }).code } }, 'PostgreSQL: an idle connection failed; the pool opens another'));
@@ -148,6 +158,7 @@ function isUnavailable(error: unknown): boolean {
 }
 
 export function translatePgError(error: unknown, store: 'event store' | 'read store'): unknown {
+  if (isStatementTimeout(error)) return new StatementTimeoutError(store);
   return isUnavailable(error) ? new StoreUnavailableError(store, error) : error;
 }
 

@@ -107,6 +107,8 @@ export interface PostgresEventStoreOptions {
   logger?: { warn(obj: unknown, msg?: string): void };
   /** How soon an own append not yet visible to readers is looked at again (ms, doubling to 500). Default 5. */
   visibilityPollMs?: number;
+  /** The longest one statement may run, ms (openPool); 0 or absent: the server's setting. */
+  statementTimeoutMs?: number;
 }
 
 export class PostgresEventStore implements EventStore {
@@ -127,7 +129,7 @@ export class PostgresEventStore implements EventStore {
   private readonly instance = randomUUID();
 
   constructor(url: string, private readonly options: PostgresEventStoreOptions = {}) {
-    this.pool = openPool(url, options.logger);
+    this.pool = openPool(url, options.logger, options.statementTimeoutMs);
     this.notices = new PgListener(url, options.logger);
     this.emitter.setMaxListeners(0);
     this.pollMs = options.visibilityPollMs ?? 5;

@@ -335,6 +335,8 @@ function unsetPath(doc: Record<string, unknown>, path: string) {
 
 export interface PostgresReadStoreOptions {
   logger?: { warn(obj: unknown, msg?: string): void };
+  /** The longest one statement may run, ms (openPool); 0 or absent: the server's setting. */
+  statementTimeoutMs?: number;
 }
 
 export class PostgresReadStore implements ReadStore {
@@ -348,7 +350,7 @@ export class PostgresReadStore implements ReadStore {
   private readonly notices: PgListener;
 
   constructor(url: string, options: PostgresReadStoreOptions = {}) {
-    this.pool = openPool(url, options.logger);
+    this.pool = openPool(url, options.logger, options.statementTimeoutMs);
     this.notices = new PgListener(url, options.logger);
   }
 
@@ -397,6 +399,8 @@ export class PostgresReadStore implements ReadStore {
     if (specs.length === 0) return;
     await this.withClient(async (c) => {
       await c.query('BEGIN');
+      // Building an index over a large table is start-up work, not a request's: unbounded.
+      await c.query('SET LOCAL statement_timeout = 0');
       for (const spec of specs) {
         const t = table(spec.collection);
         await createTable(c, t);

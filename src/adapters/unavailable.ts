@@ -16,3 +16,19 @@ export class StoreUnavailableError extends ApiError {
     this.name = 'StoreUnavailableError';
   }
 }
+
+/**
+ * A PostgreSQL statement ran past STATEMENT_TIMEOUT_MS and the server cancelled it (SQLSTATE
+ * 57014 "canceling statement due to statement timeout"): the request asked too much at once,
+ * or waited on a lock that long. RESOURCE_EXHAUSTED, naming the bound, as the query deadline.
+ */
+export class StatementTimeoutError extends ApiError {
+  constructor(readonly store: 'event store' | 'read store') {
+    super('RESOURCE_EXHAUSTED', `A statement of the ${store} ran past the database statement timeout (STATEMENT_TIMEOUT_MS) and was cancelled; ask for less per call, or try again.`);
+    this.name = 'StatementTimeoutError';
+  }
+}
+
+/** The server's cancellation of a statement past statement_timeout (not a cancel asked for by hand). */
+export const isStatementTimeout = (error: unknown) =>
+  (error as { code?: unknown } | null)?.code === '57014' && /statement timeout/i.test(String((error as Error).message));

@@ -114,12 +114,12 @@ async function openOnce(config: Config, options: OpenOptions): Promise<Services>
     events = config.eventStoreUrl
       ? new (await import('../adapters/esdb-event-store.js')).EsdbEventStore(config.eventStoreUrl, { logger: options.logger })
       : config.postgresUrl
-        ? new (await import('../adapters/postgres-event-store.js')).PostgresEventStore(config.postgresUrl, { logger: options.logger })
+        ? new (await import('../adapters/postgres-event-store.js')).PostgresEventStore(config.postgresUrl, { logger: options.logger, statementTimeoutMs: config.statementTimeoutMs })
         : new SqliteEventStore(path.join(config.dataDir, 'events.db'));
     read = config.mongodbUrl
       ? new (await import('../adapters/mongo-read-store.js')).MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
       : config.postgresUrl
-        ? new (await import('../adapters/postgres-read-store.js')).PostgresReadStore(config.postgresUrl, { logger: options.logger })
+        ? new (await import('../adapters/postgres-read-store.js')).PostgresReadStore(config.postgresUrl, { logger: options.logger, statementTimeoutMs: config.statementTimeoutMs })
         : new SqliteReadStore(path.join(config.dataDir, 'readmodels.db'));
     return await assemble(config, events, read, options);
   } catch (error) {

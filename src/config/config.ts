@@ -90,6 +90,11 @@ export interface Config {
    */
   queryDeadlineMs: number;
   /**
+   * PostgreSQL: the longest one statement may run (`SET statement_timeout` on each new
+   * connection, src/adapters/postgres-common.ts); 0 turns it off. Default REQUEST_TIMEOUT_MS.
+   */
+  statementTimeoutMs: number;
+  /**
    * Entries permission resolution's in-memory access index keeps per process
    * (queries/access-index.ts; memory per entry in docs/performance.md); 0 turns it off.
    * Past it the index is emptied and refilled from the store.
@@ -489,6 +494,7 @@ export function loadConfig(env: Env = process.env): Config {
     backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
     folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),
     queryDeadlineMs: integer(env, 'QUERY_DEADLINE_MS', 5000, 1, 600_000),
+    statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', requestTimeoutMs, 0, 3_600_000),
     accessIndexEntries: integer(env, 'ACCESS_INDEX_ENTRIES', 500_000, 0, 100_000_000),
     ...webhooks,
     webhookDisableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 0, 365),

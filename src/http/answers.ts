@@ -16,6 +16,7 @@ import { RateLimitedError } from './rate-limit.js';
 import type { Success } from './route.js';
 import { parseBody } from './validation.js';
 import { shared } from './plugin.js';
+import { ClientGoneError } from '../../queries/cost.js';
 
 export function failure(error: ApiError) {
   return {
@@ -122,6 +123,12 @@ export const answers = shared<{ bodyLimit: number }>('answers', async (app, { bo
   readBodiesAsJson(app);
   validateWithZod(app);
   app.setErrorHandler((err, req, reply) => {
+    // The client left before its answer (src/http/cancel.ts): nobody reads one, none is written.
+    if (err instanceof ClientGoneError) {
+      reply.hijack();
+      reply.raw.destroy();
+      return;
+    }
     const { error, internal } = toApiError(err, bodyLimit);
     if (internal) req.log.error({ err }, 'internal error');
     if (error instanceof RateLimitedError) void reply.header('retry-after', String(error.retryAfterSeconds));

@@ -23,7 +23,7 @@ async function run(route: AnyRoute, req: FastifyRequest, services: Services, met
   const caller = req.caller;
   if (!caller) throw new BugError(`route ${route.path} ran without its authentication hook`);
   const data = (req.body as { data: unknown }).data;
-  const ctx = new RequestContext(services, req.id, services.clock(), req.log, caller.actor, caller.tenant, caller.workspaceId, caller.userId);
+  const ctx = new RequestContext(services, req.id, services.clock(), req.log, caller.actor, caller.tenant, caller.workspaceId, caller.userId, req.workSignal);
   const out = await route.handler(data, ctx);
   if (ctx.lastPosition) {
     // Read-your-writes: the write is durable already; wait (bounded) until the read

@@ -21,6 +21,8 @@ export interface Logger {
   error(obj: unknown, msg?: string): void;
 }
 
+const NEVER_ABORTED = new AbortController().signal;
+
 export class RequestContext {
   /** Highest log position this request appended; the response waits for projections to pass it. */
   lastPosition: LogPosition | undefined;
@@ -35,6 +37,11 @@ export class RequestContext {
     readonly workspaceId?: string,
     /** The user of the user token that authenticated the call (route.ts `userToken`); undefined otherwise. */
     readonly userId?: string,
+    /**
+     * Aborted when the client leaves or the request timeout passes (src/http/cancel.ts): long
+     * queries check it through their Deadline. Never aborted for the CLI.
+     */
+    readonly signal: AbortSignal = NEVER_ABORTED,
   ) {}
 
   /**

@@ -16,7 +16,7 @@ import { invalidArgument } from '../shared/errors.js';
 import { ACCESS_READ_BUDGET, explainAccess, resourcesPage, usersPage, type ExplainQuery, type ResourceRef, type ResourcesQuery } from '../../queries/access.js';
 import { Deadline } from '../../queries/cost.js';
 import { AsOfView } from '../../queries/as-of.js';
-import { accessHistory, type HistoryQuery } from '../../queries/access-history.js';
+import { accessHistory, HISTORY_READ_BUDGET, type HistoryQuery } from '../../queries/access-history.js';
 import type { AccessRole } from '../../commands/grant.js';
 import type { Services } from '../composition/services.js';
 
@@ -71,10 +71,12 @@ export interface AccessAsker {
   readonly apiKey: string;
   readonly now: number;
   readonly services: Pick<Services, 'read' | 'config' | 'clock'>;
+  /** The request's signal (src/http/cancel.ts): aborted, the query stops at its next check. */
+  readonly signal?: AbortSignal;
 }
 
 // Past it a page ends early with a pageToken (queries/cost.ts), as when its budget runs out.
-const deadlineOf = (ask: AccessAsker) => new Deadline(ask.services.config.queryDeadlineMs, ask.services.clock, ask.now);
+const deadlineOf = (ask: AccessAsker) => new Deadline(ask.services.config.queryDeadlineMs, ask.services.clock, ask.now, ask.signal);
 
 export async function listResources(ask: AccessAsker, view: AccessView, q: ResourcesQuery) {
   return resourcesPage(view.read, ask.apiKey, view.atMs, { ...q, ...(view.asOf !== undefined ? { asOf: view.asOf } : {}) }, ACCESS_READ_BUDGET, deadlineOf(ask));
@@ -99,12 +101,14 @@ export type HistoryQuestion = Omit<HistoryQuery, 'from' | 'to'> & { from?: AsOfI
 
 /**
  * Who could open R when (`/v2/auth/access/history`, queries/access-history.ts): intervals
- * overlapping [from, to), each with the changes that opened and closed it.
+ * overlapping [from, to), each with the changes that opened and closed it; a page within the
+ * read budget and the query deadline, as users/get's.
  */
 export async function accessHistoryOf(ask: AccessAsker, q: HistoryQuestion) {
   const from = parseInstant(q.from, 'data.from');
   const to = parseInstant(q.to, 'data.to');
   if (from !== undefined && to !== undefined && to <= from) throw invalidArgument('data.to must be after data.from.');
   const { from: _f, to: _t, ...rest } = q;
-  return accessHistory(ask.services.read, ask.apiKey, ask.now, { ...rest, ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) } as HistoryQuery);
+  const query = { ...rest, ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) } as HistoryQuery;
+  return accessHistory(ask.services.read, ask.apiKey, ask.now, query, HISTORY_READ_BUDGET, deadlineOf(ask));
 }

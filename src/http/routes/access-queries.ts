@@ -10,7 +10,7 @@ import { MAX_PAGE_SIZE } from '../../../queries/paging.js';
 import { ApiError } from '../../shared/errors.js';
 import type { Services } from '../../composition/services.js';
 import { accessHistoryOf, accessView, explain as explainUseCase, listResources, listUsers } from '../../usecases/access.js';
-import { HISTORY_DEFAULT_PAGE_SIZE, MAX_HISTORY_CHANGES, MAX_HISTORY_ROWS } from '../../../queries/access-history.js';
+import { HISTORY_DEFAULT_PAGE_SIZE, HISTORY_READ_BUDGET, MAX_HISTORY_CHANGES, MAX_HISTORY_ROWS } from '../../../queries/access-history.js';
 import { mayOpenResource, onlySelf } from '../acting-user.js';
 import { defineRoute, type AnyRoute } from '../route.js';
 import { id } from '../validation.js';
@@ -241,7 +241,11 @@ function historyRoute() {
         `grant (a public resource, users/get's \`everyone\`) have no interval, nor has a resource that never existed. ` +
         `At most ${MAX_HISTORY_ROWS.toLocaleString('en-US')} changes to what the ` +
         `resource is resolved from and ${MAX_HISTORY_CHANGES.toLocaleString('en-US')} instants of change are examined per call (INVALID_ARGUMENT beyond). ` +
-        `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${HISTORY_DEFAULT_PAGE_SIZE}); \`result.pageToken\` while more follow, bound to the query that made it.`,
+        `\`pageSize\` 1 to ${MAX_PAGE_SIZE} (default ${HISTORY_DEFAULT_PAGE_SIZE}); \`result.pageToken\` while more may follow, bound to the query that made it. ` +
+        `A page reads at most ${HISTORY_READ_BUDGET.toLocaleString('en-US')} store documents resolving users and runs at most the server's query deadline ` +
+        '(`QUERY_DEADLINE_MS`); when either runs out first the page ends early, possibly empty, with a `result.pageToken` that goes on from the ' +
+        'instant and user it reached. So keep reading while a token comes back. The deadline passing before a page examined anyone, or the request ' +
+        'timeout, is RESOURCE_EXHAUSTED naming it.',
       example: { organizationId: 'org1', documentId: 'freestyle-comments1', from: '2026-11-01T00:00:00.000Z' },
     },
     mutates: false,

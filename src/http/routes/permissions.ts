@@ -136,7 +136,7 @@ const get = defineRoute({
   async handler(data, ctx) {
     onlySelf(ctx, 'data.userIds', data.userIds);
     // Past the deadline, measured from the request's start, the query ends RESOURCE_EXHAUSTED.
-    const pacer = new Pacer(new Deadline(ctx.services.config.queryDeadlineMs, ctx.services.clock, ctx.now), 'permissions/get');
+    const pacer = new Pacer(new Deadline(ctx.services.config.queryDeadlineMs, ctx.services.clock, ctx.now, ctx.signal), 'permissions/get');
     // A user token: what the user may not open answers as what does not exist (acting-user.ts).
     // asOf (issue 25): the same resolution over the history read models, grants judged then.
     const { asOf: at, ...q } = data;
