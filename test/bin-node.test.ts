@@ -125,4 +125,27 @@ test('on an unsupported Node under NODE_ENV=production without the fallback in .
   }
 });
 
+test('npx in this project on an unsupported Node prints no npm warning (EBADENGINE): the project\'s .npmrc', () => {
+  const dir = tempDir('collab-bin-node-');
+  try {
+    // A project with this one's engines and .npmrc and a bin of its own: npx checks the root
+    // package's engines whenever it reads the installed tree afresh (as on a fresh clone).
+    const project = path.join(dir, 'p');
+    fs.mkdirSync(path.join(project, 'bin'), { recursive: true });
+    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'p', version: '1.0.0', type: 'module', engines: pkg.engines, bin: { p: 'bin/p.mjs' } }));
+    fs.writeFileSync(path.join(project, 'bin', 'p.mjs'), '#!/usr/bin/env node\nconsole.log("ran");\n', { mode: 0o755 });
+    if (fs.existsSync(path.join(ROOT, '.npmrc'))) fs.copyFileSync(path.join(ROOT, '.npmrc'), path.join(project, '.npmrc'));
+    const old = unsupportedNode(dir);
+    // npx runs on the first `node` on PATH: the machine's old one, or this one pretending (a preload through NODE_OPTIONS).
+    const env = old.pre.length
+      ? { ...process.env, ...old.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${old.pre.join(' ')}`.trim() }
+      : { ...process.env, PATH: `${path.dirname(old.node)}${path.delimiter}${process.env.PATH ?? ''}` };
+    const r = spawnSync('npx', ['p'], { cwd: project, env, encoding: 'utf8' });
+    assert.is(r.stdout.trim(), 'ran', `${old.what}: ${r.stdout}${r.stderr}`);
+    assert.not.ok(/npm warn/i.test(r.stderr), `${old.what}: npm warned:\n${r.stderr}`);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test.run();
