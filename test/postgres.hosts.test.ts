@@ -25,7 +25,7 @@ import { waitHealthy } from './support/process.js';
 import { startPostgres, type PostgresServer } from './support/postgres.js';
 import { createNetwork, type Host, type Network } from './support/netns.js';
 import { IDLE_IN_TRANSACTION_TIMEOUT_MS } from '../src/adapters/postgres-common.js';
-import { allVisible, applications, cutMidTransaction, leaseHolder, sessions, tenant, until, watchApplications, writeThenRead, writers } from './support/pg-applied.js';
+import { allVisible, applications, cutMidTransaction, leaseHolder, sessions, readBack, tenant, until, watchApplications, writers } from './support/pg-applied.js';
 
 const LEASE_TTL_MS = 2000;
 /**
@@ -99,8 +99,8 @@ test('several hosts on one PostgreSQL: an API host cut off, then the lease-holdi
     // the output says so. Most runs strand one; the continuity assertions hold either way.
     const strandedApi = await cutMidTransaction(url, hosts.api1.address, () => net!.cut(hosts.api1), () => net!.restore(hosts.api1), 20_000, true);
     const viaApi2 = w.ackedBy.get(api2.url) ?? 0;
-    let probe = 0;
-    await until('api2 to acknowledge writes and show them while api1 is cut off', async () => writeThenRead(api2, headers, `cut-api-${probe++}`), 15_000);
+    const viaApi2Probe = readBack([api2], headers, 'cut-api-');
+    await until('api2 to acknowledge writes and show them while api1 is cut off', () => viaApi2Probe.probe(), 15_000);
     await until('api2 to acknowledge 30 more writes while api1 is cut off', () => (writes.ackedBy.get(api2.url) ?? 0) >= viaApi2 + 30, 20_000);
     assert.ok((w.unanswered.get(api1.url) ?? 0) > 0, 'requests to the cut-off host went unanswered (the cut took effect)');
     net.restore(hosts.api1);
@@ -125,8 +125,12 @@ test('several hosts on one PostgreSQL: an API host cut off, then the lease-holdi
       LEASE_TTL_MS + TAKEOVER_SLACK_MS,
     );
     const tookMs = Date.now() - cutAt;
-    probe = 0;
-    await until('a write through each API host read back after the takeover', async () => (await writeThenRead(api1, headers, `cut-wk-a${probe}`)) && (await writeThenRead(api2, headers, `cut-wk-b${probe++}`)), Math.max(LEASE_TTL_MS, IDLE_IN_TRANSACTION_TIMEOUT_MS) + READ_BACK_AFTER_TAKEOVER_MS);
+    const afterTakeoverProbe = readBack([api1, api2], headers, 'cut-wk-');
+    await until(
+      () => `a write through each API host read back after the takeover (last attempts: ${JSON.stringify(afterTakeoverProbe.attempts.slice(-4))})`,
+      () => afterTakeoverProbe.probe(),
+      Math.max(LEASE_TTL_MS, IDLE_IN_TRANSACTION_TIMEOUT_MS) + READ_BACK_AFTER_TAKEOVER_MS,
+    );
     const appliedMs = Date.now() - cutAt;
     const afterTakeover = w.acked.size;
     await until('30 more writes acknowledged with the first worker cut off', () => writes.acked.size >= afterTakeover + 30, 20_000);

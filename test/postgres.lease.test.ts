@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import { tempDir } from './support/app.js';
 import { startService, waitHealthy, type Service } from './support/process.js';
 import { startPostgres, type PostgresServer } from './support/postgres.js';
-import { allVisible, applications, leaseHolder, sessions, tenant, until, watchApplications, withClient, writeThenRead, writers } from './support/pg-applied.js';
+import { allVisible, applications, leaseHolder, sessions, readBack, tenant, until, watchApplications, withClient, writeThenRead, writers } from './support/pg-applied.js';
 
 const LEASE_TTL_MS = 2000;
 /** Beyond the TTL, for a loaded 2-core CI machine; the times measured are printed either way. */
@@ -73,8 +73,12 @@ test('two APIs and two workers on one PostgreSQL: the lease holder killed -9 und
     await victim.exited;
     const killedAt = Date.now();
     await until('the waiting worker to take the lease', async () => (await leaseHolder(url))?.holder.includes(`:${survivor.child.pid}:`) ?? false, LEASE_TTL_MS + TAKEOVER_SLACK_MS);
-    let probe = 0;
-    await until('writes through each API read back after the takeover', async () => (await writeThenRead(api1, headers, `after-a${probe}`)) && (await writeThenRead(api2, headers, `after-b${probe++}`)), LEASE_TTL_MS + TAKEOVER_SLACK_MS);
+    const afterTakeover = readBack([api1, api2], headers, 'after-');
+    await until(
+      () => `writes through each API read back after the takeover (last attempts: ${JSON.stringify(afterTakeover.attempts.slice(-4))})`,
+      () => afterTakeover.probe(),
+      LEASE_TTL_MS + TAKEOVER_SLACK_MS,
+    );
     const tookMs = Date.now() - killedAt;
     const before = w.acked.size;
     await until('40 more writes acknowledged after the takeover', () => writes.acked.size >= before + 40, 20_000);

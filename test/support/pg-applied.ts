@@ -203,14 +203,52 @@ export async function allVisible(s: Service, headers: Record<string, string>, ac
 
 /** A write through `s`, then a read through `s` that shows it: the projections are applied now. */
 export async function writeThenRead(s: Service, headers: Record<string, string>, id: string, timeoutMs = 4000): Promise<boolean> {
+  return (await writeThenReadWhy(s, headers, id, timeoutMs)) === null;
+}
+
+/** writeThenRead, saying why not (null: read back). */
+async function writeThenReadWhy(s: Service, headers: Record<string, string>, id: string, timeoutMs: number): Promise<string | null> {
   try {
     const w = await postWithin(s, '/v2/organizations/documents/add', { organizationId: 'acme', documents: [{ documentId: id }] }, headers, timeoutMs);
-    if (w.status !== 200 || w.body?.result?.data?.[id]?.success !== true) return false;
+    const item = w.body?.result?.data?.[id];
+    if (w.status !== 200 || item?.success !== true) return `write answered ${w.status} ${JSON.stringify(item ?? w.body).slice(0, 120)}`;
     const r = await postWithin(s, '/v2/organizations/documents/get', { organizationId: 'acme', documentIds: [id] }, headers, timeoutMs);
-    return r.status === 200 && (r.body.result.data as Array<{ id: string }>).some((d) => d.id === id);
-  } catch {
-    return false;
+    if (r.status !== 200) return `read answered ${r.status}`;
+    return (r.body.result.data as Array<{ id: string }>).some((d) => d.id === id) ? null : 'not in the read';
+  } catch (error) {
+    return `no answer: ${(error as Error).message}`;
   }
+}
+
+/** One attempt of a `readBack` probe: the document it wrote through `host`, and whether `host` then showed it. */
+export interface ReadBackAttempt {
+  host: string;
+  id: string;
+  ok: boolean;
+  /** Why not, when not. */
+  why?: string;
+}
+
+/**
+ * A probe for `until` after a fault: each call writes a document through each of `hosts` in
+ * turn and reads it back there, and is true once every host showed its own. `attempts` keeps
+ * every write it sent (for the failure message, and for tests that watch the probe).
+ */
+export function readBack(hosts: Service[], headers: Record<string, string>, prefix: string) {
+  const attempts: ReadBackAttempt[] = [];
+  let round = 0;
+  return {
+    attempts,
+    async probe(): Promise<boolean> {
+      for (const [i, host] of hosts.entries()) {
+        const id = `${prefix}${String.fromCharCode(97 + i)}${i === hosts.length - 1 ? round++ : round}`;
+        const why = await writeThenReadWhy(host, headers, id, 4000);
+        attempts.push(why === null ? { host: host.url, id, ok: true } : { host: host.url, id, ok: false, why });
+        if (why !== null) return false;
+      }
+      return true;
+    },
+  };
 }
 
 /** The server's sessions, for failure messages: who holds a transaction open, who waits on a lock. */
