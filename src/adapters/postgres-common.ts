@@ -274,10 +274,14 @@ export class PgListener {
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
       // The server's side of the same cut: notices it is still sending to a cut-off process
-      // leave this session in ClientWrite for as long as TCP retransmits (minutes). Seen in
-      // every failed run of test/postgres.hosts: the cut worker's LISTEN session stuck so while
-      // no write was read back. As for the pool's sessions (openPool), the server's kernel gives
-      // up on data left unacknowledged this long.
+      // leave this session in ClientWrite for as long as TCP retransmits (minutes). It blocks
+      // nobody (it holds no xid and no lock, and other sessions' NOTIFY commits do not wait
+      // for it), but it keeps a backend and pins the notification queue's tail, which cannot
+      // pass the slowest listener. As for the pool's sessions (openPool), the server's kernel
+      // gives up on data left unacknowledged this long, and the session ends (measured: 4 s
+      // after ClientWrite began; without it, still there 25 s later). It was once taken for
+      // the cause of test/postgres.hosts' stall; that was its probe (test/support/pg-applied.ts
+      // readBack, docs/operations.md).
       options: `-c tcp_user_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
     });
     // Unhandled, a connection error would end the process (the server stopping, a cut link).
