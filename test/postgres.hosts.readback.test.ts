@@ -4,17 +4,19 @@
  * test/postgres.hosts.test.ts failed now and then with "timed out after 35000 ms waiting for a
  * write through each API host read back after the takeover", nothing in any log. A run that
  * sampled the database every second while it failed showed the survivor holding and renewing
- * the lease, every checkpoint at the log's head, every session idle: the service had recovered,
- * the probe had not. The probe's first write went in while the projections were still held up
- * (the cut worker's stranded batch keeps its checkpoint rows locked until the server ends that
- * session, IDLE_IN_TRANSACTION_TIMEOUT_MS): the API host appended it and waited for the read
- * models (READ_YOUR_WRITES_TIMEOUT_MS, 5 s), the client gave up first (4 s), and every later
- * attempt sent the same document id again, refused as "Document already exists".
+ * the lease and the checkpoints following the log's head, no session waiting: the service had
+ * recovered, the probe had not. The probe's first write went in while the projections were
+ * still held up (the cut worker's stranded transaction holds every follower back and its
+ * checkpoint rows locked until the server ends that session, IDLE_IN_TRANSACTION_TIMEOUT_MS):
+ * the API host appended it and waited for the read models (READ_YOUR_WRITES_TIMEOUT_MS, 5 s),
+ * the client gave up first (4 s), and every later attempt sent the same document id again,
+ * refused as "Document already exists".
  *
- * Here the condition is held by a session of this test: it locks the checkpoint rows, as the
- * stranded batch does, while the probe runs; once one of the probe's writes is in the log but
- * its answer was lost, the lock is let go. The probe must then read a write back through each
- * API host within a few attempts.
+ * Here the condition is held by a session of this test: it opens a transaction that locks the
+ * checkpoint rows, as the stranded batch does, while the probe runs; once one of the probe's
+ * writes is in the log but its answer was lost, it ends the transaction. The probe must then
+ * read a write back through each API host within two more failed attempts (one may have begun
+ * while the transaction was still open). With the probe as it was, it never did.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
