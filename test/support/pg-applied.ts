@@ -221,7 +221,7 @@ async function writeThenReadWhy(s: Service, headers: Record<string, string>, id:
 }
 
 /** One attempt of a `readBack` probe: the document it wrote through `host`, and whether `host` then showed it. */
-export interface ReadBackAttempt {
+interface ReadBackAttempt {
   host: string;
   id: string;
   ok: boolean;
