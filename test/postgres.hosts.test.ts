@@ -155,7 +155,7 @@ test('several hosts on one PostgreSQL: an API host cut off, then the lease-holdi
     console.log(`  api1 cut with ${strandedApi} open; worker ${holderHost.name} cut with ${strandedWorker} open; lease taken ${tookMs} ms and writes read back ${appliedMs} ms after the cut (lease TTL ${LEASE_TTL_MS} ms); ${w.acked.size} writes acknowledged`);
   } catch (error) {
     const up = Object.values(hosts).map((h) => `${h.name} ${h.address} ${net!.isUp(h) ? 'up' : 'CUT'}`).join(', ');
-    throw new Error(`${(error as Error).message}\n--- links: ${up}\n--- sessions:\n${await sessions(url)}\n--- wrong: ${w?.wrong.slice(0, 5).join('\n')}\n${outputs()}`);
+    throw new Error(`${(error as Error).message}\n--- links: ${up}\n--- sessions:\n${await sessions(url)}\n--- wrong: ${w?.wrong.slice(0, 5).join('\n')}\n--- unanswered per host: ${JSON.stringify(Object.fromEntries(w?.unanswered ?? []))}\n--- acknowledged per host: ${JSON.stringify(Object.fromEntries(w?.ackedBy ?? []))}\n--- last refusals (UNAVAILABLE): ${w?.unavailable.slice(-5).join('\n')}\n${outputs()}`);
   } finally {
     for (const h of cut) net.restore(h);
     await w?.stop();
