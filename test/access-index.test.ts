@@ -1,13 +1,17 @@
 /**
  * Permission resolution's access index (queries/access-index.ts): it answers as the store
- * does after this process's commits, after another connection's commits (from the next
- * request on, as the read cache), past its entry bound, and never for asOf questions. The
- * resolution tables run on both paths too (scripts/test.mjs, TEST_ACCESS_INDEX=off).
+ * does after this process's commits, after another connection's or process's commits (from
+ * the next request on, as the read cache), on SQLite and on PostgreSQL (a real server, its
+ * change counter), past its entry bound, and never for asOf questions. The resolution tables
+ * run on both paths too (scripts/test.mjs, TEST_ACCESS_INDEX=off; TEST_STORE=postgres).
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import path from 'node:path';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
+import { PostgresReadStore } from '../src/adapters/postgres-read-store.js';
+import type { ReadStore } from '../src/ports/read-store.js';
+import { AccessIndex } from '../queries/access-index.js';
 import { ApiError } from '../src/shared/errors.js';
 import { accessIndexOf, attachAccessIndex } from '../queries/access-index.js';
 import { resolvePermissions } from '../queries/permissions.js';
@@ -16,6 +20,7 @@ import { DOCUMENTS, documentKey } from '../projections/documents.js';
 import { GRANTS, grantKey } from '../projections/grants.js';
 import { harness, tempDir, type Harness, type Tenant } from './support/app.js';
 import { NOW } from './support/time.js';
+import { freshDatabase } from './support/postgres.js';
 
 const K = 'key';
 const O = 'o';
@@ -26,68 +31,105 @@ const document = (documentId: string, disabled = false) => ({
 const grant = (userId: string, documentId: string) => ({
   _id: grantKey(K, O, userId, 'document', documentId), apiKey: K, organizationId: O, userId, resourceType: 'document', resourceId: documentId, accessRole: 'editor', expiresAt: null,
 });
-const entryOf = async (read: SqliteReadStore, userId: string, documentId: string) => {
+const entryOf = async (read: ReadStore, userId: string, documentId: string) => {
   read.beginRequest();
   return (await resolvePermissions(read, K, NOW, { organizationId: O, userIds: [userId], documentIds: [documentId] }))[userId]!.documents![documentId];
 };
 const DENIED = { error: 'User does not have access to document', errorCode: 'permission_denied', accessType: 'restricted' };
 
-const stores = suite<{ writer: SqliteReadStore; reader: SqliteReadStore }>('access index over two connections');
-stores.before.each(async (ctx) => {
-  const file = path.join(tempDir('collab-access-index-'), 'read.db');
-  ctx.writer = new SqliteReadStore(file);
-  ctx.reader = new SqliteReadStore(file);
-  await ctx.writer.transaction(async (tx) => {
-    await tx.upsert(ORGANIZATIONS, organization);
-    await tx.upsert(DOCUMENTS, document('d'));
+/** The cases run on two stores of one database: `writer` is another connection, or process. */
+function twoStores(name: string, open: () => Promise<{ writer: ReadStore; reader: ReadStore }>) {
+  const stores = suite<{ writer: ReadStore; reader: ReadStore }>(`access index over two ${name}`);
+  stores.before.each(async (ctx) => {
+    Object.assign(ctx, await open());
+    await ctx.writer.transaction(async (tx) => {
+      await tx.upsert(ORGANIZATIONS, organization);
+      await tx.upsert(DOCUMENTS, document('d'));
+    });
   });
-});
-stores.after.each(async ({ writer, reader }) => {
-  await writer.close();
-  await reader.close();
-});
-
-stores("another connection's commits are seen from the next request on", async ({ writer, reader }) => {
-  const index = attachAccessIndex(reader, 1000)!;
-  assert.equal(await entryOf(reader, 'u', 'd'), DENIED, 'no grant yet');
-  assert.equal(await entryOf(reader, 'u', 'd'), DENIED);
-  assert.ok(index.size > 0, 'the index holds what the first request read');
-  await writer.transaction((tx) => tx.upsert(GRANTS, grant('u', 'd')));
-  assert.equal(await entryOf(reader, 'u', 'd'), { accessRole: 'editor', accessType: 'restricted' });
-  await writer.transaction((tx) => tx.upsert(DOCUMENTS, document('d', true)));
-  assert.equal(await entryOf(reader, 'u', 'd'), { ...DENIED, error: 'Document is disabled' });
-  await writer.transaction((tx) => tx.delete(DOCUMENTS, documentKey(K, O, 'd')));
-  // A missing document fails the whole query (NOT_FOUND), its entry in the details.
-  const gone = await entryOf(reader, 'u', 'd').catch((e: ApiError) => e);
-  assert.instance(gone, ApiError);
-  assert.equal((gone as ApiError).details, { u: { organization: { o: { error: 'User does not have access to organization', errorCode: 'permission_denied' } }, documents: { d: { error: 'Document does not exist', errorCode: 'does_not_exist' } } } });
-});
-
-stores('past its bound the index is emptied and refilled from the store, answering alike', async ({ writer, reader }) => {
-  const index = attachAccessIndex(reader, 3)!;
-  await writer.transaction(async (tx) => {
-    for (let i = 0; i < 10; i++) await tx.upsert(DOCUMENTS, document(`d${i}`));
-    for (let i = 0; i < 10; i += 2) await tx.upsert(GRANTS, grant('u', `d${i}`));
+  stores.after.each(async ({ writer, reader }) => {
+    await writer.close();
+    await reader.close();
   });
-  let oneRequest = 0;
-  for (let round = 0; round < 2; round++) {
-    for (let i = 0; i < 10; i++) {
-      assert.equal(await entryOf(reader, 'u', `d${i}`), i % 2 === 0 ? { accessRole: 'editor', accessType: 'restricted' } : DENIED, `d${i}`);
-      // One request's entries (the organization, a target, the user's groups and two grant
-      // slots) pass the bound of 3, so each next request starts from an empty index: the size
-      // stays that of one request instead of growing with each document asked about.
-      oneRequest ||= index.size;
-      assert.ok(oneRequest > 3);
-      assert.is(index.size, oneRequest, `d${i}, round ${round}`);
+
+  stores("the other's commits are seen from the next request on", async ({ writer, reader }) => {
+    const index = attachAccessIndex(reader, 1000)!;
+    assert.equal(await entryOf(reader, 'u', 'd'), DENIED, 'no grant yet');
+    assert.equal(await entryOf(reader, 'u', 'd'), DENIED);
+    assert.ok(index.size > 0, 'the index holds what the first request read');
+    const kept = await index.organization(K, O);
+    await entryOf(reader, 'u', 'd');
+    assert.is(await index.organization(K, O), kept, 'nothing committed: nothing dropped (reads move no epoch)');
+    await writer.transaction((tx) => tx.upsert(GRANTS, grant('u', 'd')));
+    assert.equal(await entryOf(reader, 'u', 'd'), { accessRole: 'editor', accessType: 'restricted' });
+    await writer.transaction((tx) => tx.upsert(DOCUMENTS, document('d', true)));
+    assert.equal(await entryOf(reader, 'u', 'd'), { ...DENIED, error: 'Document is disabled' });
+    await writer.transaction((tx) => tx.delete(DOCUMENTS, documentKey(K, O, 'd')));
+    // A missing document fails the whole query (NOT_FOUND), its entry in the details.
+    const gone = await entryOf(reader, 'u', 'd').catch((e: ApiError) => e);
+    assert.instance(gone, ApiError);
+    assert.equal((gone as ApiError).details, { u: { organization: { o: { error: 'User does not have access to organization', errorCode: 'permission_denied' } }, documents: { d: { error: 'Document does not exist', errorCode: 'does_not_exist' } } } });
+  });
+
+  stores('past its bound the index is emptied and refilled from the store, answering alike', async ({ writer, reader }) => {
+    const index = attachAccessIndex(reader, 3)!;
+    await writer.transaction(async (tx) => {
+      for (let i = 0; i < 10; i++) await tx.upsert(DOCUMENTS, document(`d${i}`));
+      for (let i = 0; i < 10; i += 2) await tx.upsert(GRANTS, grant('u', `d${i}`));
+    });
+    let oneRequest = 0;
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 10; i++) {
+        assert.equal(await entryOf(reader, 'u', `d${i}`), i % 2 === 0 ? { accessRole: 'editor', accessType: 'restricted' } : DENIED, `d${i}`);
+        // One request's entries (the organization, a target, the user's groups and two grant
+        // slots) pass the bound of 3, so each next request starts from an empty index: the size
+        // stays that of one request instead of growing with each document asked about.
+        oneRequest ||= index.size;
+        assert.ok(oneRequest > 3);
+        assert.is(index.size, oneRequest, `d${i}, round ${round}`);
+      }
     }
-  }
-});
+  });
 
+  return stores;
+}
+
+twoStores('SQLite connections', async () => {
+  const file = path.join(tempDir('collab-access-index-'), 'read.db');
+  return { writer: new SqliteReadStore(file), reader: new SqliteReadStore(file) };
+}).run();
+
+// Two PostgreSQL read stores on one database are two processes: separate pools, each with its
+// slot of the change counter.
+twoStores('PostgreSQL processes (a real server)', async () => {
+  const url = await freshDatabase('access_index');
+  return { writer: new PostgresReadStore(url), reader: new PostgresReadStore(url) };
+}).run();
+
+const stores = suite('access index: its signal');
 stores('without the store signal there is no index: a store without a read cache', async () => {
   const memory = new SqliteReadStore(':memory:');
   assert.is(attachAccessIndex(memory, 1000), null);
   assert.is(attachAccessIndex(new SqliteReadStore(path.join(tempDir('collab-access-index-'), 'r.db')), 0), null);
   await memory.close();
+});
+
+stores('an epoch settling after a newer one is served from what the newer one kept', async () => {
+  // Two round trips of one process (PostgreSQL) may settle out of order: the older answer
+  // must neither drop what the newer one kept nor label it older.
+  const answers: number[] = [];
+  const index = new AccessIndex({ readEpoch: async () => answers.shift() }, 1000);
+  answers.push(8);
+  const newer = (await index.organization(K, O))!;
+  index.added(5);
+  answers.push(7);
+  assert.is(await index.organization(K, O), newer, 'the same entries');
+  assert.is(index.size, 5);
+  answers.push(8);
+  assert.is(await index.organization(K, O), newer, 'still labelled 8');
+  answers.push(9);
+  assert.is.not(await index.organization(K, O), newer, 'a commit since: dropped');
+  assert.is(index.size, 0);
 });
 
 stores.run();
