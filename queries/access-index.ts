@@ -9,13 +9,15 @@
  * Exact, by the store's change signal, `readEpoch` (src/ports/read-store.ts). On SQLite it
  * moves whenever the read cache is emptied: at once on this process's commits, and on other
  * processes' commits (SQLite's `data_version`) by the next request (`beginRequest`). On
- * PostgreSQL, which keeps no read cache, it is a counter every read-store write transaction
- * moves inside itself (src/adapters/postgres-read-store.ts), read in one round trip. Every
+ * PostgreSQL, which keeps no read cache, it is the sum of the checkpoints' versions: every
+ * projection batch moves its checkpoint in the transaction that writes its read models, and a
+ * write to a read model that moves no checkpoint moves a row of its own (see
+ * src/adapters/postgres-read-store.ts), read in one round trip. Every
  * resolution asks for it first and, when it moved, the whole index is dropped: a resolution sees
  * every commit acknowledged before its request began, the read cache's own guarantee.
  *
  * First, because what is kept under an epoch must have been read after that epoch was. Worked
- * example on PostgreSQL, a grant committed by another process (C moves the counter 7 -> 8)
+ * example on PostgreSQL, a grant committed by another process (C moves the sum 7 -> 8)
  * racing a request R of this one, whose index is empty:
  *  - R reads the epoch before C commits: 7. The index is labelled 7 and R reads the grants
  *    from the store: without C's grant if they run before C commits (R began before C was

@@ -23,7 +23,7 @@
  *   its checkpoints (compare-and-set, `version + 1`) in the transaction that writes its read
  *   models, so the sum moves with every commit that changes a read model built from the log,
  *   and a projection's commit writes nothing more for it. A transaction that writes a table
- *   but moves no checkpoint (a parked event applied again, a cascade drain, key rotation)
+ *   but moves no checkpoint (a parked event applied again, a cascade drain, a parked record's update)
  *   moves one row of its own, UNLOGGED_WRITES, with its COMMIT, unless every table it wrote
  *   is exempt (`signalExempt`: the shared collections, not read models: leases, presence,
  *   idempotency keys, deliveries); dropCollection does the same with its DROP. Rows are never

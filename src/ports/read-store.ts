@@ -114,7 +114,7 @@ export interface ReadStore extends ReadView {
    * It never goes back: a later call answers at least what an earlier one did, and an equal
    * answer means nothing was committed in between. A store that keeps the signal in memory
    * answers at once (SQLite's read cache); one that must ask its server answers a promise, for
-   * one round trip that precedes every read it vouches for (PostgreSQL's epoch counter), and
+   * one round trip that precedes every read it vouches for (PostgreSQL's sum of checkpoint versions), and
    * so may answer an older value than a call that settled before it: the caller keeps the newest.
    */
   readEpoch?(): number | undefined | Promise<number | undefined>;
