@@ -791,12 +791,18 @@ async function pgIndexAb(svc: Server, url: string, dir: string, pgCpu: () => num
     }
     // Round trips per request: PostgreSQL's own count of the database's transactions (each
     // statement outside a transaction is one, and one round trip) over STATEMENT_PROBE requests
-    // made one at a time, on each side. Both services' background polling (projections,
-    // leases) falls in the window too, so it counts a little high, alike on both sides.
+    // made one at a time, on each side, less what the same window counts with no request (both
+    // services' background polling: projections, leases, the generation's refresh).
     const trips = async (server: string) => {
       const before = await pgTransactions(url);
+      const started = Date.now();
       for (let i = 0; i < STATEMENT_PROBE; i++) await call(server, route, data);
-      return ((await pgTransactions(url)) - before) / STATEMENT_PROBE;
+      const busyMs = Date.now() - started;
+      const busy = (await pgTransactions(url)) - before;
+      const idleFrom = await pgTransactions(url);
+      await new Promise((r) => setTimeout(r, busyMs));
+      const idle = (await pgTransactions(url)) - idleFrom;
+      return (busy - idle) / STATEMENT_PROBE;
     };
     const onTrips = await trips(svc.url);
     const offTrips = await trips(off.url);
