@@ -21,7 +21,8 @@
  * service and the bare Fastify ceiling under V8's CPU profiler and prints, for permissions/get
  * and documents/get, where one request's CPU goes, stage by stage, beside bare Fastify's.
  * --store=postgres also measures the reads (perm1, docs, perm1rate, with their goals; the CPU
- * per request counts the database server's processes too), documents/add (add) and the
+ * per request counts the database server's processes too; perm1index: perm1 with the access
+ * index and without it, A/B), documents/add (add) and the
  * rebuild on PostgreSQL, beside the same scenarios on SQLite in the same run: a throwaway
  * server (test/support/postgres.ts, Debian's binaries) and a service on it, seeded the same
  * way; each row gives PostgreSQL's figure beside SQLite's. workers measures a one-document write's latency with one process and with
@@ -66,7 +67,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
 const scale = args.has('--full') ? 'full' : args.has('--quick') ? 'quick' : 'standard';
 // --scenario=perm1,docs: measure only these (perm1, perm1rate, perm10, docs, size, add, move,
-// memory, budget, rebuild, access, history, workers, webhooks); the seeding is the same, skipped when
+// memory, budget, rebuild, access, history, workers, webhooks; perm1index with --store=postgres); the seeding is the same, skipped when
 // only scenarios with services of their own (workers, webhooks) are asked, and history alone skips the
 // big organizations. Without it, every scenario runs.
 const only = process.argv.find((a) => a.startsWith('--scenario='))?.slice('--scenario='.length).split(',');
@@ -769,6 +770,84 @@ async function pgReads(svc: Server, pgDataDir: string, sqlite: SqliteFigures) {
 }
 
 /**
+ * perm1index: perm1 on PostgreSQL with the access index (`svc`, the default) and without it (a
+ * second service on the same database, ACCESS_INDEX_ENTRIES=0), in AB_ROUNDS alternating
+ * rounds; each round's CPU per request is the serving process's plus PostgreSQL's (its other
+ * service idles meanwhile, polling alike on both sides). Both serve one store; only one applies
+ * projections (the lease), and the load only reads.
+ */
+async function pgIndexAb(svc: Server, url: string, dir: string, pgCpu: () => number) {
+  const off = await startService(path.join(dir, 'index-off'), [], { POSTGRES_URL: url, SECRETS_KEY: PG_SECRETS_KEY, ACCESS_INDEX_ENTRIES: '0' });
+  try {
+    const route = '/v2/auth/permissions/get';
+    const data = { organizationId: 'big', userIds: ['u3'], documentIds: deepDocs(S.bigDocs, 10) };
+    if (JSON.stringify(await call(svc.url, route, data)) !== JSON.stringify(await call(off.url, route, data))) throw new Error('perm1index: the answers differ');
+    const body = JSON.stringify({ data });
+    const on: Load[] = [];
+    const without: Load[] = [];
+    for (let i = 0; i < AB_ROUNDS; i++) {
+      on.push(await load(svc.url, route, { body, pid: svc.child.pid, storeCpu: pgCpu }));
+      without.push(await load(off.url, route, { body, pid: off.child.pid, storeCpu: pgCpu }));
+    }
+    // Round trips per request: PostgreSQL's own count of the database's transactions (each
+    // statement outside a transaction is one, and one round trip) over STATEMENT_PROBE requests
+    // made one at a time, on each side, less what the same window counts with no request (both
+    // services' background polling: projections, leases, the generation's refresh).
+    const trips = async (server: string) => {
+      const before = await pgTransactions(url);
+      const started = Date.now();
+      for (let i = 0; i < STATEMENT_PROBE; i++) await call(server, route, data);
+      const busyMs = Date.now() - started;
+      const busy = (await pgTransactions(url)) - before;
+      const idleFrom = await pgTransactions(url);
+      await new Promise((r) => setTimeout(r, busyMs));
+      const idle = (await pgTransactions(url)) - idleFrom;
+      return (busy - idle) / STATEMENT_PROBE;
+    };
+    const onTrips = await trips(svc.url);
+    const offTrips = await trips(off.url);
+    const cpu = (x: Load) => (x.cpuUs ?? NaN) + (x.storeCpuUs ?? NaN);
+    const median = (xs: Load[]) => xs.map(cpu).sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+    const all = (xs: Load[]) => xs.map((x) => `${Math.round(x.cpuUs!)}+${Math.round(x.storeCpuUs!)}`).join(', ');
+    rows.push({
+      scenario: `A/B permissions/get 1 user x 10 docs on PostgreSQL: access index on vs ACCESS_INDEX_ENTRIES=0, CPU per request (service + PostgreSQL), ${AB_ROUNDS} alternating rounds`,
+      measured: `on ${Math.round(median(on))} us (${all(on)}), off ${Math.round(median(without))} us (${all(without)}); ${fmt(on.map((x) => x.reqPerSec).sort((x, y) => x - y)[1]!)} vs ${fmt(without.map((x) => x.reqPerSec).sort((x, y) => x - y)[1]!)} req/s; round trips per request ${onTrips.toFixed(2)} vs ${offTrips.toFixed(2)}`,
+      ...NO_CEILING,
+      ratio: (median(on) / median(without)).toFixed(2),
+      target: 'report (on / off)',
+      met: [...on, ...without].every((x) => x.non2xx === 0 && x.errors === 0) ? null : false,
+      raw: { on, off: without, roundTrips: { on: onTrips, off: offTrips } },
+    });
+  } finally {
+    await stop(off.child);
+  }
+}
+
+/** Requests of the round-trip count (pgIndexAb). */
+const STATEMENT_PROBE = 1000;
+
+/**
+ * The database's committed and rolled-back transactions so far (pg_stat_database), read after
+ * the server's backends have flushed their counts: an idle backend flushes within
+ * PGSTAT_IDLE_INTERVAL (10 s), so the reading waits that long first.
+ */
+async function pgTransactions(url: string): Promise<number> {
+  await new Promise((r) => setTimeout(r, 11_000));
+  const pg = (await import('pg')).default;
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const r = await c.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()');
+    return Number(r.rows[0]!.n);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Both ports external: every process must share one master key (SECRETS_KEY). */
+const PG_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
+
+/**
  * The same seeding and the same scenarios as on SQLite above (the reads through pgReads), on a
  * service whose both ports are in a throwaway PostgreSQL server on this machine (POSTGRES_URL).
  * The reads carry the SQLite rows' goals; documents/add and the rebuild give PostgreSQL's
@@ -783,8 +862,7 @@ async function postgresBeside(sqlite: SqliteFigures) {
   const saved = headers;
   try {
     const url = await server.freshDatabase('bench');
-    // Both ports external: every process must share one master key (SECRETS_KEY).
-    const svc = await startService(dir, [], { POSTGRES_URL: url, SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') });
+    const svc = await startService(dir, [], { POSTGRES_URL: url, SECRETS_KEY: PG_SECRETS_KEY });
     try {
       headers = {};
       const ws = await call(svc.url, '/v2/workspace/create', { ownerEmail: 'bench-pg@example.com' });
@@ -813,6 +891,10 @@ async function postgresBeside(sqlite: SqliteFigures) {
       }
 
       await pgReads(svc, server.dataDir, sqlite);
+      if (want('perm1index')) {
+        console.log('measuring permissions/get on PostgreSQL with and without the access index');
+        await pgIndexAb(svc, url, fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-pg-off-')), () => postgresCpuUs(server.dataDir));
+      }
 
       if (want('add') && sqlite.adds) {
         console.log('measuring documents/add on PostgreSQL');

@@ -6,13 +6,32 @@
  * group holds and those grants, and each user's own grants on the resources asked about
  * (absent ones too: most lookups are of grants that do not exist).
  *
- * Exact, by the read cache's own signal: the store's `readEpoch` (src/ports/read-store.ts)
- * moves whenever its read cache is emptied: at once on this process's commits, and on other
- * processes' commits (SQLite's `data_version`) by the next request (`beginRequest`). Every
+ * Exact, by the store's change signal, `readEpoch` (src/ports/read-store.ts). On SQLite it
+ * moves whenever the read cache is emptied: at once on this process's commits, and on other
+ * processes' commits (SQLite's `data_version`) by the next request (`beginRequest`). On
+ * PostgreSQL, which keeps no read cache, it is the sum of the checkpoints' versions: every
+ * projection batch moves its checkpoint in the transaction that writes its read models, and a
+ * write to a read model that moves no checkpoint moves a row of its own (see
+ * src/adapters/postgres-read-store.ts), read in one round trip. Every
  * resolution asks for it first and, when it moved, the whole index is dropped: a resolution sees
- * every commit acknowledged before its request began, the read cache's own guarantee. A store without the signal
- * (PostgreSQL and MongoDB keep no read cache, so nothing tells a process of another's commit
- * without a round trip) gets no index, and resolution reads the store as before.
+ * every commit acknowledged before its request began, the read cache's own guarantee.
+ *
+ * First, because what is kept under an epoch must have been read after that epoch was. Worked
+ * example on PostgreSQL, a grant committed by another process (C moves the sum 7 -> 8)
+ * racing a request R of this one, whose index is empty:
+ *  - R reads the epoch before C commits: 7. The index is labelled 7 and R reads the grants
+ *    from the store: without C's grant if they run before C commits (R began before C was
+ *    acknowledged: either answer is right), with it after. The next request reads 8 (C is
+ *    committed now) and drops whatever R kept: nothing read before C outlives C's commit.
+ *  - R reads the epoch after C commits: 8, and its store reads, later still, see C.
+ * Read the other way round it would fail: R reads the grants (no grant), C commits, R reads
+ * 8 and labels what it read 8; every later request reads 8 and answers from the grant-less
+ * entry, long after C was acknowledged.
+ * Epochs never go back, but two round trips of one process may settle out of order: an epoch
+ * older than the one kept is served from what is kept, which was read after the newer one and
+ * so holds every commit the older counts. A store without the signal (MongoDB keeps no cache
+ * and no counter; an in-memory SQLite has no cache) gets no index, and resolution reads the
+ * store as before.
  *
  * Read through: what the index lacks is read from the store with the same reads resolution
  * makes without it, and kept. It is bounded by entries (ACCESS_INDEX_ENTRIES): one per document
@@ -237,15 +256,22 @@ export class AccessIndex {
 
   /**
    * What is kept of one organization, valid as of now: when the store's epoch moved or the
-   * bound is passed, everything is dropped first. Null when the store gives no epoch.
+   * bound is passed, everything is dropped first. Null when the store gives no epoch. At once
+   * when the store answers its epoch at once (SQLite), else a promise (PostgreSQL).
    */
-  organization(apiKey: string, organizationId: string): OrganizationAccess | null {
+  organization(apiKey: string, organizationId: string): OrganizationAccess | null | Promise<OrganizationAccess | null> {
     const epoch = this.store.readEpoch?.();
+    if (epoch instanceof Promise) return epoch.then((e) => this.at(e, apiKey, organizationId));
+    return this.at(epoch, apiKey, organizationId);
+  }
+
+  private at(epoch: number | undefined, apiKey: string, organizationId: string): OrganizationAccess | null {
     if (epoch === undefined) return null;
-    if (epoch !== this.epoch || this.entries > this.maxEntries) {
+    // Older than the one kept: a round trip that settled after a later one (see the top).
+    if (this.epoch === undefined || epoch > this.epoch || this.entries > this.maxEntries) {
       this.tenants.clear();
       this.entries = 0;
-      this.epoch = epoch;
+      this.epoch = Math.max(epoch, this.epoch ?? epoch);
     }
     let orgs = this.tenants.get(apiKey);
     if (!orgs) this.tenants.set(apiKey, (orgs = new Map()));
@@ -262,8 +288,13 @@ const indexes = new WeakMap<ReadView, AccessIndex>();
  * change signal the index needs (`readEpoch`). Returns it, for tests and metrics.
  */
 export function attachAccessIndex(store: ReadStore, maxEntries: number): AccessIndex | null {
-  // A store that cannot tell (PostgreSQL, MongoDB, an in-memory SQLite) answers undefined from the start.
-  if (maxEntries <= 0 || store.readEpoch?.() === undefined) return null;
+  if (maxEntries <= 0 || !store.readEpoch) return null;
+  // A store that cannot tell (MongoDB, an in-memory SQLite) answers undefined from the start;
+  // one that asks its server (PostgreSQL) answers a promise, and the resolutions that find it
+  // undefined read the store.
+  const epoch = store.readEpoch();
+  if (epoch === undefined) return null;
+  if (epoch instanceof Promise) epoch.catch(() => undefined);
   const index = new AccessIndex(store, maxEntries);
   indexes.set(store, index);
   return index;

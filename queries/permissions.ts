@@ -532,7 +532,8 @@ export async function resolvePermissions(read: ReadView, apiKey: string, nowMs: 
   const { organizationId } = q;
   // The live store's access index, checked against the store's change signal here, once per
   // resolution (queries/access-index.ts); null: read the store.
-  const index = accessIndexOf(read)?.organization(apiKey, organizationId) ?? null;
+  const kept = accessIndexOf(read)?.organization(apiKey, organizationId) ?? null;
+  const index = kept instanceof Promise ? await kept : kept;
   const { organization, folders, documents } = await readTargets(read, apiKey, q, index);
   const pacer = options.pacer ?? new Pacer();
   const userIds = [...new Set(q.userIds)];

@@ -51,7 +51,7 @@ const store: ReadView = {
 };
 
 const index = new AccessIndex({ readEpoch: () => 1 }, Number.MAX_SAFE_INTEGER);
-const org = index.organization('k', 'o')!;
+const org = (await index.organization('k', 'o'))!;
 await org.organization(store);
 const heap = () => {
   gc();
@@ -69,7 +69,7 @@ const h2 = heap();
 // Organizations asked about once each: the containers alone (ORGANIZATION_WEIGHT).
 const orgs = new AccessIndex({ readEpoch: () => 1 }, Number.MAX_SAFE_INTEGER);
 const h3 = heap();
-for (let i = 0; i < 100_000; i++) await orgs.organization('k', `org-${i}`)!.organization(store);
+for (let i = 0; i < 100_000; i++) await (await orgs.organization('k', `org-${i}`))!.organization(store);
 const h4 = heap();
 const mib = (b: number) => (b / 1_048_576).toFixed(0);
 console.log(`100000 organizations asked about once: ${((h4 - h3) / 100_000).toFixed(0)} bytes each, ${((h4 - h3) / orgs.size).toFixed(0)} bytes per entry`);

@@ -17,7 +17,19 @@
  *   both read the `projections` lease as expired and both write it; the second write fails,
  *   its run again reads the first's lease and stays out. So a compare-and-set of a checkpoint
  *   to its own value still conflicts with a batch that moved it meanwhile (the rebuild switch);
- * - reads outside a transaction go to the pool and see the last commit; there is no cache.
+ * - reads outside a transaction go to the pool and see the last commit; there is no cache;
+ * - the change signal (ReadStore.readEpoch, what keeps the access index exact) is the sum of
+ *   the checkpoints' `version`s, read in one round trip. Every projection batch already moves
+ *   its checkpoints (compare-and-set, `version + 1`) in the transaction that writes its read
+ *   models, so the sum moves with every commit that changes a read model built from the log,
+ *   and a projection's commit writes nothing more for it. A transaction that writes a table
+ *   but moves no checkpoint (a parked event applied again, a cascade drain, a parked record's update)
+ *   moves one row of its own, UNLOGGED_WRITES, with its COMMIT, unless every table it wrote
+ *   is exempt (`signalExempt`: the shared collections, not read models: leases, presence,
+ *   idempotency keys, deliveries); dropCollection does the same with its DROP. Rows are never
+ *   deleted and versions only grow, so the sum never goes back and never repeats. Leases,
+ *   presence and projection batches, the commits of every process, are unchanged by it
+ *   (docs/architecture.md, "The access index's change signal").
  *
  * Connection loss becomes StoreUnavailableError (503); the pool opens new connections by itself.
  */
@@ -178,6 +190,19 @@ const UPSERT_ROWS = 1000;
 class PgTx extends PgView implements ReadTx {
   /** Tables this transaction created: forgotten again if it rolls back. */
   readonly created: string[] = [];
+  /** It wrote (or may have written) a table the change signal counts (see the header). */
+  changed = false;
+  /** It moved a checkpoint: the signal moves with its commit already. */
+  moved = false;
+
+  constructor(q: Queryable, tables: Set<string>, private readonly exempt: ReadonlySet<string>) {
+    super(q, tables);
+  }
+
+  /** Notes a write to `collection` before it is made (a failed one rolls the transaction back). */
+  private writes(collection: string) {
+    if (!this.exempt.has(collection)) this.changed = true;
+  }
   /** The collection of the pending run, and its rows by encoded id (a later upsert of an id replaces its row, as one by one). */
   private pendingCollection: string | null = null;
   private pending = new Map<string, string>();
@@ -212,6 +237,7 @@ class PgTx extends PgView implements ReadTx {
     const rows = this.pending;
     this.pendingCollection = null;
     this.pending = new Map();
+    this.writes(collection);
     const t = await this.writable(collection);
     if (rows.size === 1) {
       const [[id, doc]] = rows;
@@ -246,6 +272,7 @@ class PgTx extends PgView implements ReadTx {
 
   async patch(collection: string, id: string, set: Record<string, unknown> = {}, unset: string[] = []): Promise<boolean> {
     await this.flush();
+    this.writes(collection);
     const t = await this.writable(collection);
     if (typeof id !== 'string') return false;
     const key = encodeString(id);
@@ -260,6 +287,7 @@ class PgTx extends PgView implements ReadTx {
 
   async delete(collection: string, id: string): Promise<boolean> {
     await this.flush();
+    this.writes(collection);
     const t = await this.existing(collection);
     if (!t || typeof id !== 'string') return false;
     return ((await this.q.query(`DELETE FROM ${t} WHERE id = $1`, [encodeString(id)])).rowCount ?? 0) > 0;
@@ -267,6 +295,7 @@ class PgTx extends PgView implements ReadTx {
 
   async deleteMany(collection: string, filter: Filter): Promise<number> {
     await this.flush();
+    this.writes(collection);
     const t = await this.existing(collection);
     if (!t) return 0;
     const params: Params = [];
@@ -276,6 +305,7 @@ class PgTx extends PgView implements ReadTx {
   async deleteBefore(collection: string, field: string, value: number): Promise<number> {
     await this.flush();
     if (typeof value !== 'number' || Number.isNaN(value)) throw new BugError(`deleteBefore ${collection}.${field}: not a number`);
+    this.writes(collection);
     const t = await this.existing(collection);
     if (!t) return 0;
     // Numbers only, as MongoDB's $lt on a number: jsonb orders strings below numbers.
@@ -302,6 +332,7 @@ class PgTx extends PgView implements ReadTx {
             expected,
           ]);
     if ((r.rowCount ?? 0) === 1) {
+      this.moved = true;
       // Other processes waiting on this checkpoint (a write's read-your-writes) hear of it at
       // this transaction's commit (PostgresReadStore.onCheckpointMoved).
       await this.q.query('SELECT pg_notify($1, $2)', [CHECKPOINT_CHANNEL, '']);
@@ -337,7 +368,20 @@ export interface PostgresReadStoreOptions {
   logger?: { warn(obj: unknown, msg?: string): void };
   /** The longest one statement may run, ms (openPool); 0 or absent: the server's setting. */
   statementTimeoutMs?: number;
+  /**
+   * Collections whose writes need not move the change signal (see the header): those that are
+   * not read models, whose readers keep nothing across requests (src/ops/read-models.ts
+   * SHARED_COLLECTIONS). Absent: every write moves it (exact, and more often than needed).
+   */
+  signalExempt?: Iterable<string>;
 }
+
+/**
+ * The checkpoint row a transaction that writes without moving a checkpoint moves instead, and
+ * dropCollection too (not a projection's name: no runner reads or sets it).
+ */
+export const UNLOGGED_WRITES = '~unlogged-writes';
+const BUMP = `INSERT INTO checkpoints (name, position) VALUES ('${UNLOGGED_WRITES}', '') ON CONFLICT (name) DO UPDATE SET version = checkpoints.version + 1`;
 
 export class PostgresReadStore implements ReadStore {
   private readonly pool: pg.Pool;
@@ -345,6 +389,7 @@ export class PostgresReadStore implements ReadStore {
   private ready: Promise<void> | null = null;
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
+  private readonly exempt: ReadonlySet<string>;
 
   /** Other processes' checkpoint notices; opened with the first listener. */
   private readonly notices: PgListener;
@@ -352,6 +397,7 @@ export class PostgresReadStore implements ReadStore {
   constructor(url: string, options: PostgresReadStoreOptions = {}) {
     this.pool = openPool(url, options.logger, options.statementTimeoutMs);
     this.notices = new PgListener(url, options.logger);
+    this.exempt = new Set(options.signalExempt ?? []);
   }
 
   private schema(): Promise<void> {
@@ -430,7 +476,7 @@ export class PostgresReadStore implements ReadStore {
     const run = () =>
       this.withClient(async (c) => {
         for (let attempt = 1; ; attempt++) {
-          const tx = new PgTx(c, this.tables);
+          const tx = new PgTx(c, this.tables, this.exempt);
           try {
             await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
             // Key material (TxOptions.sensitive) is on disk when the commit returns, whatever
@@ -439,7 +485,9 @@ export class PostgresReadStore implements ReadStore {
             if (options.sensitive) await c.query('SET LOCAL synchronous_commit = on');
             const result = await fn(tx);
             await tx.flush();
-            await c.query('COMMIT');
+            // One simple-protocol message, no round trip of its own: on a conflict the COMMIT
+            // is skipped and the catch below rolls back and runs again, as for any statement.
+            await c.query(tx.changed && !tx.moved ? `${BUMP}; COMMIT` : 'COMMIT');
             return result;
           } catch (error) {
             await c.query('ROLLBACK').catch(() => undefined);
@@ -466,7 +514,8 @@ export class PostgresReadStore implements ReadStore {
   async dropCollection(collection: string): Promise<void> {
     const t = table(collection);
     await this.run(async () => {
-      await this.pool.query(`DROP TABLE IF EXISTS ${t}`);
+      // Two statements in one message are one transaction: the table goes with the signal's move.
+      await this.pool.query(this.exempt.has(collection) ? `DROP TABLE IF EXISTS ${t}` : `DROP TABLE IF EXISTS ${t}; ${BUMP}`);
     });
     this.tables.delete(t);
   }
@@ -482,6 +531,14 @@ export class PostgresReadStore implements ReadStore {
 
   /** No cache: every read goes to the server. */
   beginRequest(): void {}
+
+  /** ReadStore.readEpoch: the sum of the checkpoints' versions, one round trip (see the header). */
+  readEpoch(): Promise<number> {
+    return this.run(async () => {
+      const r = await this.pool.query<{ n: string }>('SELECT coalesce(sum(version), 0)::bigint AS n FROM checkpoints');
+      return Number(r.rows[0]!.n);
+    });
+  }
 
   /** Calls `listener` when any process commits a checkpoint move (its own included: a re-read). */
   onCheckpointMoved(listener: () => void): () => void {

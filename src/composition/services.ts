@@ -17,7 +17,7 @@ import { allProjections } from '../../projections/index.js';
 import { WebhookDeliverer, type WebhookOptions } from '../webhooks/deliverer.js';
 import { egressPolicyOf } from '../adapters/egress.js';
 import { CascadeWorker } from '../jobs/cascade.js';
-import { openReadModels } from '../ops/read-models.js';
+import { openReadModels, SHARED_COLLECTIONS } from '../ops/read-models.js';
 import { attachAccessIndex } from '../../queries/access-index.js';
 import type { GenerationalReadStore } from '../runtime/generations.js';
 import { Lease } from '../runtime/lease.js';
@@ -119,7 +119,13 @@ async function openOnce(config: Config, options: OpenOptions): Promise<Services>
     read = config.mongodbUrl
       ? new (await import('../adapters/mongo-read-store.js')).MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
       : config.postgresUrl
-        ? new (await import('../adapters/postgres-read-store.js')).PostgresReadStore(config.postgresUrl, { logger: options.logger, statementTimeoutMs: config.statementTimeoutMs })
+        ? new (await import('../adapters/postgres-read-store.js')).PostgresReadStore(config.postgresUrl, {
+            logger: options.logger,
+            statementTimeoutMs: config.statementTimeoutMs,
+            // Not read models: their writes (leases, presence, deliveries...) leave the access
+            // index's change signal alone, and so add nothing to those commits.
+            signalExempt: SHARED_COLLECTIONS,
+          })
         : new SqliteReadStore(path.join(config.dataDir, 'readmodels.db'));
     return await assemble(config, events, read, options);
   } catch (error) {
@@ -178,7 +184,7 @@ export async function assemble(
   const generations = await openReadModels(read, allProjections);
   read = generations;
   // Permission resolution's per-process index (queries/access-index.ts), on stores that give
-  // the change signal it needs (the embedded one); the others are read as before.
+  // the change signal it needs (SQLite with its read cache, PostgreSQL); MongoDB is read as before.
   attachAccessIndex(read, config.accessIndexEntries);
   if (options.decorateEvents) events = options.decorateEvents(events);
   const secrets = await openSecretStore(read, config, options.clock ?? Date.now, options.logger);

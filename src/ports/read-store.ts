@@ -110,8 +110,14 @@ export interface ReadStore extends ReadView {
    * other processes' by the next request): what a per-process index of read models
    * (queries/access-index.ts) compares to know it may still answer. Undefined, or absent: the
    * store cannot tell cheaply, and nothing may be kept across reads.
+   *
+   * It never goes back: a later call answers at least what an earlier one did, and an equal
+   * answer means nothing was committed in between. A store that keeps the signal in memory
+   * answers at once (SQLite's read cache); one that must ask its server answers a promise, for
+   * one round trip that precedes every read it vouches for (PostgreSQL's sum of checkpoint versions), and
+   * so may answer an older value than a call that settled before it: the caller keeps the newest.
    */
-  readEpoch?(): number | undefined;
+  readEpoch?(): number | undefined | Promise<number | undefined>;
   /**
    * Optional: calls `listener` when another process may have moved a checkpoint (a store that
    * can hear other writers, e.g. a notification channel). A projection runner that does not

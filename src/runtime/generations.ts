@@ -205,12 +205,19 @@ export class GenerationalReadStore implements ReadStore {
   private epoch = { base: -1, generation: -1, value: 0 };
 
   /** The base store's epoch, moved on also when this view's generation changes (its collections do). */
-  readEpoch(): number | undefined {
+  readEpoch(): number | undefined | Promise<number | undefined> {
     const base = this.s.base.readEpoch?.();
+    if (base instanceof Promise) return base.then((b) => this.epochOf(b));
+    return this.epochOf(base);
+  }
+
+  private epochOf(base: number | undefined): number | undefined {
     if (base === undefined) return undefined;
     const e = this.epoch;
-    if (base !== e.base || this.generation !== e.generation) {
-      e.base = base;
+    // A base epoch older than the last seen (a round trip settling late) is no change: the
+    // base's epochs never go back (ReadStore.readEpoch), and this one's must not either.
+    if (base > e.base || this.generation !== e.generation) {
+      e.base = Math.max(base, e.base);
       e.generation = this.generation;
       e.value++;
     }

@@ -285,8 +285,40 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
     assert.instance(await rejects(store.transaction((tx) => tx.setCheckpoint(name, '0005', '0004'))), CheckpointConflictError);
   });
 
+  /** The store's change signal as a request starting now sees it. */
+  const epochOf = async (store: ReadStore) => {
+    store.beginRequest();
+    return store.readEpoch?.();
+  };
+
+  s('the change signal (readEpoch), where there is one, moves with a commit that writes and with a drop', async ({ store }) => {
+    const e0 = await epochOf(store);
+    if (e0 === undefined) {
+      assert.is(await epochOf(store), undefined, 'a store without the signal never has one');
+      return;
+    }
+    assert.is(await epochOf(store), e0, 'nothing committed');
+    await store.transaction((tx) => tx.upsert('things', { _id: 'e', tenant: 'A' }));
+    const e1 = (await epochOf(store))!;
+    assert.ok(e1 > e0, `${e1} > ${e0}`);
+    await store.dropCollection('things');
+    assert.ok((await epochOf(store))! > e1);
+  });
+
   if (options.openPeer) {
     const openPeer = options.openPeer;
+
+    s("the change signal, where there is one, moves with another process's commit by the next request", async ({ store }) => {
+      const peer = await openPeer();
+      try {
+        const e0 = await epochOf(store);
+        if (e0 === undefined) return assert.is(await epochOf(peer), undefined);
+        await peer.transaction((tx) => tx.upsert('things', { _id: 'p', tenant: 'A' }));
+        assert.ok((await epochOf(store))! > e0);
+      } finally {
+        await peer.close();
+      }
+    });
 
     s('two processes creating the same checkpoint: one wins, the other gets a conflict promptly', async ({ store }) => {
       const peer = await openPeer();
