@@ -47,7 +47,7 @@ import { GROUP_GRANTS } from '../projections/group-grants.js';
 import { GROUP_MEMBERS } from '../projections/groups.js';
 import { AsOfView } from './as-of.js';
 import { ACCESS_READ_BUDGET, ReadMeter, storeOrder, userRowsOf, type Level, type ResourceRef, type UserRow } from './access.js';
-import { NO_DEADLINE, Pacer, type Deadline } from './cost.js';
+import { letOthersRun, NO_DEADLINE, Pacer, type Deadline } from './cost.js';
 import { decodePageToken, encodePageToken } from './paging.js';
 
 /** History rows one request may read about R (see the top of this file). */
@@ -369,4 +369,3 @@ export async function accessHistory(read: ReadView, apiKey: string, nowMs: numbe
 /** Users examined at once at an instant: one resolution of them, with the budget and the deadline checked between. */
 const CHUNK = 20;
 
-const letOthersRun = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -32,7 +32,7 @@ import { DOCUMENTS, documentKey, type DocumentDoc } from '../projections/documen
 import { GRANTS, grantKey, type GrantDoc } from '../projections/grants.js';
 import { decodePageToken, encodePageToken, type Cursor } from './paging.js';
 import { compareGroupGrants, groupGrantCounts, groupGrantsOn, groupGrantsOnResources, userGroupIds, type GroupGrantDoc } from './group-grants.js';
-import { NO_DEADLINE, Pacer, type Deadline } from './cost.js';
+import { letOthersRun, NO_DEADLINE, Pacer, type Deadline } from './cost.js';
 import { GROUP_MEMBERS, memberKey, type MemberDoc } from '../projections/groups.js';
 import { isBlocked, resolvePermissions, USERS_PER_GROUP_BOUNDED_CALL, type Entry, type ResolveOptions } from './permissions.js';
 import { documentTarget, folderTarget, type Target } from './targets.js';
@@ -52,11 +52,6 @@ export const ACCESS_DEFAULT_PAGE_SIZE = 100;
 /** Resources resolved at once in resources/get: one resolvePermissions call each. */
 const MAX_RESOURCE_BATCH = 500;
 
-/**
- * Between two batches of a page, other requests run: the embedded store reads synchronously,
- * so without this a page would hold the process for its whole budget.
- */
-const letOthersRun = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 // ---- reads, counted ----
 

@@ -61,7 +61,11 @@ export class Deadline {
 /** No deadline: library callers and the background work that resolve without a request. */
 export const NO_DEADLINE: Deadline = new Deadline(Infinity, () => 0, 0);
 
-const letOthersRun = () => new Promise<void>((resolve) => setImmediate(resolve));
+/**
+ * A turn for the event loop: the embedded store reads synchronously, so a long query yields
+ * between batches and other requests run (and a client's leaving is seen).
+ */
+export const letOthersRun = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Yields to other requests every YIELD_EVERY_READS reads `spend` is told of. With
