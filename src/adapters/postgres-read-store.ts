@@ -33,7 +33,7 @@
  *   idempotency keys, deliveries); dropCollection does the same with its DROP. Rows are never
  *   deleted and versions only grow, so the sum never goes back and never repeats. Leases,
  *   presence and projection batches, the commits of every process, are unchanged by it
- *   (docs/architecture.md, "The access index's change signal").
+ *   (docs/architecture.md, "The read cache and the access index's change signal").
  *
  * Connection loss becomes StoreUnavailableError (503); the pool opens new connections by itself.
  */
@@ -381,6 +381,8 @@ export interface PostgresReadStoreOptions {
   signalExempt?: Iterable<string>;
   /** Parsed documents kept for reads outside transactions (0: none). Default 100,000. */
   cacheSize?: number;
+  /** The change signal's statement is named (prepared once per connection). Default true; off behind a pooler in transaction mode. */
+  preparedStatements?: boolean;
 }
 
 /**
@@ -401,6 +403,8 @@ function deepFreeze<T>(value: T): T {
   }
   return value;
 }
+
+const EPOCH_SQL = 'SELECT coalesce(sum(version), 0)::bigint AS n FROM checkpoints';
 
 const keepUndefined = (_key: string, value: unknown) => (value === undefined ? '\u0000undefined' : value);
 
@@ -550,6 +554,7 @@ export class PostgresReadStore implements ReadStore {
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
   private readonly exempt: ReadonlySet<string>;
+  private readonly epochQuery: pg.QueryConfig;
   /** Null when disabled (cacheSize 0). */
   private readonly cache: ReadCache | null;
 
@@ -560,6 +565,7 @@ export class PostgresReadStore implements ReadStore {
     this.pool = openPool(url, options.logger, options.statementTimeoutMs);
     this.notices = new PgListener(url, options.logger);
     this.exempt = new Set(options.signalExempt ?? []);
+    this.epochQuery = options.preparedStatements === false ? { text: EPOCH_SQL } : { name: 'collab_read_epoch', text: EPOCH_SQL };
     const size = options.cacheSize ?? 100_000;
     this.cache = size > 0 ? new ReadCache(size) : null;
   }
@@ -762,7 +768,9 @@ export class PostgresReadStore implements ReadStore {
   /** The sum of the checkpoints' versions: one round trip (see the header). */
   private askEpoch = (): Promise<number> =>
     this.run(async () => {
-      const r = await this.pool.query<{ n: string }>('SELECT coalesce(sum(version), 0)::bigint AS n FROM checkpoints');
+      // Prepared by name where allowed: every request makes this statement, and parsing and
+      // planning it again each time costs the server more than running it.
+      const r = await this.pool.query<{ n: string }>(this.epochQuery);
       return Number(r.rows[0]!.n);
     });
 

@@ -95,6 +95,12 @@ export interface Config {
    */
   statementTimeoutMs: number;
   /**
+   * PostgreSQL: the statement every request makes (the change signal) is a named, prepared
+   * one, parsed and planned once per connection. Off for a pooler in transaction mode that
+   * cannot carry them (pgbouncer before 1.21).
+   */
+  postgresPreparedStatements: boolean;
+  /**
    * Entries permission resolution's in-memory access index keeps per process
    * (queries/access-index.ts; memory per entry in docs/performance.md); 0 turns it off.
    * Past it the index is emptied and refilled from the store.
@@ -495,6 +501,7 @@ export function loadConfig(env: Env = process.env): Config {
     folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),
     queryDeadlineMs: integer(env, 'QUERY_DEADLINE_MS', 5000, 1, 600_000),
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', requestTimeoutMs, 0, 3_600_000),
+    postgresPreparedStatements: boolean(env, 'POSTGRES_PREPARED_STATEMENTS', true),
     accessIndexEntries: integer(env, 'ACCESS_INDEX_ENTRIES', 500_000, 0, 100_000_000),
     ...webhooks,
     webhookDisableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 0, 365),
