@@ -39,6 +39,10 @@ export function missing(env = process.env) {
   if (!existsSync(chromium)) {
     out.push({ what: `Chromium (${chromium})`, pkg: 'chromium', instead: 'or set CHROMIUM_PATH to a Chromium or Chrome binary' });
   }
+  const pgbouncer = env.PGBOUNCER_BIN || '/usr/sbin/pgbouncer';
+  if (!existsSync(pgbouncer)) {
+    out.push({ what: `pgbouncer (${pgbouncer}, for the pooler suite)`, pkg: 'pgbouncer', instead: 'or set PGBOUNCER_BIN to a pgbouncer binary' });
+  }
   if (!onPath('ip')) out.push({ what: '`ip` (network namespaces for the several-hosts suite)', pkg: 'iproute2', instead: 'and run the tests as root' });
   if (process.getuid && process.getuid() !== 0) {
     out.push({ what: 'root (the several-hosts suite makes network namespaces: `ip netns add`)', pkg: null, instead: 'run npm test as root (a container or a throwaway VM, as CI does)' });

@@ -25,6 +25,18 @@ test('both stores on PostgreSQL: SECRETS_KEY is required (every process shares o
   assert.match(m, /POSTGRES_URL/);
 });
 
+test('POSTGRES_LISTEN_URL (a direct connection for LISTEN behind a pooler) is checked as POSTGRES_URL is, and named; POSTGRES_POOL_SIZE is bounded', () => {
+  const base = { POSTGRES_URL: 'postgres://collab:pw@pgbouncer:6432/collab', SECRETS_KEY: KEY };
+  assert.is(loadConfig(base).postgresListenUrl, undefined);
+  assert.is(loadConfig({ ...base, POSTGRES_LISTEN_URL: 'postgres://collab:pw@db:5432/collab' }).postgresListenUrl, 'postgres://collab:pw@db:5432/collab');
+  const m = refused({ ...base, POSTGRES_LISTEN_URL: 'postgres://collab:hunter2pw@db:5432' });
+  assert.match(m, /POSTGRES_LISTEN_URL/);
+  assert.not.match(m, /hunter2pw/);
+  assert.is(loadConfig(base).postgresPoolSize, 10);
+  assert.is(loadConfig({ ...base, POSTGRES_POOL_SIZE: '4' }).postgresPoolSize, 4);
+  assert.match(refused({ ...base, POSTGRES_POOL_SIZE: '0' }), /POSTGRES_POOL_SIZE/);
+});
+
 test('a malformed value names POSTGRES_URL and never repeats the password', () => {
   for (const bad of ['mysql://u:hunter2pw@h/db', 'postgres://u:hunter2pw@/db', 'postgres://u:hunter2pw@h:5432', 'postgres://u:hunter2pw@h:5432/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem']) {
     const m = refused({ POSTGRES_URL: bad, SECRETS_KEY: KEY });

@@ -7,6 +7,7 @@
  * table per collection (`rm_<name>`), checkpoints in `checkpoints`, the schema's version in
  * `schema_version`.
  */
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { isStatementTimeout, StatementTimeoutError, StoreUnavailableError } from './unavailable.js';
 
@@ -68,8 +69,40 @@ export async function migrate(pool: pg.Pool): Promise<void> {
   });
 }
 
-/** See openPool; our transactions never wait on their client this long. */
+/** See sessionSettings; our transactions never wait on their client this long. */
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000;
+
+/** Connections of one pool (POSTGRES_POOL_SIZE); a process has two, and two notice connections. */
+export const DEFAULT_POOL_SIZE = 10;
+
+/**
+ * The `SET`s every session of the service starts with (openPool, PgListener), but those the
+ * URL's own `options` already names (an operator's choice wins):
+ * - idle_in_transaction_session_timeout: the server ends a session that leaves its transaction
+ *   idle this long. A process cut off from the database mid-transaction (its host's link down)
+ *   cannot end it, and nothing tells the server: the transaction would hold its row locks and
+ *   the snapshot xmin for as long as TCP waits (hours), and every other worker's checkpoint and
+ *   every follower's read behind it (postgres-event-store.ts). Example: the lease holder cut
+ *   after its batch's checkpoint UPDATE; the worker that takes the lease over blocks on that
+ *   row until this ends it. Shorter than the default lease time, so a takeover finds it gone
+ *   (test/postgres.hosts).
+ * - tcp_user_timeout: the same cut caught while the server is still sending to the process (a
+ *   result, a notification) leaves the session active, not idle: the timeout above never
+ *   starts and the transaction stays open as long as TCP retransmits. The server's kernel then
+ *   gives up on data left unacknowledged this long, which ends that session too.
+ */
+export function sessionSettings(url: string): string[] {
+  let options = '';
+  try {
+    options = new URL(url).searchParams.get('options') ?? '';
+  } catch {
+    // Not a URL pg's parser takes either: it reports that when it connects.
+  }
+  const out: string[] = [];
+  if (!options.includes('idle_in_transaction_session_timeout')) out.push(`SET idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_TIMEOUT_MS}`);
+  if (!options.includes('tcp_user_timeout')) out.push(`SET tcp_user_timeout = ${IDLE_IN_TRANSACTION_TIMEOUT_MS}`);
+  return out;
+}
 
 /**
  * A pool on `url`. Unless the URL says otherwise, a request waits at most 5 s for a connection
@@ -77,36 +110,26 @@ export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000;
  * idle connections (the server restarting) are logged, not thrown: unhandled, they would end
  * the process.
  *
- * The statement timeout is a `SET` sent as each connection opens, not a startup parameter:
- * a connection pooler such as pgbouncer refuses startup parameters it does not know
- * (docs/operations.md). The pool's onConnect hook runs it before the new connection is handed
- * out, so it is in force from the first statement of whoever takes it.
+ * Session settings are `SET` in one message as each connection opens, never startup
+ * parameters: a connection pooler such as pgbouncer refuses startup parameters it does not know
+ * (docs/operations.md, Poolers). The pool's onConnect hook sends them before the new connection
+ * is handed out, so they are in force from the first statement of whoever takes it. (Behind a
+ * pooler in transaction mode a session setting reaches only the server connection that ran
+ * it: there the role's own settings are what holds, which scripts/postgres-role.sh sets.)
  */
-export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string): void }, statementTimeoutMs = 0): pg.Pool {
+export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string): void }, statementTimeoutMs = 0, size = DEFAULT_POOL_SIZE): pg.Pool {
   const hasTimeout = /[?&]connect_timeout=/i.test(url);
+  const settings = sessionSettings(url);
+  if (statementTimeoutMs > 0) settings.push(`SET statement_timeout = ${Math.floor(statementTimeoutMs)}`);
   const pool = new pg.Pool({
     connectionString: url,
     ...(hasTimeout ? {} : { connectionTimeoutMillis: 5000 }),
-    max: 10,
+    max: size,
     idleTimeoutMillis: 30_000,
-    // The server ends a session that leaves its transaction idle this long. A process cut off
-    // from the database mid-transaction (its host's link down) cannot end it, and nothing tells
-    // the server: the transaction would hold its row locks and the snapshot xmin for as long as
-    // TCP waits (hours), and every other worker's checkpoint and every follower's read behind
-    // it (postgres-event-store.ts). Example: the lease holder cut after its batch's checkpoint
-    // UPDATE; the worker that takes the lease over blocks on that row until this ends it.
-    // Shorter than the default lease time, so a takeover finds it gone (test/postgres.hosts).
-    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
-    // The same cut caught while the server is still sending to the process (a result, a
-    // notification) leaves the session active, not idle: the timeout above never starts and
-    // the transaction stays open as long as TCP retransmits. TCP_USER_TIMEOUT has the server's
-    // kernel give up on data left unacknowledged this long, which ends that session too. A URL
-    // that sets `options` itself keeps its own.
-    options: `-c tcp_user_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
     // A process's connections are named in pg_stat_activity.
     application_name: 'collab',
     // Awaited before the pool hands the new connection out: a SET that fails fails the checkout.
-    ...(statementTimeoutMs > 0 ? { onConnect: async (client: pg.ClientBase) => void (await client.query(`SET statement_timeout = ${Math.floor(statementTimeoutMs)}`)) } : {}),
+    onConnect: async (client: pg.ClientBase) => void (await client.query(settings.join('; '))),
   });
   // The error alone: the client it came with holds the whole connection state.
   pool.on('error', (error) => logger?.warn({ err: { message: error.message, code: (error as { code?: string }).code } }, 'PostgreSQL: an idle connection failed; the pool opens another'));
@@ -226,6 +249,9 @@ export function decodeJson<T>(text: string): T {
 /** The channels of notices between processes on one database (pg_notify, delivered at commit). */
 export const APPENDED_CHANNEL = 'collab_appended';
 export const CHECKPOINT_CHANNEL = 'collab_checkpoint';
+/** PgListener's check that notices arrive at all. */
+const PROBE_CHANNEL = 'collab_probe';
+const PROBE_WAIT_MS = 5000;
 
 /**
  * One LISTEN connection for a store's notices from other processes. `pg_notify` inside a
@@ -244,9 +270,18 @@ export class PgListener {
   private timer: NodeJS.Timeout | null = null;
   private connecting = false;
 
+  /** The probe this connection has not heard yet (see `probe`). */
+  private probeNonce: string | null = null;
+  private probeHeard: (() => void) | null = null;
+  /** Whether notices were last seen to arrive on the LISTEN connection (null: not known yet). */
+  hearing: boolean | null = null;
+
   constructor(
+    /** Where processes send their notices (POSTGRES_URL); probes are sent there. */
     private readonly url: string,
-    private readonly logger?: { warn(obj: unknown, msg?: string): void },
+    private readonly logger?: { warn(obj: unknown, msg?: string): void; info?(obj: unknown, msg?: string): void },
+    /** Where this process listens (POSTGRES_LISTEN_URL): a direct connection when `url` goes through a pooler in transaction mode. */
+    private readonly listenUrl: string = url,
   ) {}
 
   /** Calls `handler` with each notice's payload on `channel`; returns an unsubscribe function. */
@@ -266,32 +301,38 @@ export class PgListener {
     if (this.closed) return;
     this.connecting = true;
     const client = new pg.Client({
-      connectionString: this.url,
-      ...(/[?&]connect_timeout=/i.test(this.url) ? {} : { connectionTimeoutMillis: 5000 }),
+      connectionString: this.listenUrl,
+      ...(/[?&]connect_timeout=/i.test(this.listenUrl) ? {} : { connectionTimeoutMillis: 5000 }),
       application_name: 'collab-listen',
       // An idle LISTEN connection whose link was cut hears nothing and would not know: TCP
       // keepalive ends it, and it is opened again (polling covers the notices missed meanwhile).
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
-      // The server's side of the same cut: notices it is still sending to a cut-off process
-      // leave this session in ClientWrite for as long as TCP retransmits (minutes). It blocks
-      // nobody (it holds no xid and no lock, and other sessions' NOTIFY commits do not wait
-      // for it), but it keeps a backend and pins the notification queue's tail, which cannot
-      // pass the slowest listener. As for the pool's sessions (openPool), the server's kernel
-      // gives up on data left unacknowledged this long, and the session ends (measured: 4 s
-      // after ClientWrite began; without it, still there 25 s later). It was once taken for
-      // the cause of test/postgres.hosts' stall; that was its probe (test/support/pg-applied.ts
-      // readBack, docs/operations.md).
-      options: `-c tcp_user_timeout=${IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
     });
     // Unhandled, a connection error would end the process (the server stopping, a cut link).
     client.on('error', () => this.drop(client));
     client.on('end', () => this.drop(client));
     client.on('notification', (n) => {
+      if (n.channel === PROBE_CHANNEL) {
+        if (n.payload === this.probeNonce) this.probeHeard?.();
+        return;
+      }
       for (const h of this.handlers.get(n.channel) ?? []) h(n.payload ?? '');
     });
     try {
       await client.connect();
+      // The server's side of the same cut: notices it is still sending to a cut-off process
+      // leave this session in ClientWrite for as long as TCP retransmits (minutes). It blocks
+      // nobody (it holds no xid and no lock, and other sessions' NOTIFY commits do not wait
+      // for it), but it keeps a backend and pins the notification queue's tail, which cannot
+      // pass the slowest listener. As for the pool's sessions (sessionSettings), the server's
+      // kernel gives up on data left unacknowledged this long, and the session ends (measured:
+      // 4 s after ClientWrite began; without it, still there 25 s later). It was once taken
+      // for the cause of test/postgres.hosts' stall; that was its probe
+      // (test/support/pg-applied.ts readBack, docs/operations.md).
+      const settings = sessionSettings(this.listenUrl).filter((q) => q.includes('tcp_user_timeout'));
+      if (settings.length) await client.query(settings.join('; '));
+      await client.query(`LISTEN ${PROBE_CHANNEL}`);
       for (const channel of this.handlers.keys()) await client.query(`LISTEN ${channel}`);
       if (this.closed) {
         await client.end().catch(() => {});
@@ -302,6 +343,7 @@ export class PgListener {
       this.retryMs = 100;
       // Back after an outage: whatever was announced meanwhile is lost, so everyone looks once.
       if (again) for (const set of this.handlers.values()) for (const h of set) h('');
+      void this.probe(client);
     } catch (error) {
       this.logger?.warn({ err: { message: (error as Error).message } }, 'PostgreSQL: the notice connection failed; followers poll until it is back');
       this.connecting = false;
@@ -309,6 +351,45 @@ export class PgListener {
     } finally {
       this.connecting = false;
     }
+  }
+
+  /**
+   * Whether a notice sent the way other processes send theirs (a session of its own on `url`)
+   * reaches this LISTEN connection. Behind a pooler in transaction mode it does not: LISTEN ran
+   * on a server connection the pooler has since given to others (test/postgres.pooler.test.ts).
+   * Followers poll anyway; this says so once, with what to change, instead of leaving every
+   * write to wait for the next poll unannounced. A probe that cannot be sent (the server down)
+   * judges nothing.
+   */
+  private async probe(client: pg.Client): Promise<void> {
+    const nonce = randomUUID();
+    this.probeNonce = nonce;
+    const heard = new Promise<boolean>((resolve) => {
+      this.probeHeard = () => resolve(true);
+      setTimeout(() => resolve(false), PROBE_WAIT_MS).unref();
+    });
+    const sender = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 5000, application_name: 'collab-probe' });
+    sender.on('error', () => undefined);
+    try {
+      await sender.connect();
+      await sender.query('SELECT pg_notify($1, $2)', [PROBE_CHANNEL, nonce]);
+    } catch {
+      return;
+    } finally {
+      void sender.end().catch(() => undefined);
+    }
+    const ok = await heard;
+    if (this.client !== client || this.closed || this.probeNonce !== nonce) return;
+    this.probeNonce = null;
+    this.probeHeard = null;
+    if (ok && this.hearing !== true) this.logger?.info?.({}, 'PostgreSQL: notices from other processes arrive on the LISTEN connection');
+    if (!ok && this.hearing !== false) {
+      this.logger?.warn(
+        { waitedMs: PROBE_WAIT_MS },
+        'PostgreSQL: notices sent through POSTGRES_URL do not reach this process (a pooler in transaction mode?); other processes\' writes are followed by polling (PROJECTION_POLL_MS, CHECKPOINT_POLL_MS) until they do. Set POSTGRES_LISTEN_URL to a direct connection to the server (docs/operations.md, Poolers)',
+      );
+    }
+    this.hearing = ok;
   }
 
   private drop(client: pg.Client) {

@@ -109,6 +109,10 @@ export interface PostgresEventStoreOptions {
   visibilityPollMs?: number;
   /** The longest one statement may run, ms (openPool); 0 or absent: the server's setting. */
   statementTimeoutMs?: number;
+  /** Connections of the pool (POSTGRES_POOL_SIZE). */
+  poolSize?: number;
+  /** Where to LISTEN for other processes' notices (POSTGRES_LISTEN_URL); default the store's URL. */
+  listenUrl?: string;
 }
 
 export class PostgresEventStore implements EventStore {
@@ -129,8 +133,8 @@ export class PostgresEventStore implements EventStore {
   private readonly instance = randomUUID();
 
   constructor(url: string, private readonly options: PostgresEventStoreOptions = {}) {
-    this.pool = openPool(url, options.logger, options.statementTimeoutMs);
-    this.notices = new PgListener(url, options.logger);
+    this.pool = openPool(url, options.logger, options.statementTimeoutMs, options.poolSize);
+    this.notices = new PgListener(url, options.logger, options.listenUrl);
     this.emitter.setMaxListeners(0);
     this.pollMs = options.visibilityPollMs ?? 5;
   }

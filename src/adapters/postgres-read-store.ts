@@ -373,6 +373,10 @@ export interface PostgresReadStoreOptions {
   logger?: { warn(obj: unknown, msg?: string): void };
   /** The longest one statement may run, ms (openPool); 0 or absent: the server's setting. */
   statementTimeoutMs?: number;
+  /** Connections of the pool (POSTGRES_POOL_SIZE). */
+  poolSize?: number;
+  /** Where to LISTEN for other processes' notices (POSTGRES_LISTEN_URL); default the store's URL. */
+  listenUrl?: string;
   /**
    * Collections whose writes need not move the change signal (see the header): those that are
    * not read models, whose readers keep nothing across requests (src/ops/read-models.ts
@@ -554,7 +558,8 @@ export class PostgresReadStore implements ReadStore {
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
   private readonly exempt: ReadonlySet<string>;
-  private readonly epochQuery: pg.QueryConfig;
+  private epochQuery: pg.QueryConfig;
+  private readonly logger: PostgresReadStoreOptions['logger'];
   /** Null when disabled (cacheSize 0). */
   private readonly cache: ReadCache | null;
 
@@ -562,9 +567,10 @@ export class PostgresReadStore implements ReadStore {
   private readonly notices: PgListener;
 
   constructor(url: string, options: PostgresReadStoreOptions = {}) {
-    this.pool = openPool(url, options.logger, options.statementTimeoutMs);
-    this.notices = new PgListener(url, options.logger);
+    this.pool = openPool(url, options.logger, options.statementTimeoutMs, options.poolSize);
+    this.notices = new PgListener(url, options.logger, options.listenUrl);
     this.exempt = new Set(options.signalExempt ?? []);
+    this.logger = options.logger;
     this.epochQuery = options.preparedStatements === false ? { text: EPOCH_SQL } : { name: 'collab_read_epoch', text: EPOCH_SQL };
     const size = options.cacheSize ?? 100_000;
     this.cache = size > 0 ? new ReadCache(size) : null;
@@ -770,7 +776,23 @@ export class PostgresReadStore implements ReadStore {
     this.run(async () => {
       // Prepared by name where allowed: every request makes this statement, and parsing and
       // planning it again each time costs the server more than running it.
-      const r = await this.pool.query<{ n: string }>(this.epochQuery);
+      let r: pg.QueryResult<{ n: string }>;
+      const query = this.epochQuery;
+      try {
+        r = await this.pool.query<{ n: string }>(query);
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        // A pooler in transaction mode hands each statement to any server connection: a name
+        // prepared on one is unknown on the next (26000) or already taken there by another
+        // client (42P05). Named statements cannot work behind it: sent unnamed from now on
+        // (and this one again, as every other that was in flight with the name).
+        if (!query.name || (code !== '26000' && code !== '42P05')) throw error;
+        if (this.epochQuery === query) {
+          this.epochQuery = { text: EPOCH_SQL };
+          this.logger?.warn({ code }, 'PostgreSQL: a prepared statement did not survive between statements (a pooler in transaction mode?); sending it unprepared. Set POSTGRES_PREPARED_STATEMENTS=false behind such a pooler (docs/operations.md, Poolers)');
+        }
+        r = await this.pool.query<{ n: string }>({ text: EPOCH_SQL });
+      }
       return Number(r.rows[0]!.n);
     });
 

@@ -114,7 +114,12 @@ async function openOnce(config: Config, options: OpenOptions): Promise<Services>
     events = config.eventStoreUrl
       ? new (await import('../adapters/esdb-event-store.js')).EsdbEventStore(config.eventStoreUrl, { logger: options.logger })
       : config.postgresUrl
-        ? new (await import('../adapters/postgres-event-store.js')).PostgresEventStore(config.postgresUrl, { logger: options.logger, statementTimeoutMs: config.statementTimeoutMs })
+        ? new (await import('../adapters/postgres-event-store.js')).PostgresEventStore(config.postgresUrl, {
+            logger: options.logger,
+            statementTimeoutMs: config.statementTimeoutMs,
+            poolSize: config.postgresPoolSize,
+            ...(config.postgresListenUrl ? { listenUrl: config.postgresListenUrl } : {}),
+          })
         : new SqliteEventStore(path.join(config.dataDir, 'events.db'));
     read = config.mongodbUrl
       ? new (await import('../adapters/mongo-read-store.js')).MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
@@ -123,6 +128,8 @@ async function openOnce(config: Config, options: OpenOptions): Promise<Services>
             logger: options.logger,
             statementTimeoutMs: config.statementTimeoutMs,
             preparedStatements: config.postgresPreparedStatements,
+            poolSize: config.postgresPoolSize,
+            ...(config.postgresListenUrl ? { listenUrl: config.postgresListenUrl } : {}),
             // Not read models: their writes (leases, presence, deliveries...) leave the access
             // index's change signal alone, and so add nothing to those commits.
             signalExempt: SHARED_COLLECTIONS,

@@ -18,6 +18,14 @@ export interface Config {
   mongodbUrl?: string;
   /** POSTGRES_URL: both ports in one PostgreSQL database, except a port EVENTSTORE_URL or MONGODB_URL names. */
   postgresUrl?: string;
+  /**
+   * POSTGRES_LISTEN_URL: where the process LISTENs for other processes' notices, when
+   * POSTGRES_URL goes through a pooler in transaction mode (a direct connection to the server).
+   * Default: POSTGRES_URL.
+   */
+  postgresListenUrl?: string;
+  /** POSTGRES_POOL_SIZE: connections of each of a process's two PostgreSQL pools. */
+  postgresPoolSize: number;
   adminToken?: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Supported database regions for API keys; the first is the default (North America). */
@@ -313,22 +321,22 @@ function cidrs(env: Env, name: string): string[] {
  * Its own parser checks it here, TLS files included (it reads them), so a typo stops the start;
  * the message never repeats the value, which may hold a password.
  */
-function postgresUrlOf(env: Env): string | undefined {
-  const raw = env.POSTGRES_URL;
+function postgresUrlOf(env: Env, name: 'POSTGRES_URL' | 'POSTGRES_LISTEN_URL' = 'POSTGRES_URL'): string | undefined {
+  const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
   if (!/^postgres(ql)?:\/\/[^\s]*$/i.test(raw)) {
-    throw new ConfigError('POSTGRES_URL', 'must be a connection string postgres://user:password@host:5432/database (TLS: ?sslmode=verify-full&sslrootcert=/path/ca.pem)');
+    throw new ConfigError(name, 'must be a connection string postgres://user:password@host:5432/database (TLS: ?sslmode=verify-full&sslrootcert=/path/ca.pem)');
   }
   const { parse } = createRequire(import.meta.url)('pg-connection-string') as { parse(s: string): { host?: string | null; database?: string | null } };
   let parsed: { host?: string | null; database?: string | null };
   try {
     parsed = parse(raw);
   } catch (error) {
-    const text = (error as Error).message.split(raw).join('<POSTGRES_URL>');
-    throw new ConfigError('POSTGRES_URL', `node-postgres refuses it: ${text.slice(0, 300)}`);
+    const text = (error as Error).message.split(raw).join(`<${name}>`);
+    throw new ConfigError(name, `node-postgres refuses it: ${text.slice(0, 300)}`);
   }
-  if (!parsed.host) throw new ConfigError('POSTGRES_URL', 'names no host (postgres://user:password@host:5432/database)');
-  if (!parsed.database) throw new ConfigError('POSTGRES_URL', 'names no database (postgres://user:password@host:5432/database)');
+  if (!parsed.host) throw new ConfigError(name, 'names no host (postgres://user:password@host:5432/database)');
+  if (!parsed.database) throw new ConfigError(name, 'names no database (postgres://user:password@host:5432/database)');
   return raw;
 }
 
@@ -473,6 +481,7 @@ export function loadConfig(env: Env = process.env): Config {
     eventStoreUrl,
     mongodbUrl,
     ...(postgresUrl ? { postgresUrl } : {}),
+    ...(postgresUrl && env.POSTGRES_LISTEN_URL ? { postgresListenUrl: postgresUrlOf(env, 'POSTGRES_LISTEN_URL') } : {}),
     adminToken,
     logLevel,
     regions,
@@ -502,6 +511,7 @@ export function loadConfig(env: Env = process.env): Config {
     queryDeadlineMs: integer(env, 'QUERY_DEADLINE_MS', 5000, 1, 600_000),
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', requestTimeoutMs, 0, 3_600_000),
     postgresPreparedStatements: boolean(env, 'POSTGRES_PREPARED_STATEMENTS', true),
+    postgresPoolSize: integer(env, 'POSTGRES_POOL_SIZE', 10, 1, 1000),
     accessIndexEntries: integer(env, 'ACCESS_INDEX_ENTRIES', 500_000, 0, 100_000_000),
     ...webhooks,
     webhookDisableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 0, 365),

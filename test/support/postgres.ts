@@ -72,7 +72,8 @@ export interface PostgresServer {
   log(): string;
 }
 
-function asPostgres(): { uid: number; gid: number } | null {
+/** The `postgres` user's ids when we run as root (servers refuse root), else null. */
+export function asPostgres(): { uid: number; gid: number } | null {
   if (process.getuid?.() !== 0) return null;
   const r = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
   const g = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
@@ -81,7 +82,7 @@ function asPostgres(): { uid: number; gid: number } | null {
 }
 
 /** `cmd args` as the postgres user when we are root (setpriv execs: no process in between). */
-function command(bin: string, args: string[], user: { uid: number; gid: number } | null): [string, string[]] {
+export function command(bin: string, args: string[], user: { uid: number; gid: number } | null): [string, string[]] {
   if (!user) return [bin, args];
   return ['setpriv', [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--', bin, ...args]];
 }
