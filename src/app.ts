@@ -34,6 +34,7 @@ import { requestCancel } from './http/cancel.js';
 import { authentication } from './http/authentication.js';
 import { rateLimits } from './http/rate-limits.js';
 import { idempotency } from './http/idempotency.js';
+import { consistency } from './http/consistency.js';
 import { apiRoutes } from './http/api-routes.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { installConsole } from './http/console.js';
@@ -55,6 +56,8 @@ const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { serv
   await app.register(authentication, { services });
   await app.register(rateLimits, { services });
   await app.register(idempotency, { services });
+  // x-consistency-token: a read waits for the read models to reach it; a write answers one.
+  await app.register(consistency, { services });
   installJwks(app, services);
 
   const routes = allRoutes(services);
