@@ -26,6 +26,7 @@ import { tokenRoutes } from './http/routes/tokens.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { advancedWebhookRoutes } from './http/routes/advanced-webhooks.js';
 import { auditRoutes } from './http/routes/audit.js';
+import { changeRoutes } from './http/routes/changes.js';
 import { operations } from './http/metrics.js';
 import { cors } from './http/cors.js';
 import { genReqId, requestIdHeader } from './http/request-id.js';
@@ -40,7 +41,7 @@ import { operationsRoutes } from './http/routes/operations.js';
 import { installConsole } from './http/console.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...allowedDomainRoutes(), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...workspaceSettingsRoutes(), ...tokenRoutes(services), ...webhookRoutes(services), ...advancedWebhookRoutes(services), ...auditRoutes(services), ...operationsRoutes(services)];
+  return [...workspaceRoutes(services), ...allowedDomainRoutes(), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...workspaceSettingsRoutes(), ...tokenRoutes(services), ...webhookRoutes(services), ...advancedWebhookRoutes(services), ...auditRoutes(services), ...changeRoutes(), ...operationsRoutes(services)];
 }
 
 const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {

@@ -22,6 +22,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../composition/services.js';
 import type { LogPosition } from '../ports/event-store.js';
 import { ApiError } from '../shared/errors.js';
+import { apiKeyScope, workspaceScope } from '../secrets/positions.js';
 import type { Caller } from './auth.js';
 import { shared } from './plugin.js';
 import type {} from './route-config.js';
@@ -37,8 +38,8 @@ declare module 'fastify' {
 
 /** Whose tokens a caller makes and accepts: an API key's (with its user tokens), or a workspace's; null for sign-up and the operator. */
 export function positionScope(caller: Caller | null): string | null {
-  if (caller?.tenant) return `apikey:${caller.tenant.apiKey}`;
-  if (caller?.workspaceId) return `workspace:${caller.workspaceId}`;
+  if (caller?.tenant) return apiKeyScope(caller.tenant.apiKey);
+  if (caller?.workspaceId) return workspaceScope(caller.workspaceId);
   return null;
 }
 

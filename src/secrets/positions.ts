@@ -21,6 +21,12 @@ import type { LogPosition } from '../ports/event-store.js';
 import { invalidArgument } from '../shared/errors.js';
 import { openToken, sealToken, tokenBytes, tokenKeyOf, type TokenKey } from '../../queries/paging.js';
 
+/** The scope of an API key's tokens, whether its own headers or one of its user tokens made the call. */
+export const apiKeyScope = (apiKey: string) => `apikey:${apiKey}`;
+
+/** The scope of a workspace's own calls (workspace credentials). */
+export const workspaceScope = (workspaceId: string) => `workspace:${workspaceId}`;
+
 /** The HKDF purpose of the key; a new format takes a new one. */
 const PURPOSE = 'consistency-token/v1';
 
