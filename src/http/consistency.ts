@@ -27,7 +27,7 @@ import type { Caller } from './auth.js';
 import { shared } from './plugin.js';
 import type {} from './route-config.js';
 
-export const CONSISTENCY_HEADER = 'x-consistency-token';
+const CONSISTENCY_HEADER = 'x-consistency-token';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -37,7 +37,7 @@ declare module 'fastify' {
 }
 
 /** Whose tokens a caller makes and accepts: an API key's (with its user tokens), or a workspace's; null for sign-up and the operator. */
-export function positionScope(caller: Caller | null): string | null {
+function positionScope(caller: Caller | null): string | null {
   if (caller?.tenant) return apiKeyScope(caller.tenant.apiKey);
   if (caller?.workspaceId) return workspaceScope(caller.workspaceId);
   return null;
