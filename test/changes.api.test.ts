@@ -115,14 +115,15 @@ test('since: a write\'s consistency token gives exactly the changes after it; an
   }
 });
 
-test('paged while writes go on: every change exactly once, in log order, filtered or not', async () => {
+test('over 1,000 changes paged 50 at a time while writes go on: every change exactly once, in log order, filtered or not', async () => {
   const start = (await drain({})).nextToken;
-  const N = 120;
+  const ROUNDS = 70;
   let writing = true;
   const writer = (async () => {
-    for (let i = 0; i < N; i++) {
-      await ok('/v2/organizations/documents/add', { organizationId: 'acme', documents: [{ documentId: `c${i}` }] });
-      await ok('/v2/users/add', { organizationId: 'acme', documentId: `c${i}`, users: [{ userId: `cu${i}`, accessRole: 'editor' }] });
+    for (let i = 0; i < ROUNDS; i++) {
+      const docs = Array.from({ length: 5 }, (_, j) => `c${i}-${j}`);
+      await ok('/v2/organizations/documents/add', { organizationId: 'acme', documents: docs.map((documentId) => ({ documentId })) });
+      await ok('/v2/users/add', { organizationId: 'acme', documentId: docs[0], users: Array.from({ length: 5 }, (_, j) => ({ userId: `cu${i}-${j}`, accessRole: 'editor' })) });
     }
     writing = false;
   })();
@@ -139,11 +140,14 @@ test('paged while writes go on: every change exactly once, in log order, filtere
       if (r.data.changes.length === 0) await new Promise((res) => setTimeout(res, 5));
     }
   };
-  const [all, grantsAndDocs, docs] = await Promise.all([follow(20), follow(7, ['grant', 'document']), follow(10, ['document']), writer]);
+  const [all, grantsAndDocs, docs, small] = await Promise.all([follow(50), follow(50, ['grant', 'document']), follow(50, ['document']), follow(7, ['user', 'grant']), writer]);
+  assert.ok(all.length >= ROUNDS * 15, `${all.length} changes`);
   assert.is(new Set(all.map((c) => c.token)).size, all.length, 'no duplicate');
-  assert.equal(all.filter((c) => c.type === 'DocumentAdded').map((c) => c.resourceId), Array.from({ length: N }, (_, i) => `c${i}`), 'no gap, in order');
+  const expected = Array.from({ length: ROUNDS }, (_, i) => Array.from({ length: 5 }, (_, j) => `c${i}-${j}`)).flat();
+  assert.equal(all.filter((c) => c.type === 'DocumentAdded').map((c) => c.resourceId), expected, 'no gap, in order');
   assert.equal(docs.map((c) => c.token), all.filter((c) => c.family === 'document').map((c) => c.token));
   assert.equal(grantsAndDocs.map((c) => c.token), all.filter((c) => c.family === 'grant' || c.family === 'document').map((c) => c.token));
+  assert.equal(small.map((c) => c.token), all.filter((c) => c.family === 'user' || c.family === 'grant').map((c) => c.token));
   // The same changes as one read after the writes.
   assert.equal(all.map((c) => c.token), (await drain({ since: start, pageSize: 1000 })).changes.map((c) => c.token));
 });
