@@ -27,12 +27,23 @@
  *
  * Replay-safe: both collections are keyed by position, so applying an event twice rewrites
  * the same documents.
+ *
+ * The change feed (`/v2/changes/get`, queries/changes.ts) reads the same rows: every tenant
+ * event in log order by (apiKey, position), and by (apiKey, family, position) for its `types`
+ * filter. For it a row also keeps
+ * - `family`: the kind of change (`changeFamily`: a grant on a document is a `grant`);
+ * - `personal`: a user event's sealed personal fields (name, e-mail, initial) as the log holds
+ *   them, sealed with the user's key (src/secrets/personal.ts), which `data` shows as
+ *   `"__redacted__"`. The feed opens them for a live user; once the user's data is deleted
+ *   their key is gone and they never open again. Never shown by the audit routes.
+ * Rows written before these fields have neither (a rebuild adds them; docs/guide.md, Change feed).
  */
 import type { RecordedEvent } from '../src/ports/event-store.js';
 import type { Doc, ReadTx } from '../src/ports/read-store.js';
 import type { Projection } from '../src/runtime/projection.js';
 import { key } from '../src/shared/ids.js';
 import { redactEventData } from '../commands/redaction.js';
+import { isSealed } from '../src/shared/envelope.js';
 import { redactConfig } from './workspaces.js';
 
 export const AUDIT_EVENTS = 'audit_events';
@@ -61,6 +72,59 @@ export interface AuditEventDoc extends Doc {
   /** The event's first folder, document or agent subject (its other ones have subject rows); absent before. */
   target?: string | null;
   data: Record<string, unknown>;
+  /** `changeFamily` of the event; absent on rows written before the change feed. */
+  family?: ChangeFamily;
+  /** A user event's personal fields, sealed with the user's key (see above); absent otherwise. */
+  personal?: Record<string, string>;
+}
+
+/** The kinds of change the change feed filters by (`types` of /v2/changes/get). */
+export const CHANGE_FAMILIES = ['apiKey', 'organization', 'folder', 'document', 'migration', 'user', 'grant', 'group', 'agent', 'webhook'] as const;
+export type ChangeFamily = (typeof CHANGE_FAMILIES)[number];
+
+/**
+ * The family of an event, from its stream's category and its type: folders live in their
+ * organization's stream, and a group's grants in the group's stream, yet a folder change is a
+ * `folder` and any grant (a user's or a group's, on an organization, folder or document) a
+ * `grant`. The workspace events of a key are `apiKey` (its tokens, configs, domains), but for
+ * a disabled webhook endpoint.
+ */
+export function changeFamily(category: string, type: string): ChangeFamily {
+  switch (category) {
+    case 'organization':
+      return type.startsWith('Folder') ? 'folder' : 'organization';
+    case 'document':
+      return 'document';
+    case 'documentMigration':
+      return 'migration';
+    case 'grants':
+      return 'grant';
+    case 'usergroup':
+      return type.startsWith('GroupAccess') ? 'grant' : 'group';
+    case 'user':
+      return 'user';
+    case 'agent':
+    case 'agentGroup':
+      return 'agent';
+    case 'advancedWebhooks':
+      return 'webhook';
+    default:
+      return type.startsWith('Webhook') ? 'webhook' : 'apiKey';
+  }
+}
+
+/** Fields of a user's events sealed with their personal key (src/usecases/personal.ts `sealedProfile`). */
+export const PERSONAL_FIELDS = ['name', 'email', 'initial', 'derivedInitial'] as const;
+
+/** A user event's sealed personal fields; undefined when it has none (or is no user event). */
+function personalOf(category: string, data: Record<string, unknown>): Record<string, string> | undefined {
+  if (category !== 'user') return undefined;
+  const out: Record<string, string> = {};
+  for (const f of PERSONAL_FIELDS) {
+    const v = data[f];
+    if (typeof v === 'string' && isSealed(v)) out[f] = v;
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 export interface AuditSubjectDoc extends Doc {
@@ -176,7 +240,10 @@ async function apply(e: RecordedEvent, tx: ReadTx): Promise<void> {
     ...(e.metadata.workspaceId !== undefined ? { workspaceId: e.metadata.workspaceId } : {}),
     ...(e.metadata.causationId !== undefined ? { causationId: e.metadata.causationId } : {}),
     data: redactForAudit(e.type, e.data),
+    family: changeFamily(of.category, e.type),
   };
+  const personal = personalOf(of.category, e.data as Record<string, unknown>);
+  if (personal) doc.personal = personal;
   const others = of.subjects.filter(hasRow);
   doc.target = others[0] ?? null;
   await tx.bulk([
@@ -196,6 +263,7 @@ export const auditProjection: Projection = {
     { collection: AUDIT_EVENTS, fields: ['apiKey', 'position'] },
     { collection: AUDIT_EVENTS, fields: ['apiKey', 'data.organizationId', 'position'] },
     { collection: AUDIT_EVENTS, fields: ['target', 'position'] },
+    { collection: AUDIT_EVENTS, fields: ['apiKey', 'family', 'position'] },
   ],
   handles: new EveryType(),
   apply,

@@ -52,11 +52,9 @@ const TAG_BYTES = 16;
  * createHmac and createCipheriv call makes a KeyObject of it first, which on Node 24 cost more
  * than the sealing itself (docs/performance.md, "Per-request budget (issue 27)").
  */
-interface PageKey {
+interface PageKey extends TokenKey {
   /** Tells installed keys apart (not secret: an HMAC of the key). */
   id: string;
-  enc: KeyObject;
-  iv: KeyObject;
   holders: number;
 }
 
@@ -101,10 +99,23 @@ function sealingKey(): PageKey {
 const associatedData = (query: unknown) =>
   Buffer.concat([Buffer.from('collab/page-token/v1\0'), createHash('sha256').update(JSON.stringify(query)).digest()]);
 
-export function encodePageToken(query: unknown, after: Cursor): string {
-  const k = sealingKey();
-  const aad = associatedData(query);
-  const plaintext = Buffer.from(JSON.stringify([after.value, after.id]), 'utf8');
+/** The two keys a sealed token needs: one encrypts, one makes the synthetic IV. */
+export interface TokenKey {
+  enc: KeyObject;
+  iv: KeyObject;
+}
+
+/** KeyObjects for a TokenKey from 64 bytes of derived material (32 for each). */
+export const tokenKeyOf = (material: Buffer): TokenKey => ({
+  enc: createSecretKey(material.subarray(0, 32)),
+  iv: createSecretKey(material.subarray(32, 64)),
+});
+
+/**
+ * `base64url(iv | ciphertext | tag)` of `plaintext` under `k`, bound to `aad`: the sealing of
+ * page tokens, also used for consistency tokens (src/secrets/positions.ts).
+ */
+export function sealToken(k: TokenKey, aad: Buffer, plaintext: Buffer): string {
   const iv = createHmac('sha256', k.iv).update(aad).update(plaintext).digest().subarray(0, IV_BYTES);
   const c = createCipheriv('aes-256-gcm', k.enc, iv);
   c.setAAD(aad);
@@ -112,8 +123,20 @@ export function encodePageToken(query: unknown, after: Cursor): string {
   return Buffer.concat([iv, body, c.getAuthTag()]).toString('base64url');
 }
 
-/** The plaintext of `raw` under `k`, or null when it does not open (wrong key, query or bytes). */
-function open(k: PageKey, raw: Buffer, aad: Buffer): Buffer | null {
+/** The bytes of a token's text, or null when it cannot be one (other characters, too short). */
+export function tokenBytes(token: string): Buffer | null {
+  // base64url without padding, nothing else: Buffer.from would skip other characters.
+  if (!/^[A-Za-z0-9_-]+$/.test(token)) return null;
+  const raw = Buffer.from(token, 'base64url');
+  return raw.length <= IV_BYTES + TAG_BYTES ? null : raw;
+}
+
+export function encodePageToken(query: unknown, after: Cursor): string {
+  return sealToken(sealingKey(), associatedData(query), Buffer.from(JSON.stringify([after.value, after.id]), 'utf8'));
+}
+
+/** The plaintext of `raw` (tokenBytes) under `k`, or null when it does not open (wrong key, associated data or bytes). */
+export function openToken(k: TokenKey, raw: Buffer, aad: Buffer): Buffer | null {
   const d = createDecipheriv('aes-256-gcm', k.enc, raw.subarray(0, IV_BYTES));
   d.setAAD(aad);
   d.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
@@ -128,13 +151,11 @@ export function decodePageToken(token: string | undefined, query: unknown, field
   if (token === undefined) return undefined;
   const bad = () => invalidArgument(`${field} is not a valid page token for this query.`);
   if (installed.length === 0) sealingKey();
-  // base64url without padding, nothing else: Buffer.from would skip other characters.
-  if (!/^[A-Za-z0-9_-]+$/.test(token)) throw bad();
-  const raw = Buffer.from(token, 'base64url');
-  if (raw.length <= IV_BYTES + TAG_BYTES) throw bad();
+  const raw = tokenBytes(token);
+  if (!raw) throw bad();
   const aad = associatedData(query);
   let plaintext: Buffer | null = null;
-  for (let i = installed.length - 1; i >= 0 && plaintext === null; i--) plaintext = open(installed[i]!, raw, aad);
+  for (let i = installed.length - 1; i >= 0 && plaintext === null; i--) plaintext = openToken(installed[i]!, raw, aad);
   if (plaintext === null) throw bad();
   let parsed: unknown;
   try {

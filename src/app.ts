@@ -26,6 +26,7 @@ import { tokenRoutes } from './http/routes/tokens.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { advancedWebhookRoutes } from './http/routes/advanced-webhooks.js';
 import { auditRoutes } from './http/routes/audit.js';
+import { changeRoutes } from './http/routes/changes.js';
 import { operations } from './http/metrics.js';
 import { cors } from './http/cors.js';
 import { genReqId, requestIdHeader } from './http/request-id.js';
@@ -34,12 +35,13 @@ import { requestCancel } from './http/cancel.js';
 import { authentication } from './http/authentication.js';
 import { rateLimits } from './http/rate-limits.js';
 import { idempotency } from './http/idempotency.js';
+import { consistency } from './http/consistency.js';
 import { apiRoutes } from './http/api-routes.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { installConsole } from './http/console.js';
 
 export function allRoutes(services: Services): AnyRoute[] {
-  return [...workspaceRoutes(services), ...allowedDomainRoutes(), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...workspaceSettingsRoutes(), ...tokenRoutes(services), ...webhookRoutes(services), ...advancedWebhookRoutes(services), ...auditRoutes(services), ...operationsRoutes(services)];
+  return [...workspaceRoutes(services), ...allowedDomainRoutes(), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...workspaceSettingsRoutes(), ...tokenRoutes(services), ...webhookRoutes(services), ...advancedWebhookRoutes(services), ...auditRoutes(services), ...changeRoutes(), ...operationsRoutes(services)];
 }
 
 const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
@@ -55,6 +57,8 @@ const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { serv
   await app.register(authentication, { services });
   await app.register(rateLimits, { services });
   await app.register(idempotency, { services });
+  // x-consistency-token: a read waits for the read models to reach it; a write answers one.
+  await app.register(consistency, { services });
   installJwks(app, services);
 
   const routes = allRoutes(services);

@@ -1,6 +1,6 @@
 /**
  * The OpenAPI document (GET /openapi.json) describes the workspace, API-key, service
- * configuration, token, webhook (advanced ones too), audit, agent and presence routes: each is listed under its
+ * configuration, token, webhook (advanced ones too), audit, change feed, agent and presence routes: each is listed under its
  * tag with a summary, an example request, and a success answer whose `result.data` has a
  * schema (an empty `{}` would tell a client nothing). And each example is a request the
  * route accepts.
@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert';
 import { harness, type Harness } from './support/app.js';
 import { agentRoutes } from '../src/http/routes/agents.js';
 import { auditRoutes } from '../src/http/routes/audit.js';
+import { changeRoutes } from '../src/http/routes/changes.js';
 import { keyLifecycleRoutes } from '../src/http/routes/key-lifecycle.js';
 import { presenceRoutes } from '../src/http/routes/presence.js';
 import { serviceConfigRoutes } from '../src/http/routes/service-config.js';
@@ -52,6 +53,7 @@ const ROUTES: Array<[path: string, tag: string, extra: string[]]> = [
   ['/v2/workspace/advancedwebhook/endpoints/secret/get', 'Advanced webhooks', ['FAILED_PRECONDITION', 'NOT_FOUND']],
   ['/v2/workspace/advancedwebhook/endpoints/secret/rotate', 'Advanced webhooks', ['FAILED_PRECONDITION', 'NOT_FOUND']],
   ['/v2/audit/events/get', 'Audit', []],
+  ['/v2/changes/get', 'Changes', []],
   ['/v2/agents/get', 'Agents', ['NOT_FOUND']],
   ['/v2/agents/create', 'Agents', []],
   ['/v2/agents/update', 'Agents', ['NOT_FOUND']],
@@ -112,7 +114,7 @@ S('each example passes its route\'s request schema', ({ h }) => {
   const s = h.services;
   const routes = [
     ...workspaceRoutes(s), ...allowedDomainRoutes(), ...keyLifecycleRoutes(), ...serviceConfigRoutes(s), ...tokenRoutes(s),
-    ...webhookRoutes(s), ...auditRoutes(s), ...agentRoutes(s), ...presenceRoutes(s), ...workspaceSettingsRoutes(), ...advancedWebhookRoutes(s),
+    ...webhookRoutes(s), ...auditRoutes(s), ...changeRoutes(), ...agentRoutes(s), ...presenceRoutes(s), ...workspaceSettingsRoutes(), ...advancedWebhookRoutes(s),
   ];
   assert.equal(routes.map((r) => r.path).sort(), ROUTES.map(([path]) => path).sort());
   for (const r of routes) {

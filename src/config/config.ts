@@ -34,6 +34,11 @@ export interface Config {
   bodyLimit: number;
   /** How long a write waits for its projections before answering anyway. */
   readYourWritesTimeoutMs: number;
+  /**
+   * How long a request carrying `x-consistency-token` (or changes/get's `since`) waits for the
+   * read models to reach the token's position before answering UNAVAILABLE (src/http/consistency.ts).
+   */
+  consistencyWaitMs: number;
   /** Idle time after which a presence entry without an update expires. */
   presenceTtlSeconds: number;
   /** Requests per second allowed per API key (or workspace), per process; 0 turns limiting off. */
@@ -509,6 +514,7 @@ export function loadConfig(env: Env = process.env): Config {
     backgroundThread: boolean(env, 'BACKGROUND_THREAD', true),
     folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),
     queryDeadlineMs: integer(env, 'QUERY_DEADLINE_MS', 5000, 1, 600_000),
+    consistencyWaitMs: integer(env, 'CONSISTENCY_WAIT_MS', 5000, 0, 60_000),
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', requestTimeoutMs, 0, 3_600_000),
     postgresPreparedStatements: boolean(env, 'POSTGRES_PREPARED_STATEMENTS', true),
     postgresPoolSize: integer(env, 'POSTGRES_POOL_SIZE', 10, 1, 1000),

@@ -103,6 +103,9 @@ function validateWithZod(app: FastifyInstance): void {
     // A GET route's path parameters (the JWKS): checked by the route itself, which answers
     // NOT_FOUND for a name that fits no key rather than INVALID_ARGUMENT.
     if (httpPart === 'params') return (params: unknown) => ({ value: params });
+    // The API routes' header schema (x-consistency-token) documents the header; the
+    // consistency hook reads and checks it (src/http/consistency.ts).
+    if (httpPart === 'headers') return (headers: unknown) => ({ value: headers });
     const data = (schema as Partial<z.ZodObject>).shape?.data as z.ZodType | undefined;
     if (!data) throw new BugError(`route ${url} has a body schema that is not a request envelope`);
     return function validateBody(body: unknown) {

@@ -17,6 +17,7 @@ import type { AnyRoute, Success } from './route.js';
 import { apiConfig } from './route-config.js';
 import { answersOf } from './schema.js';
 import { shared } from './plugin.js';
+import type {} from './consistency.js';
 
 /** Runs `route` for the authenticated caller; a write waits for the read models first. */
 async function run(route: AnyRoute, req: FastifyRequest, services: Services, metrics: AppMetrics): Promise<Success> {
@@ -25,6 +26,8 @@ async function run(route: AnyRoute, req: FastifyRequest, services: Services, met
   const data = (req.body as { data: unknown }).data;
   const ctx = new RequestContext(services, req.id, services.clock(), req.log, caller.actor, caller.tenant, caller.workspaceId, caller.userId, req.workSignal);
   const out = await route.handler(data, ctx);
+  // The position of the answer's consistency token (src/http/consistency.ts).
+  req.appendedPosition = ctx.lastPosition ?? null;
   if (ctx.lastPosition) {
     // Read-your-writes: the write is durable already; wait (bounded) until the read
     // models show it, so the client's next query sees what it just did.

@@ -135,17 +135,39 @@ export const operationSchemas = {
 /** Appended to the description of every route that takes user tokens. */
 const USER_TOKEN_NOTE = 'Also accepts a user token (`Authorization: Bearer`, security scheme `userToken`) in place of the API-key headers: the call then acts for the token\'s user only.';
 
+/** Routes whose callers make and take consistency tokens (src/http/consistency.ts `positionScope`). */
+const takesTokens = (auth: AuthMode) => auth === 'apiKey' || auth === 'workspace';
+
+/** The request header of every route that takes consistency tokens. */
+const consistencyRequest = z.object({
+  'x-consistency-token': z.string().max(1024).optional().describe(
+    'A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models ' +
+      'have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). ' +
+      'A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT.',
+  ),
+});
+
+/** The answer header of every successful mutating call (plain JSON Schema: the zod transform keeps only `content`). */
+const consistencyResponseHeader = {
+  'x-consistency-token': {
+    type: 'string',
+    description: 'Opaque: the log position this call\'s changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write.',
+  },
+};
+
 /** The route options Fastify is given for `route`: its schemas and what the document says of it. */
 export function fastifySchema(route: AnyRoute) {
   const answers = answersOf(route);
-  const response: Record<number, { description: string; content: { 'application/json': { schema: z.ZodType } } }> = {};
+  const response: Record<number, { description: string; headers?: typeof consistencyResponseHeader; content: { 'application/json': { schema: z.ZodType } } }> = {};
   for (const [http, answer] of answers) {
     response[http] = {
       description: answer.statuses ? answer.statuses.join(' or ') : 'Success',
+      ...(http === 200 && route.mutates && takesTokens(route.auth) ? { headers: consistencyResponseHeader } : {}),
       content: { 'application/json': { schema: answer.schema } },
     };
   }
   return {
+    ...(takesTokens(route.auth) ? { headers: consistencyRequest } : {}),
     tags: [route.tag],
     summary: route.doc.summary,
     ...(route.doc.description || route.userToken ? { description: [route.doc.description, route.userToken ? USER_TOKEN_NOTE : undefined].filter(Boolean).join('\n\n') } : {}),
@@ -153,6 +175,22 @@ export function fastifySchema(route: AnyRoute) {
     security: securityOf(route.auth, route.userToken === true),
     body: route.doc.example ? requestEnvelope(route).meta({ examples: [{ data: route.doc.example }] }) : requestEnvelope(route),
     response,
+  };
+}
+
+/**
+ * The zod transform keeps only `description` and `content` of a response given by content
+ * type; this puts its `headers` (x-consistency-token) back for @fastify/swagger to document.
+ */
+function withResponseHeaders(transform: ReturnType<typeof createJsonSchemaTransform>): ReturnType<typeof createJsonSchemaTransform> {
+  return (input) => {
+    const out = transform(input);
+    const given = (input.schema as { response?: Record<string, { headers?: unknown }> } | undefined)?.response;
+    const made = (out.schema as { response?: Record<string, Record<string, unknown>> } | undefined)?.response;
+    if (given && made) {
+      for (const [code, r] of Object.entries(given)) if (r.headers && made[code]) made[code].headers = r.headers;
+    }
+    return out;
   };
 }
 
@@ -208,7 +246,7 @@ export async function installOpenApi(app: FastifyInstance, config: Config): Prom
       components: { securitySchemes },
       tags: [],
     },
-    transform: createJsonSchemaTransform({ skipList: [] }),
+    transform: withResponseHeaders(createJsonSchemaTransform({ skipList: [] })),
     transformObject: components,
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => {

@@ -33,6 +33,7 @@ import { notFound, SecretUnavailableError } from '../shared/errors.js';
 import { key, newId } from '../shared/ids.js';
 import type { Doc, ReadStore } from '../ports/read-store.js';
 import { PersonalData } from './personal.js';
+import { PositionTokens } from './positions.js';
 import { DataKey, isSealed, MasterKey, parseKeyMaterial, SecretDecryptError, sealedKeyId } from '../shared/envelope.js';
 
 export const SECRET_KEYS = 'secret_keys';
@@ -71,6 +72,8 @@ export class SecretStore {
   private readonly unwrapped = new WeakMap<object, Map<string, DataKey>>();
   /** Users' personal fields, sealed with a key per user (src/secrets/personal.ts). */
   readonly personal: PersonalData;
+  /** Consistency and change tokens: log positions sealed for a caller (src/secrets/positions.ts). */
+  readonly positions: PositionTokens;
 
   constructor(
     private readonly read: ReadStore,
@@ -78,6 +81,7 @@ export class SecretStore {
     private readonly clock: () => number,
   ) {
     this.personal = new PersonalData(read, master, clock, SECRET_KEYS);
+    this.positions = new PositionTokens(this);
   }
 
   get masterKeyId(): string {

@@ -6,7 +6,8 @@
  * What the layer adds to openapi-fetch, all of it the API's own conventions (every call a
  * POST of `{ "data": ... }`, answers in envelopes): the credential headers of each mode, the
  * `result` of a success as the return value, a failure envelope as a thrown `CollabApiError`,
- * and `pages()` / `all()` that follow `result.pageToken`.
+ * `pages()` / `all()` that follow `result.pageToken`, and consistency tokens: the last one a
+ * write answered (`consistencyToken()`), and `withConsistency(token)` to send one on every call.
  */
 import createFetchClient, { type Client } from 'openapi-fetch';
 import type { components, paths } from './schema.js';
@@ -67,6 +68,11 @@ export interface ClientOptions {
   headers?: Record<string, string>;
   /** Another fetch (tests, proxies); the global one by default. */
   fetch?: (input: Request) => Promise<Response>;
+  /**
+   * Sent as `x-consistency-token` on every call: each is answered only once the service's read
+   * models include the write that answered the token (`withConsistency` sets it).
+   */
+  consistencyToken?: string;
 }
 
 export interface CallOptions {
@@ -77,6 +83,8 @@ export interface CallOptions {
   idempotencyKey?: string;
   /** Headers for this call only. */
   headers?: Record<string, string>;
+  /** Sent as `x-consistency-token` on this call only (in place of the client's own). */
+  consistencyToken?: string;
   signal?: AbortSignal;
 }
 
@@ -127,6 +135,21 @@ export interface CollabClient {
   all<P extends PagedPath>(path: P, data: RequestData<P>, options?: Omit<CallOptions, 'idempotencyKey'>): Promise<Row<P>[]>;
   /** The same service with other credentials (after `workspace/create`, say). */
   withCredentials(credentials: Credentials | undefined): CollabClient;
+  /**
+   * The same service and credentials, sending `token` as `x-consistency-token` on every call
+   * (undefined: none): each call is answered only once the read models include the write that
+   * answered the token, on whichever host serves it. The service waits a bounded time
+   * (its CONSISTENCY_WAIT_MS), then answers UNAVAILABLE (a `CollabApiError`): retry. A token
+   * of other credentials' API key or workspace, or another deployment's, is INVALID_ARGUMENT.
+   * Example: `const reader = client.withConsistency(writer.consistencyToken())`.
+   */
+  withConsistency(token: string | undefined): CollabClient;
+  /**
+   * The `x-consistency-token` of the most recent answer that carried one (every successful
+   * write does), from this client's calls; undefined before any. Opaque: pass it to
+   * `withConsistency`, or to `/v2/changes/get` as `since`.
+   */
+  consistencyToken(): string | undefined;
   /** The underlying openapi-fetch client (no envelope handling), for what the layer does not cover. */
   readonly raw: Client<paths>;
 }
@@ -197,15 +220,20 @@ export function createClient(options: ClientOptions): CollabClient {
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
   const post = raw.POST as unknown as UntypedPost;
+  let lastToken: string | undefined;
 
   async function send(path: string, data: unknown, callOptions: CallOptions = {}): Promise<unknown> {
     const headers: Record<string, string> = { ...callOptions.headers };
     if (callOptions.idempotencyKey !== undefined) headers['idempotency-key'] = callOptions.idempotencyKey;
+    const consistency = callOptions.consistencyToken ?? options.consistencyToken;
+    if (consistency !== undefined) headers['x-consistency-token'] = consistency;
     const { data: body, error, response } = await post(path, {
       body: { data: data ?? {} },
       headers,
       ...(callOptions.signal ? { signal: callOptions.signal } : {}),
     });
+    const token = response.headers.get('x-consistency-token');
+    if (token) lastToken = token;
     if (!response.ok) throw errorOf(path, response, error);
     if (!isObject(body) || !isObject(body.result)) throw errorOf(path, response, body);
     return body.result;
@@ -238,6 +266,13 @@ export function createClient(options: ClientOptions): CollabClient {
     },
     withCredentials(credentials) {
       return createClient({ ...options, credentials });
+    },
+    withConsistency(token) {
+      const { consistencyToken: _previous, ...rest } = options;
+      return createClient(token === undefined ? rest : { ...rest, consistencyToken: token });
+    },
+    consistencyToken() {
+      return lastToken;
     },
   };
   return client;

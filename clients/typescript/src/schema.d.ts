@@ -1958,6 +1958,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/changes/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read the API key's changes in log order, after a token
+         * @description The changes of the calling key, oldest first, strictly after `since`: a write's `x-consistency-token` (its last change), a change's `token`, or a previous `nextToken`; from the start without it.
+         *
+         *     `types` keeps only those kinds of change (`family`): `apiKey`, `organization`, `folder`, `document`, `migration`, `user`, `grant`, `group`, `agent`, `webhook`. A grant on a folder or document, a user's or a group's, is a `grant`.
+         *
+         *     Paged: `pageSize` 1 to 1000 (default 100); send `nextToken` back as `since` (with the same `types`) for the next page. A page with no changes means none are applied yet after `since`: keep its `nextToken` and ask again later. Pages never skip nor repeat a change, however writes run meanwhile.
+         *
+         *     With `since`, the call first waits (at most CONSISTENCY_WAIT_MS) for the read models to reach it: 503 UNAVAILABLE after that. A token of another key or deployment, or changed: 400 INVALID_ARGUMENT.
+         */
+        post: operations["changesGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/admin/projections/get": {
         parameters: {
             query?: never;
@@ -2351,7 +2377,10 @@ export interface operations {
     workspaceApikeyCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2407,6 +2436,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2511,7 +2542,10 @@ export interface operations {
     workspaceAuthtokensGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2642,7 +2676,10 @@ export interface operations {
     workspaceAuthtokenReset: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2667,6 +2704,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2787,7 +2826,10 @@ export interface operations {
     workspaceDomainsAdd: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2815,6 +2857,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2928,7 +2972,10 @@ export interface operations {
     workspaceDomainsDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2954,6 +3001,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3067,7 +3116,10 @@ export interface operations {
     workspaceDomainsGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3180,7 +3232,10 @@ export interface operations {
     workspaceWorkspaceauthtokenRotate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3200,6 +3255,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3303,7 +3360,10 @@ export interface operations {
     workspaceApikeySigningkeyRotate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3329,6 +3389,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3445,7 +3507,10 @@ export interface operations {
     workspaceApikeyDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3469,6 +3534,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3581,7 +3648,10 @@ export interface operations {
     organizationsAdd: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3613,6 +3683,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3721,7 +3793,10 @@ export interface operations {
     organizationsGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3845,7 +3920,10 @@ export interface operations {
     organizationsUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3877,6 +3955,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3985,7 +4065,10 @@ export interface operations {
     organizationsDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4012,6 +4095,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4120,7 +4205,10 @@ export interface operations {
     organizationsAccessDisablestateUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4149,6 +4237,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4257,7 +4347,10 @@ export interface operations {
     organizationsFoldersAdd: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4296,6 +4389,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4413,7 +4508,10 @@ export interface operations {
     organizationsFoldersUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4449,6 +4547,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4566,7 +4666,10 @@ export interface operations {
     organizationsFoldersDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4592,6 +4695,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4700,7 +4805,10 @@ export interface operations {
     organizationsFoldersAccessUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4733,6 +4841,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4855,7 +4965,10 @@ export interface operations {
     organizationsFoldersGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4977,7 +5090,10 @@ export interface operations {
     organizationsDocumentsAdd: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5018,6 +5134,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5137,7 +5255,10 @@ export interface operations {
     organizationsDocumentsGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5276,7 +5397,10 @@ export interface operations {
     organizationsDocumentsUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5313,6 +5437,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5432,7 +5558,10 @@ export interface operations {
     organizationsDocumentsDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5461,6 +5590,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5578,7 +5709,10 @@ export interface operations {
     organizationsDocumentsMove: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5609,6 +5743,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5716,7 +5852,10 @@ export interface operations {
     organizationsDocumentsAccessUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5749,6 +5888,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5873,7 +6014,10 @@ export interface operations {
     organizationsDocumentsAccessDisablestateUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5903,6 +6047,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6022,7 +6168,10 @@ export interface operations {
     organizationsDocumentsMigrate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6050,6 +6199,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6161,7 +6312,10 @@ export interface operations {
     organizationsDocumentsMigrateStatus: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6295,7 +6449,10 @@ export interface operations {
     usersAdd: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6341,6 +6498,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6458,7 +6617,10 @@ export interface operations {
     usersUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6500,6 +6662,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6617,7 +6781,10 @@ export interface operations {
     usersDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6648,6 +6815,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6763,7 +6932,10 @@ export interface operations {
     usersGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6934,7 +7106,10 @@ export interface operations {
     usersDataGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7086,7 +7261,10 @@ export interface operations {
     usersDataDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7118,6 +7296,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7220,7 +7400,10 @@ export interface operations {
     usersDataDeleteStatus: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7338,7 +7521,10 @@ export interface operations {
     organizationsUsergroupsAdd: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7373,6 +7559,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7490,7 +7678,10 @@ export interface operations {
     organizationsUsergroupsGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7617,7 +7808,10 @@ export interface operations {
     organizationsUsergroupsUsersAdd: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7647,6 +7841,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7764,7 +7960,10 @@ export interface operations {
     organizationsUsergroupsUsersDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7795,6 +7994,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7912,7 +8113,10 @@ export interface operations {
     authPermissionsGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8117,7 +8321,10 @@ export interface operations {
     authPermissionsAdd: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8175,6 +8382,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8284,7 +8493,10 @@ export interface operations {
     authPermissionsRemove: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8343,6 +8555,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8452,7 +8666,10 @@ export interface operations {
     authResourcesGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8597,7 +8814,10 @@ export interface operations {
     authUsersGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8759,7 +8979,10 @@ export interface operations {
     authPermissionsExplain: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8947,7 +9170,10 @@ export interface operations {
     authAccessHistory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9098,7 +9324,10 @@ export interface operations {
     agentsGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9313,7 +9542,10 @@ export interface operations {
     agentsCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9484,6 +9716,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9585,7 +9819,10 @@ export interface operations {
     agentsUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9747,6 +9984,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9857,7 +10096,10 @@ export interface operations {
     agentsDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9881,6 +10123,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9982,7 +10226,10 @@ export interface operations {
     agentsGroupsCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10023,6 +10270,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10148,7 +10397,10 @@ export interface operations {
     agentsGroupsUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10176,6 +10428,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10301,7 +10555,10 @@ export interface operations {
     agentsGroupsDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10325,6 +10582,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10435,7 +10694,10 @@ export interface operations {
     agentsGroupsAddAgents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10464,6 +10726,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10589,7 +10853,10 @@ export interface operations {
     agentsGroupsRemoveAgents: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10617,6 +10884,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10742,7 +11011,10 @@ export interface operations {
     agentsGroupsGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10890,7 +11162,10 @@ export interface operations {
     agentsGroupsList: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11008,7 +11283,10 @@ export interface operations {
     presenceAdd: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11054,6 +11332,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11156,7 +11436,10 @@ export interface operations {
     presenceUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11195,6 +11478,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11302,7 +11587,10 @@ export interface operations {
     presenceGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11425,7 +11713,10 @@ export interface operations {
     presenceDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11455,6 +11746,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11557,7 +11850,10 @@ export interface operations {
     workspaceEmailconfigUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11587,6 +11883,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11700,7 +11998,10 @@ export interface operations {
     workspaceWebhookconfigUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11729,6 +12030,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11840,7 +12143,10 @@ export interface operations {
     workspaceGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11972,7 +12278,10 @@ export interface operations {
     workspaceApikeysGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12088,7 +12397,10 @@ export interface operations {
     workspaceApikeyUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12114,6 +12426,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12222,7 +12536,10 @@ export interface operations {
     workspaceApikeyconfigGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12340,7 +12657,10 @@ export interface operations {
     workspaceApikeyconfigUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12371,6 +12691,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12482,7 +12804,10 @@ export interface operations {
     workspaceEmailconfigGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12593,7 +12918,10 @@ export interface operations {
     workspaceWebhookconfigGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12701,7 +13029,10 @@ export interface operations {
     authGenerateToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12765,6 +13096,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12876,7 +13209,10 @@ export interface operations {
     workspaceWebhooksDeliveriesGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13014,7 +13350,10 @@ export interface operations {
     workspaceAdvancedwebhookconfigGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13122,7 +13461,10 @@ export interface operations {
     workspaceAdvancedwebhookconfigUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13152,6 +13494,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13258,7 +13602,10 @@ export interface operations {
     workspaceAdvancedwebhookEndpointsCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13296,6 +13643,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13414,7 +13763,10 @@ export interface operations {
     workspaceAdvancedwebhookEndpointsUpdate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13449,6 +13801,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13576,7 +13930,10 @@ export interface operations {
     workspaceAdvancedwebhookEndpointsDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13600,6 +13957,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13712,7 +14071,10 @@ export interface operations {
     workspaceAdvancedwebhookEndpointsGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13842,7 +14204,10 @@ export interface operations {
     workspaceAdvancedwebhookEndpointsSecretGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13959,7 +14324,10 @@ export interface operations {
     workspaceAdvancedwebhookEndpointsSecretRotate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13984,6 +14352,8 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /** @description Opaque: the log position this call's changes reached. Send it back as the `x-consistency-token` request header of a read (on any host) to read at least this write. */
+                    "x-consistency-token"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14096,7 +14466,10 @@ export interface operations {
     auditEventsGet: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -14172,6 +14545,149 @@ export interface operations {
                             }[];
                             /** @description Present while another page may follow: send it back as `data.pageToken`. */
                             pageToken?: string;
+                        };
+                    };
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description INVALID_ARGUMENT */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure413"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    changesGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
+                "x-consistency-token"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "data": {
+                 *         "types": [
+                 *           "grant",
+                 *           "document"
+                 *         ],
+                 *         "pageSize": 50
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    data: {
+                        since?: string;
+                        /** @default 100 */
+                        pageSize?: number;
+                        types?: ("apiKey" | "organization" | "folder" | "document" | "migration" | "user" | "grant" | "group" | "agent" | "webhook")[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        result: {
+                            /** @enum {string} */
+                            status: "success";
+                            message: string;
+                            data: {
+                                changes: {
+                                    /** @description This change's token: as `since`, the changes after it; as `x-consistency-token`, a read that sees it. */
+                                    token: string;
+                                    /** @description The event type (`DocumentAdded`, `GrantAdded`, `UserProfileUpdated`...). */
+                                    type: string;
+                                    /**
+                                     * @description What kind of thing changed (the `types` filter): a grant on a document is a `grant`.
+                                     * @enum {string}
+                                     */
+                                    family: "apiKey" | "organization" | "folder" | "document" | "migration" | "user" | "grant" | "group" | "agent" | "webhook";
+                                    /** @description Unix milliseconds. */
+                                    time: number;
+                                    /** @description Who made it, as `<kind>:<id>`: `apikey:<key>`, `user:<id>` (a user token), `system:cascade`... */
+                                    actor: string;
+                                    /** @description The organization it happened in, when any. */
+                                    organizationId?: string;
+                                    /** @description What it is about: `organization`, `folder`, `document`, `migration`, `user`, `group`, `agent`, `agentGroup`, `webhook`; for a grant, the resource granted. */
+                                    resourceType?: string;
+                                    /** @description That resource's id. */
+                                    resourceId?: string;
+                                    /** @description The event's data. Secrets read `"__redacted__"`. A user's `name`, `email` and `initial` are shown while the user's data exists, and never once it was deleted (users/data/delete). */
+                                    data: {
+                                        [key: string]: unknown;
+                                    };
+                                }[];
+                                /** @description Where the next page starts: send it as `since`. */
+                                nextToken: string;
+                            };
                         };
                     };
                 };

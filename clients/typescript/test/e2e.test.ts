@@ -261,4 +261,26 @@ E('idempotencyKey: a retry gets the first answer back and nothing is applied twi
   assert.is(conflict.httpStatus, 422);
 });
 
+E('consistency tokens: a write\'s token read back with withConsistency, and the changes after it', async ({ client, anonymous, workspace }) => {
+  await client.call('/v2/organizations/documents/add', { organizationId: 'acme', documents: [{ documentId: 'doc-c1' }] });
+  const token = client.consistencyToken();
+  assert.type(token, 'string', 'the write answered a token');
+  // Another client (a reader on another host, say) reads at least that write.
+  const reader = anonymous.withCredentials({ apiKey: workspace.apiKey, authToken: workspace.keyToken }).withConsistency(token);
+  const docs = view<Array<{ id: string }>>((await reader.call('/v2/organizations/documents/get', { organizationId: 'acme', documentIds: ['doc-c1'] })).data);
+  assert.equal(docs.map((d) => d.id), ['doc-c1']);
+  // The changes after it: none yet, then the next write's.
+  const none = await client.call('/v2/changes/get', { since: token });
+  const feed = view<{ changes: unknown[]; nextToken: string }>(none.data);
+  assert.equal(feed.changes, []);
+  await client.call('/v2/organizations/documents/add', { organizationId: 'acme', documents: [{ documentId: 'doc-c2' }] });
+  const next = view<{ changes: Array<{ type: string; family: string; resourceId?: string }> }>((await client.call('/v2/changes/get', { since: feed.nextToken })).data);
+  assert.equal(next.changes.map((c) => [c.type, c.family, c.resourceId]), [['DocumentAdded', 'document', 'doc-c2']]);
+  // A changed token is refused; withConsistency(undefined) sends none again.
+  const bad = await apiError(() => reader.withConsistency(`${token!.slice(0, -2)}xx`).call('/v2/organizations/get', {}));
+  assert.is(bad.status, 'INVALID_ARGUMENT');
+  assert.match(bad.message, /x-consistency-token/);
+  assert.is((await reader.withConsistency(undefined).call('/v2/organizations/get', {})).status, 'success');
+});
+
 E.run();
