@@ -36,7 +36,54 @@ const MIGRATIONS: readonly string[] = [
      position text   COLLATE "C" NOT NULL,
      version  bigint NOT NULL DEFAULT 1
    );`,
+  // 2: the log's order survives a logical restore onto another server (issue 37). A dump
+  // restored elsewhere keeps its events' transaction ids, while the new server's counter starts
+  // wherever that server stands, maybe far below: every later append would sort before the
+  // restored log, behind every reader's checkpoint, and never be read. So the log counts
+  // transaction ids from an offset (`log_era`), which migrate() raises when it finds the
+  // counter behind the log (raiseLogEra); `events.transaction_id` and the visibility bound both
+  // add it, so the order and the "below the oldest running transaction" rule hold as before.
+  // Example: the dump ends at 20,270 and the new server's next id is 911: the offset becomes
+  // 19,360 + margin, and the next append is numbered above 20,270.
+  `CREATE TABLE log_era (
+     one        boolean PRIMARY KEY DEFAULT true CHECK (one),
+     xid_offset numeric NOT NULL DEFAULT 0 CHECK (xid_offset >= 0)
+   );
+   INSERT INTO log_era DEFAULT VALUES;
+   CREATE FUNCTION log_xact_id() RETURNS xid8 LANGUAGE sql VOLATILE
+     AS $$ SELECT (pg_current_xact_id()::text::numeric + (SELECT xid_offset FROM log_era))::text::xid8 $$;
+   CREATE FUNCTION log_visible_below() RETURNS xid8 LANGUAGE sql STABLE
+     AS $$ SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::numeric + (SELECT xid_offset FROM log_era))::text::xid8 $$;
+   ALTER TABLE events ALTER COLUMN transaction_id SET DEFAULT log_xact_id();`,
 ];
+
+/**
+ * Transaction ids left between the restored log's last one and the first the new server gives,
+ * when the offset is raised: room for the appends of processes that started before (none should).
+ */
+const ERA_MARGIN = 1_000_000;
+
+/**
+ * Raises the log's offset when the server's transaction counter (plus the offset) is behind the
+ * log's last transaction id: the database was restored from a logical dump onto another server
+ * (see migration 2). Runs at every start under the migration lock, before this process appends;
+ * any process appending to this database ran it first. Returns the raise, or 0.
+ */
+async function raiseLogEra(client: pg.ClientBase): Promise<bigint> {
+  const r = await client.query<{ top: string | null; now: string; off: string }>(
+    `SELECT (SELECT e.transaction_id::text AS t FROM events e ORDER BY e.transaction_id DESC LIMIT 1) AS top,
+            pg_current_xact_id()::text AS now,
+            (SELECT xid_offset::text FROM log_era) AS off`,
+  );
+  const row = r.rows[0]!;
+  if (row.top === null) return 0n;
+  const top = BigInt(row.top);
+  const next = BigInt(row.now) + BigInt(row.off);
+  if (next > top) return 0n;
+  const raise = top - next + BigInt(ERA_MARGIN);
+  await client.query('UPDATE log_era SET xid_offset = xid_offset + $1::numeric', [raise.toString()]);
+  return raise;
+}
 
 /** The advisory lock every process takes around migration (an arbitrary constant: "collab" in ASCII). */
 const MIGRATION_LOCK = 0x636f6c6c6162;
@@ -47,7 +94,7 @@ const MIGRATION_LOCK = 0x636f6c6c6162;
  * wait for its commit and then find nothing to do. A migration fails as a whole (DDL is
  * transactional here): a half-migrated schema is never left behind.
  */
-export async function migrate(pool: pg.Pool): Promise<void> {
+export async function migrate(pool: pg.Pool, logger?: { warn(obj: unknown, msg?: string): void }): Promise<void> {
   await withConnection(pool, async (client) => {
     await client.query('BEGIN');
     // A migration over a large table, and the wait for another process's, is not a request's work: unbounded.
@@ -65,7 +112,14 @@ export async function migrate(pool: pg.Pool): Promise<void> {
       await client.query(MIGRATIONS[v - 1]!);
       await client.query('INSERT INTO schema_version (version) VALUES ($1)', [v]);
     }
+    const raised = await raiseLogEra(client);
     await client.query('COMMIT');
+    if (raised > 0n) {
+      logger?.warn(
+        { raisedBy: raised.toString() },
+        "PostgreSQL: this server's transaction counter was behind the log (a logical restore onto another server?); the log's numbering now continues above it (docs/operations.md, Backup and restore)",
+      );
+    }
   });
 }
 

@@ -12,7 +12,9 @@
  * ended, and every transaction still to commit has an id at or above it, so nothing can
  * appear later below what a reader has passed. Example: A (xid 100) inserts position 7, B
  * (xid 101) inserts 8 and commits; while A runs, xmin is 100 and readers see neither; A
- * commits, xmin passes 101, readers see (100, 7) then (101, 8). The price: a transaction left
+ * commits, xmin passes 101, readers see (100, 7) then (101, 8). (Both the stored id and the
+ * bound add the log's offset, `log_era`, raised when a logical restore put the log on a server
+ * whose counter is behind it: postgres-common.ts, migration 2.) The price: a transaction left
  * open in this database (any writer's, an idle session's) holds every follower back until it
  * ends; appends and the read store's batches are short.
  *
@@ -74,7 +76,7 @@ interface Row {
 
 const COLUMNS = 'position, transaction_id, id, stream, revision, type, data, metadata';
 /** Only what every reader can see for good: transactions below the oldest one still running. */
-const VISIBLE = 'transaction_id < pg_snapshot_xmin(pg_current_snapshot())';
+const VISIBLE = 'transaction_id < log_visible_below()';
 
 const toRecorded = (r: Row): RecordedEvent => ({
   id: decodeString(r.id),
@@ -142,7 +144,7 @@ export class PostgresEventStore implements EventStore {
   /** The schema, migrated once per store (again after a failed attempt: the server may have been down). */
   private schema(): Promise<void> {
     if (this.closed) return Promise.reject(translatePgError(new Error('Client was closed: event store is closed'), 'event store'));
-    this.ready ??= migrate(this.pool).catch((error) => {
+    this.ready ??= migrate(this.pool, this.options.logger).catch((error) => {
       this.ready = null;
       throw error;
     });
