@@ -18,6 +18,7 @@ import { edgeOptions, installEdge } from './http/edge.js';
 import { parseWorkers, sharedLimitProcesses, superviseCluster, tellPrimaryServing } from './cluster.js';
 import { limitsPerProcess } from './http/rate-limit.js';
 import { processNotices } from './runtime/notices.js';
+import { describeHeldBack, heldBackTooLong } from './runtime/held-back.js';
 
 export type Role = 'all' | 'api' | 'worker';
 export const ROLES: readonly Role[] = ['all', 'api', 'worker'];
@@ -64,6 +65,8 @@ async function workerApp(services: Services, config: Config) {
     if (!(await services.projections.isCaughtUp())) {
       return reply.status(503).send({ error: { status: 'UNAVAILABLE', message: 'Projections are catching up with the event log.' } });
     }
+    const held = await heldBackTooLong(services.events, services.clock());
+    if (held) return reply.status(503).send({ error: { status: 'UNAVAILABLE', message: `Projections cannot catch up with the event log: ${describeHeldBack(held, services.clock())}.` } });
     return { status: 'ready', role: 'worker', parkedEvents: await countParked(services.read) };
   });
   app.setNotFoundHandler((req, reply) => {

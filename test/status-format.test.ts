@@ -21,6 +21,7 @@ const status = (checkpoint: string, holder: string): Status => ({
     { name: 'webhooks', holder: 'h', expiresAt: 0, held: false },
   ],
   parked: 0,
+  heldBack: null,
 });
 
 for (const [store, position, holder] of [
@@ -41,5 +42,16 @@ for (const [store, position, holder] of [
     assert.ok(leases[2]!.endsWith('(free)'));
   });
 }
+
+test('events held back by an open transaction: how many, since when, and the session to end', () => {
+  const now = 1_000_000;
+  const held = formatStatus({ ...status('00000000000000000027', 'h'), heldBack: { events: 3, capped: false, oldestTime: now - 42_000, blocker: { pid: 4711, application: 'psql', state: 'idle in transaction', database: 'collab', openSeconds: 50 } } }, now);
+  const line = held.split('\n').find((l) => l.startsWith('held back:'));
+  assert.ok(line, held);
+  for (const part of ['3 events', '42 s ago', 'pid 4711', '"psql"', 'idle in transaction', 'open 50 s', 'pg_terminate_backend']) assert.ok(line!.includes(part), `${part} in ${line}`);
+  const unseen = formatStatus({ ...status('00000000000000000027', 'h'), heldBack: { events: 10_000, capped: true, oldestTime: now, blocker: null } }, now);
+  assert.match(unseen, /held back: over 10000 events .* pg_read_all_stats/);
+  assert.not.match(formatStatus(status('00000000000000000027', 'h'), now), /held back/);
+});
 
 test.run();

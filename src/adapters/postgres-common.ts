@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { isStatementTimeout, StatementTimeoutError, StoreUnavailableError } from './unavailable.js';
+import { isStatementTimeout, LockTimeoutError, StatementTimeoutError, StoreUnavailableError } from './unavailable.js';
 
 /**
  * The schema, one migration per version, applied in order and recorded in `schema_version`.
@@ -98,7 +98,7 @@ export async function migrate(pool: pg.Pool, logger?: { warn(obj: unknown, msg?:
   await withConnection(pool, async (client) => {
     await client.query('BEGIN');
     // A migration over a large table, and the wait for another process's, is not a request's work: unbounded.
-    await client.query('SET LOCAL statement_timeout = 0');
+    await client.query('SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0');
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await client.query('CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
     const r = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_version');
@@ -171,10 +171,15 @@ export function sessionSettings(url: string): string[] {
  * pooler in transaction mode a session setting reaches only the server connection that ran
  * it: there the role's own settings are what holds, which scripts/postgres-role.sh sets.)
  */
-export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string): void }, statementTimeoutMs = 0, size = DEFAULT_POOL_SIZE): pg.Pool {
+export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string): void }, statementTimeoutMs = 0, size = DEFAULT_POOL_SIZE, lockTimeoutMs = 0): pg.Pool {
   const hasTimeout = /[?&]connect_timeout=/i.test(url);
   const settings = sessionSettings(url);
   if (statementTimeoutMs > 0) settings.push(`SET statement_timeout = ${Math.floor(statementTimeoutMs)}`);
+  // A row or table lock another session holds (an operator's SELECT ... FOR UPDATE, a long
+  // migration) is waited for this long, then the statement fails with 55P03 (LockTimeoutError:
+  // 503 for a request; for the projection runner a store fault, retried and logged, never a
+  // reason to park an event).
+  if (lockTimeoutMs > 0) settings.push(`SET lock_timeout = ${Math.floor(lockTimeoutMs)}`);
   const pool = new pg.Pool({
     connectionString: url,
     ...(hasTimeout ? {} : { connectionTimeoutMillis: 5000 }),
@@ -236,6 +241,7 @@ function isUnavailable(error: unknown): boolean {
 
 export function translatePgError(error: unknown, store: 'event store' | 'read store'): unknown {
   if (isStatementTimeout(error)) return new StatementTimeoutError(store);
+  if ((error as { code?: unknown } | null)?.code === '55P03') return new LockTimeoutError(store, error);
   return isUnavailable(error) ? new StoreUnavailableError(store, error) : error;
 }
 

@@ -40,6 +40,7 @@ import {
   LOG_START,
   WrongExpectedRevisionError,
   type AppendResult,
+  type HeldBack,
   type EventStore,
   type ExpectedRevision,
   type LogPosition,
@@ -73,6 +74,9 @@ interface Row {
   data: string;
   metadata: string;
 }
+
+/** heldBack counts this many at most. */
+const HELD_CAP = 10_000;
 
 const COLUMNS = 'position, transaction_id, id, stream, revision, type, data, metadata';
 /** Only what every reader can see for good: transactions below the oldest one still running. */
@@ -113,6 +117,8 @@ export interface PostgresEventStoreOptions {
   statementTimeoutMs?: number;
   /** Connections of the pool (POSTGRES_POOL_SIZE). */
   poolSize?: number;
+  /** The longest a statement waits for a lock, ms (LOCK_TIMEOUT_MS); 0 or absent: the server's setting. */
+  lockTimeoutMs?: number;
   /** Where to LISTEN for other processes' notices (POSTGRES_LISTEN_URL); default the store's URL. */
   listenUrl?: string;
 }
@@ -135,7 +141,7 @@ export class PostgresEventStore implements EventStore {
   private readonly instance = randomUUID();
 
   constructor(url: string, private readonly options: PostgresEventStoreOptions = {}) {
-    this.pool = openPool(url, options.logger, options.statementTimeoutMs, options.poolSize);
+    this.pool = openPool(url, options.logger, options.statementTimeoutMs, options.poolSize, options.lockTimeoutMs);
     this.notices = new PgListener(url, options.logger, options.listenUrl);
     this.emitter.setMaxListeners(0);
     this.pollMs = options.visibilityPollMs ?? 5;
@@ -353,6 +359,36 @@ export class PostgresEventStore implements EventStore {
       );
       const row = r.rows[0];
       return row ? encodePgPosition(row.transaction_id, row.position) : LOG_START;
+    });
+  }
+
+  /**
+   * EventStore.heldBack: the committed events at or above the visibility bound, and the oldest
+   * transaction holding an id, which holds the bound (in any database of the cluster: the
+   * bound is the cluster's). A role without pg_read_all_stats sees other roles' sessions
+   * without their transaction ids: then the blocker is not named (docs/operations.md).
+   */
+  heldBack(): Promise<HeldBack | null> {
+    return this.run(async () => {
+      const r = await this.pool.query<{ n: string; oldest: string | null }>(
+        `SELECT count(*) AS n, min((metadata::json->>'time')::bigint)::text AS oldest
+         FROM (SELECT metadata FROM events WHERE transaction_id >= log_visible_below() LIMIT ${HELD_CAP + 1}) AS held`,
+      );
+      const n = Number(r.rows[0]!.n);
+      if (n === 0) return null;
+      const b = await this.pool.query<{ pid: number; application: string; state: string; database: string; open: number }>(
+        `SELECT pid, coalesce(application_name, '') AS application, coalesce(state, '') AS state, coalesce(datname, '') AS database,
+                coalesce(extract(epoch FROM now() - xact_start), 0)::float8 AS open
+         FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid()
+         ORDER BY age(backend_xid) DESC LIMIT 1`,
+      );
+      const row = b.rows[0];
+      return {
+        events: Math.min(n, HELD_CAP),
+        capped: n > HELD_CAP,
+        oldestTime: Number(r.rows[0]!.oldest ?? 0),
+        blocker: row ? { pid: row.pid, application: row.application, state: row.state, database: row.database, openSeconds: Math.round(row.open) } : null,
+      };
     });
   }
 

@@ -375,6 +375,8 @@ export interface PostgresReadStoreOptions {
   statementTimeoutMs?: number;
   /** Connections of the pool (POSTGRES_POOL_SIZE). */
   poolSize?: number;
+  /** The longest a statement waits for a lock, ms (LOCK_TIMEOUT_MS); 0 or absent: the server's setting. */
+  lockTimeoutMs?: number;
   /** Where to LISTEN for other processes' notices (POSTGRES_LISTEN_URL); default the store's URL. */
   listenUrl?: string;
   /**
@@ -567,7 +569,7 @@ export class PostgresReadStore implements ReadStore {
   private readonly notices: PgListener;
 
   constructor(url: string, options: PostgresReadStoreOptions = {}) {
-    this.pool = openPool(url, options.logger, options.statementTimeoutMs, options.poolSize);
+    this.pool = openPool(url, options.logger, options.statementTimeoutMs, options.poolSize, options.lockTimeoutMs);
     this.notices = new PgListener(url, options.logger, options.listenUrl);
     this.exempt = new Set(options.signalExempt ?? []);
     this.logger = options.logger;
@@ -677,7 +679,7 @@ export class PostgresReadStore implements ReadStore {
     await this.withClient(async (c) => {
       await c.query('BEGIN');
       // Building an index over a large table is start-up work, not a request's: unbounded.
-      await c.query('SET LOCAL statement_timeout = 0');
+      await c.query('SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0');
       for (const spec of specs) {
         const t = table(spec.collection);
         await createTable(c, t);

@@ -32,3 +32,19 @@ export class StatementTimeoutError extends ApiError {
 /** The server's cancellation of a statement past statement_timeout (not a cancel asked for by hand). */
 export const isStatementTimeout = (error: unknown) =>
   (error as { code?: unknown } | null)?.code === '57014' && /statement timeout/i.test(String((error as Error).message));
+
+/**
+ * A PostgreSQL statement waited past LOCK_TIMEOUT_MS for a lock another session holds (55P03):
+ * a session of someone else's holds a row or table (an operator's SELECT ... FOR UPDATE, a
+ * migration). UNAVAILABLE, as a store that cannot answer now: the projection runner retries its
+ * batch (a store fault, never a reason to park an event), a request answers 503.
+ */
+export class LockTimeoutError extends ApiError {
+  constructor(
+    readonly store: 'event store' | 'read store',
+    override readonly cause: unknown,
+  ) {
+    super('UNAVAILABLE', `The ${store} waited past the lock timeout (LOCK_TIMEOUT_MS) for a lock another database session holds; try again shortly.`);
+    this.name = 'LockTimeoutError';
+  }
+}

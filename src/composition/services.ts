@@ -118,6 +118,7 @@ async function openOnce(config: Config, options: OpenOptions): Promise<Services>
             logger: options.logger,
             statementTimeoutMs: config.statementTimeoutMs,
             poolSize: config.postgresPoolSize,
+            lockTimeoutMs: config.lockTimeoutMs,
             ...(config.postgresListenUrl ? { listenUrl: config.postgresListenUrl } : {}),
           })
         : new SqliteEventStore(path.join(config.dataDir, 'events.db'));
@@ -129,6 +130,7 @@ async function openOnce(config: Config, options: OpenOptions): Promise<Services>
             statementTimeoutMs: config.statementTimeoutMs,
             preparedStatements: config.postgresPreparedStatements,
             poolSize: config.postgresPoolSize,
+            lockTimeoutMs: config.lockTimeoutMs,
             ...(config.postgresListenUrl ? { listenUrl: config.postgresListenUrl } : {}),
             // Not read models: their writes (leases, presence, deliveries...) leave the access
             // index's change signal alone, and so add nothing to those commits.

@@ -26,6 +26,8 @@ export interface Config {
   postgresListenUrl?: string;
   /** POSTGRES_POOL_SIZE: connections of each of a process's two PostgreSQL pools. */
   postgresPoolSize: number;
+  /** LOCK_TIMEOUT_MS: PostgreSQL, the longest a statement waits for a lock another session holds; 0 turns it off. */
+  lockTimeoutMs: number;
   adminToken?: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Supported database regions for API keys; the first is the default (North America). */
@@ -518,6 +520,7 @@ export function loadConfig(env: Env = process.env): Config {
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', requestTimeoutMs, 0, 3_600_000),
     postgresPreparedStatements: boolean(env, 'POSTGRES_PREPARED_STATEMENTS', true),
     postgresPoolSize: integer(env, 'POSTGRES_POOL_SIZE', 10, 1, 1000),
+    lockTimeoutMs: integer(env, 'LOCK_TIMEOUT_MS', 10_000, 0, 3_600_000),
     accessIndexEntries: integer(env, 'ACCESS_INDEX_ENTRIES', 500_000, 0, 100_000_000),
     ...webhooks,
     webhookDisableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 0, 365),

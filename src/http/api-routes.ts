@@ -18,6 +18,7 @@ import { apiConfig } from './route-config.js';
 import { answersOf } from './schema.js';
 import { shared } from './plugin.js';
 import type {} from './consistency.js';
+import { describeHeldBack } from '../runtime/held-back.js';
 
 /** Runs `route` for the authenticated caller; a write waits for the read models first. */
 async function run(route: AnyRoute, req: FastifyRequest, services: Services, metrics: AppMetrics): Promise<Success> {
@@ -34,7 +35,11 @@ async function run(route: AnyRoute, req: FastifyRequest, services: Services, met
     const waitStarted = performance.now();
     const caughtUp = await services.projections.waitFor(ctx.lastPosition, services.config.readYourWritesTimeoutMs);
     metrics.readYourWrites((performance.now() - waitStarted) / 1000, caughtUp);
-    if (!caughtUp) req.log.warn({ position: ctx.lastPosition }, 'read models lag behind this write');
+    if (!caughtUp) {
+      // An open transaction elsewhere is the usual cause on PostgreSQL: name it where an operator looks.
+      const held = await services.events.heldBack?.().catch(() => null);
+      req.log.warn({ position: ctx.lastPosition, ...(held ? { heldBack: held } : {}) }, held ? `read models lag behind this write: ${describeHeldBack(held, services.clock())}` : 'read models lag behind this write');
+    }
   }
   return out;
 }

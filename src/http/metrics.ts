@@ -23,6 +23,7 @@ import { countParked } from '../ops/parked.js';
 import { DELIVERIES, METRIC_WORKSPACES, webhookHealth } from '../webhooks/outbox.js';
 import { operationSchemas } from './openapi.js';
 import { shared } from './plugin.js';
+import { describeHeldBack, heldBackTooLong } from '../runtime/held-back.js';
 
 /** Events counted behind a projection's checkpoint per scrape; past it the gauge reads this (saturated). */
 export const LAG_SCAN_LIMIT = 1000;
@@ -123,6 +124,16 @@ function createMetrics(registry: Registry) {
       labelNames: ['workspace'] as const,
       registers,
     }),
+    heldBackEvents: new Gauge({
+      name: 'collab_log_held_back_events',
+      help: 'Events committed to the log that no reader may see yet, because an older transaction is still open (PostgreSQL; counted up to 10,000; docs/operations.md, Long transactions).',
+      registers,
+    }),
+    heldBackSeconds: new Gauge({
+      name: 'collab_log_held_back_seconds',
+      help: 'How long the oldest of collab_log_held_back_events has waited, seconds.',
+      registers,
+    }),
     breakersOpen: new Gauge({
       name: 'collab_webhook_breakers_open',
       help: 'Webhook endpoints whose breaker is open (parked, or probing), all workspaces together.',
@@ -163,17 +174,23 @@ async function projectionLags(services: Services, now: number) {
 
 /** Reads the store-backed gauges; each is a count on an index or a bounded read. */
 async function refreshGauges(services: Services, m: Metrics): Promise<void> {
-  const [lags, parkedCount, pending, failed, health] = await Promise.all([
-    projectionLags(services, services.clock()),
+  const now = services.clock();
+  const [lags, held, parkedCount, pending, failed, health] = await Promise.all([
+    projectionLags(services, now),
+    services.events.heldBack?.() ?? null,
     countParked(services.read),
     services.read.count(DELIVERIES, { status: 'pending' }),
     services.read.count(DELIVERIES, { status: 'failed' }),
     webhookHealth(services.read),
   ]);
+  // Events held back by an open transaction are behind every projection, though no reader sees them yet.
+  const heldSeconds = held ? Math.max(0, (now - held.oldestTime) / 1000) : 0;
   for (const [name, lag] of lags) {
-    m.lagEvents.set({ projection: name }, lag.events);
-    m.lagSeconds.set({ projection: name }, lag.seconds);
+    m.lagEvents.set({ projection: name }, lag.events + (held?.events ?? 0));
+    m.lagSeconds.set({ projection: name }, Math.max(lag.seconds, heldSeconds));
   }
+  m.heldBackEvents.set(held?.events ?? 0);
+  m.heldBackSeconds.set(heldSeconds);
   m.parked.set(parkedCount);
   m.queueDepth.set(pending);
   m.failedDeliveries.set(failed);
@@ -241,6 +258,9 @@ function healthRoutes(app: FastifyInstance, services: Services): void {
   app.get('/readyz', { schema: operationSchemas.readyz }, async (_req, reply) => {
     const caughtUp = await services.projections.isCaughtUp();
     if (!caughtUp) return reply.status(503).send(failureBody('UNAVAILABLE', 'Projections are catching up with the event log.'));
+    // Caught up with what readers can see, but not with what was written (docs/operations.md, Long transactions).
+    const held = await heldBackTooLong(services.events, services.clock());
+    if (held) return reply.status(503).send(failureBody('UNAVAILABLE', `Projections cannot catch up with the event log: ${describeHeldBack(held, services.clock())}.`));
     // Parked events do not make the service unready (the log goes on past them), but an
     // orchestrator's probe output is where an operator looks first.
     return { status: 'ready', parkedEvents: await countParked(services.read) };

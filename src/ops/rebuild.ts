@@ -24,7 +24,8 @@
  * three), so the unit of a rebuild is the whole generation: naming one projection rebuilds
  * the generation it belongs to.
  */
-import { LOG_START, type EventStore, type LogPosition } from '../ports/event-store.js';
+import { LOG_START, type EventStore, type HeldBack, type LogPosition } from '../ports/event-store.js';
+import { describeHeldBack } from '../runtime/held-back.js';
 import { CheckpointConflictError } from '../ports/read-store.js';
 import { ProjectionRunner, type RunnerLogger } from '../runtime/projection-runner.js';
 import type { Projection } from '../runtime/projection.js';
@@ -233,6 +234,8 @@ export interface Status {
   leases: Array<{ name: string; holder: string; expiresAt: number; held: boolean }>;
   /** Events a follower passed over (collab projections parked). */
   parked: number;
+  /** Events committed that readers cannot see yet, and who holds them back (EventStore.heldBack). */
+  heldBack: HeldBack | null;
 }
 
 const LAG_CAP = 10_000;
@@ -263,6 +266,7 @@ export async function projectionsStatus(s: Stores & { webhookCheckpoint: string 
     webhooks,
     leases,
     parked: await countParked(gens),
+    heldBack: (await s.events.heldBack?.()) ?? null,
   };
 }
 
@@ -275,7 +279,7 @@ function columns(rows: string[][]): string[] {
   return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]! + 2))).join(''));
 }
 
-export function formatStatus(st: Status): string {
+export function formatStatus(st: Status, now = Date.now()): string {
   const lag = (p: ProjectionStatus) => `${p.lagCapped ? '>' : ''}${p.lag}`;
   const lines = [
     `read models: generation ${st.generation}${st.switchedAt ? ` (since ${new Date(st.switchedAt).toISOString()}, replaced ${st.previous})` : ''}`,
@@ -287,6 +291,7 @@ export function formatStatus(st: Status): string {
     ]),
   ];
   lines.push('', st.parked === 0 ? 'parked events: none' : `parked events: ${st.parked} (collab projections parked)`);
+  if (st.heldBack) lines.push('', `held back: ${describeHeldBack(st.heldBack, now)}`);
   if (st.leases.length) {
     lines.push(
       '',

@@ -87,6 +87,16 @@ export interface ReadAllOptions {
   maxCount?: number;
 }
 
+export interface HeldBack {
+  /** Events committed but not yet visible (counted up to 10,000; `capped` past that). */
+  events: number;
+  capped: boolean;
+  /** The oldest of them: its event time (metadata.time, ms). */
+  oldestTime: number;
+  /** The open transaction holding them back, when the store's role may see it (null: not visible to it). */
+  blocker: { pid: number; application: string; state: string; database: string; openSeconds: number } | null;
+}
+
 export interface EventStore {
   /** Appends atomically: all of `events` or none. Throws WrongExpectedRevisionError. */
   append(stream: string, events: NewEvent[], expected: ExpectedRevision): Promise<AppendResult>;
@@ -96,6 +106,13 @@ export interface EventStore {
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
   /** Position of the last committed event (LOG_START when the log is empty). */
   headPosition(): Promise<LogPosition>;
+  /**
+   * Optional: events committed that no reader may see yet, because a transaction older than
+   * theirs is still open (PostgreSQL's order: postgres-event-store.ts), with the session
+   * holding them back when the store may name it. Null when there are none. Stores whose
+   * committed events are visible at once have no such method.
+   */
+  heldBack?(): Promise<HeldBack | null>;
   /**
    * Calls `listener` after new events are committed (by this process; adapters that can see
    * other writers notify for theirs too). Followers still poll: a missed notification only
@@ -115,6 +132,7 @@ export function decorateEventStore(inner: EventStore, over: Partial<EventStore>)
     readStream: over.readStream ?? ((stream, options) => inner.readStream(stream, options)),
     readAll: over.readAll ?? ((options) => inner.readAll(options)),
     headPosition: over.headPosition ?? (() => inner.headPosition()),
+    ...(over.heldBack ?? inner.heldBack ? { heldBack: over.heldBack ?? (() => inner.heldBack!()) } : {}),
     onAppended: over.onAppended ?? ((listener) => inner.onAppended(listener)),
     close: over.close ?? (() => inner.close()),
   };
