@@ -19,6 +19,14 @@
 # POSTGRES_USER       who runs this (default: libpq's PGUSER, or the login name)
 #
 # Then: POSTGRES_URL=postgres://collab:<password>@<host>:5432/collab (README, Production).
+#
+# Split roles (docs/operations.md, Roles): also set
+# COLLAB_DB_RUNTIME_ROLE      a second login role for the running service (e.g. collab_app)
+# COLLAB_DB_RUNTIME_PASSWORD  its password
+# The first role then owns the schema and the log and runs `collab migrate --runtime-role
+# collab_app` at each upgrade; the runtime role may read and append to the log and nothing
+# more (UPDATE, DELETE and TRUNCATE of `events` are refused by the database), and owns the
+# read-model tables it creates.
 
 # The image sources an init script that is not executable (a checkout that lost the mode): then
 # this runs inside its entrypoint's shell, so it leaves the entrypoint's arguments and options
@@ -44,3 +52,20 @@ ALTER ROLE :"role" IN DATABASE :"db" SET search_path = :"role";
 -- Global order): the service never idles inside one, so a session that does is ended.
 ALTER ROLE :"role" SET idle_in_transaction_session_timeout = '60s';
 SQL
+
+if [ -n "${COLLAB_DB_RUNTIME_ROLE:-}" ]; then
+  : "${COLLAB_DB_RUNTIME_PASSWORD:?set COLLAB_DB_RUNTIME_PASSWORD with COLLAB_DB_RUNTIME_ROLE}"
+  psql -v ON_ERROR_STOP=1 --no-psqlrc --quiet ${POSTGRES_USER:+"--username=$POSTGRES_USER"} --dbname "$collab_db" \
+    -v role="$collab_role" -v runtime="$COLLAB_DB_RUNTIME_ROLE" -v password="$COLLAB_DB_RUNTIME_PASSWORD" -v db="$collab_db" <<'SQL'
+CREATE ROLE :"runtime" LOGIN PASSWORD :'password' NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+GRANT CONNECT ON DATABASE :"db" TO :"runtime";
+-- It creates its read-model tables in the owner's schema (and owns them); the log's tables
+-- are the owner's, granted by `collab migrate --runtime-role`.
+GRANT USAGE, CREATE ON SCHEMA :"role" TO :"runtime";
+ALTER ROLE :"runtime" IN DATABASE :"db" SET search_path = :"role";
+ALTER ROLE :"runtime" SET idle_in_transaction_session_timeout = '60s';
+-- Marks it the runtime role: it never creates or migrates the log's tables (so they stay the
+-- owner's), and says to run `collab migrate` as the owner when they are missing or behind.
+ALTER ROLE :"runtime" SET collab.role = 'runtime';
+SQL
+fi

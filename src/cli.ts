@@ -21,6 +21,9 @@
  *                                             every user with access to every folder and document of
  *                                             O (now or as of T), with role and via, streamed
  *                                             (src/ops/access-review.ts)
+ *   migrate [--runtime-role R]                PostgreSQL: bring the schema up to date (as its owner),
+ *                                             and grant a split runtime role what it may do (the log
+ *                                             read and appended to, nothing more)
  *   projections status [--json]               each projection's checkpoint and lag, generation, leases
  *   projections rebuild [<name>|--all]        replay the log into a fresh read-model generation and
  *                                             switch to it when caught up (src/ops/rebuild.ts)
@@ -63,6 +66,7 @@ const USAGE = `usage:
   collab audit --api-key <key> [--organization <id> [--folder <id> | --document <id>] | --agent <id>]
                [--since <time>] [--until <time>] [--type <EventType>]... [--json]
   collab access review --api-key <key> --org <id> [--as-of <instant>] [--format csv|json]
+  collab migrate [--runtime-role <role>]
   collab projections status [--json]
   collab projections rebuild [<projection>|--all]
   collab projections parked [--all] [--json]
@@ -276,6 +280,30 @@ async function accessCommand(sub: string | undefined, args: string[]) {
   });
 }
 
+/**
+ * `migrate`: the PostgreSQL schema brought up to date by the role that owns it, and a split
+ * runtime role's grants (docs/operations.md, Roles). A process migrates at start too when its
+ * role may; with split roles only this does.
+ */
+async function migrateCommand(args: string[]) {
+  const { values } = parseArgs({ args, strict: true, options: { 'runtime-role': { type: 'string' } } });
+  const config = loadConfig(process.env);
+  if (!config.postgresUrl) {
+    process.stdout.write('nothing to migrate: only PostgreSQL (POSTGRES_URL) has a schema to migrate; the other stores set theirs up at start\n');
+    return;
+  }
+  const { openPool, migrate, grantRuntimeRole } = await import('./adapters/postgres-common.js');
+  const pool = openPool(config.postgresUrl);
+  try {
+    await migrate(pool, { warn: (_o, msg) => process.stderr.write(`${msg}\n`) });
+    if (values['runtime-role']) await grantRuntimeRole(pool, values['runtime-role']);
+    const v = await pool.query<{ v: number }>('SELECT max(version) AS v FROM schema_version');
+    process.stdout.write(`schema at version ${v.rows[0]!.v}${values['runtime-role'] ? `; ${values['runtime-role']} may read and append to the log and nothing more` : ''}\n`);
+  } finally {
+    await pool.end();
+  }
+}
+
 export async function run(argv: string[]): Promise<number> {
   const [cmd, sub, ...rest] = argv;
   try {
@@ -290,6 +318,7 @@ export async function run(argv: string[]): Promise<number> {
     else if (cmd === 'audit') await audit(argv.slice(1));
     else if (cmd === 'projections') await projectionsCommand(sub, rest);
     else if (cmd === 'access') await accessCommand(sub, rest);
+    else if (cmd === 'migrate') await migrateCommand(argv.slice(1));
     else if (cmd === undefined || cmd === 'help' || cmd === '--help') {
       process.stdout.write(USAGE + '\n');
     } else throw new UsageError(`unknown command: ${[cmd, sub].filter(Boolean).join(' ')}`);

@@ -100,16 +100,33 @@ export async function migrate(pool: pg.Pool, logger?: { warn(obj: unknown, msg?:
     // A migration over a large table, and the wait for another process's, is not a request's work: unbounded.
     await client.query('SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0');
     await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-    await client.query('CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
-    const r = await client.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_version');
+    // A split runtime role (scripts/postgres-role.sh sets collab.role on it) never makes the
+    // log's tables: made by it, they would be its own, and it could change the log.
+    const split = await client.query<{ runtime: boolean; exists: boolean }>(
+      "SELECT current_setting('collab.role', true) = 'runtime' AS runtime, to_regclass('schema_version') IS NOT NULL AS exists",
+    );
+    const { runtime, exists } = split.rows[0]!;
+    if (!runtime) await client.query('CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+    const r = runtime && !exists ? { rows: [{ v: 0 }] } : await client.query<{ v: number | null }>('SELECT max(version) AS v FROM schema_version');
     const current = r.rows[0]?.v ?? 0;
+    if (runtime && current < MIGRATIONS.length) {
+      throw new Error(`the PostgreSQL schema is at version ${current} and this release needs ${MIGRATIONS.length}: run \`collab migrate\` as the schema's owner first (this is the runtime role; docs/operations.md, Roles)`);
+    }
     if (current > MIGRATIONS.length) {
       throw new Error(
         `the PostgreSQL schema is at version ${current}, newer than this release knows (${MIGRATIONS.length}): run the newer release, or restore a backup`,
       );
     }
     for (let v = current + 1; v <= MIGRATIONS.length; v++) {
-      await client.query(MIGRATIONS[v - 1]!);
+      try {
+        await client.query(MIGRATIONS[v - 1]!);
+      } catch (error) {
+        // A runtime role that does not own the log's tables (split roles) cannot migrate them.
+        if ((error as { code?: unknown }).code === '42501') {
+          throw new Error(`the PostgreSQL schema is at version ${current} and this release needs ${MIGRATIONS.length}, which this role may not apply: run \`collab migrate\` as the schema's owner first (docs/operations.md, Roles)`);
+        }
+        throw error;
+      }
       await client.query('INSERT INTO schema_version (version) VALUES ($1)', [v]);
     }
     const raised = await raiseLogEra(client);
@@ -121,6 +138,34 @@ export async function migrate(pool: pg.Pool, logger?: { warn(obj: unknown, msg?:
       );
     }
   });
+}
+
+const ROLE_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * Split roles (docs/operations.md, Roles): what the running service's role may do with the
+ * tables `migrate` made, granted by their owner (`collab migrate --runtime-role R`). The log
+ * is read and appended to, never changed: no UPDATE, DELETE or TRUNCATE of `events`, and as
+ * it does not own the table it can neither alter nor drop it, nor its triggers. Read models
+ * are its own (it creates them in the schema).
+ */
+export async function grantRuntimeRole(pool: pg.Pool, role: string): Promise<void> {
+  if (!ROLE_NAME.test(role)) throw new Error(`--runtime-role ${JSON.stringify(role)}: a role name is lower-case letters, digits and _`);
+  await withConnection(pool, async (client) => {
+    await client.query('BEGIN');
+    await client.query(`GRANT USAGE, CREATE ON SCHEMA ${await currentSchema(client)} TO ${role}`);
+    await client.query(`GRANT SELECT, INSERT ON events TO ${role}`);
+    await client.query(`REVOKE UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER ON events FROM ${role}`);
+    await client.query(`GRANT SELECT, INSERT, UPDATE ON checkpoints TO ${role}`);
+    await client.query(`GRANT SELECT ON schema_version TO ${role}`);
+    await client.query(`GRANT SELECT, UPDATE ON log_era TO ${role}`);
+    await client.query('COMMIT');
+  });
+}
+
+async function currentSchema(client: pg.ClientBase): Promise<string> {
+  const r = await client.query<{ s: string }>('SELECT quote_ident(current_schema()) AS s');
+  return r.rows[0]!.s;
 }
 
 /** See sessionSettings; our transactions never wait on their client this long. */
