@@ -25,6 +25,13 @@ test('both stores on PostgreSQL: SECRETS_KEY is required (every process shares o
   assert.match(m, /POSTGRES_URL/);
 });
 
+test('several hosts (failover by URL, as libpq writes them): each host checked, target_session_attrs read-write, primary or any', () => {
+  const url = 'postgres://collab:pw@db1:5432,db2:5433/collab?target_session_attrs=read-write&sslmode=disable';
+  assert.is(loadConfig({ POSTGRES_URL: url, SECRETS_KEY: KEY }).postgresUrl, url);
+  assert.match(refused({ POSTGRES_URL: 'postgres://collab:pw@db1:5432,db2:5433/collab?target_session_attrs=standby', SECRETS_KEY: KEY }), /target_session_attrs=standby/);
+  assert.match(refused({ POSTGRES_URL: 'postgres://collab:pw@db1:5432,/collab', SECRETS_KEY: KEY }), /POSTGRES_URL/);
+});
+
 test('POSTGRES_LISTEN_URL (a direct connection for LISTEN behind a pooler) is checked as POSTGRES_URL is, and named; POSTGRES_POOL_SIZE is bounded', () => {
   const base = { POSTGRES_URL: 'postgres://collab:pw@pgbouncer:6432/collab', SECRETS_KEY: KEY };
   assert.is(loadConfig(base).postgresListenUrl, undefined);

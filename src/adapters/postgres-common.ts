@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { clientClassFor, firstUrl } from './postgres-hosts.js';
 import { isStatementTimeout, LockTimeoutError, StatementTimeoutError, StoreUnavailableError } from './unavailable.js';
 
 /**
@@ -226,7 +227,9 @@ export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string
   // reason to park an event).
   if (lockTimeoutMs > 0) settings.push(`SET lock_timeout = ${Math.floor(lockTimeoutMs)}`);
   const pool = new pg.Pool({
-    connectionString: url,
+    // Several hosts (failover by URL): each new connection goes to the primary (postgres-hosts.ts).
+    connectionString: firstUrl(url),
+    Client: clientClassFor(url),
     ...(hasTimeout ? {} : { connectionTimeoutMillis: 5000 }),
     max: size,
     idleTimeoutMillis: 30_000,
@@ -405,8 +408,8 @@ export class PgListener {
   private async connect(): Promise<void> {
     if (this.closed) return;
     this.connecting = true;
-    const client = new pg.Client({
-      connectionString: this.listenUrl,
+    const client = new (clientClassFor(this.listenUrl))({
+      connectionString: firstUrl(this.listenUrl),
       ...(/[?&]connect_timeout=/i.test(this.listenUrl) ? {} : { connectionTimeoutMillis: 5000 }),
       application_name: 'collab-listen',
       // An idle LISTEN connection whose link was cut hears nothing and would not know: TCP
@@ -473,7 +476,7 @@ export class PgListener {
       this.probeHeard = () => resolve(true);
       setTimeout(() => resolve(false), PROBE_WAIT_MS).unref();
     });
-    const sender = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 5000, application_name: 'collab-probe' });
+    const sender = new (clientClassFor(this.url))({ connectionString: firstUrl(this.url), connectionTimeoutMillis: 5000, application_name: 'collab-probe' });
     sender.on('error', () => undefined);
     try {
       await sender.connect();

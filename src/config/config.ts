@@ -7,6 +7,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { checkEventStoreUrl } from '../adapters/esdb-connection-string.js';
 import { parseCidr } from '../adapters/egress.js';
+import { hostsOf } from '../adapters/postgres-url.js';
 import { parseKeyMaterial } from '../shared/envelope.js';
 import { MongoUrlError, parseMongoUrl, redactMongoPassword } from '../adapters/mongo-url.js';
 
@@ -335,15 +336,25 @@ function postgresUrlOf(env: Env, name: 'POSTGRES_URL' | 'POSTGRES_LISTEN_URL' = 
     throw new ConfigError(name, 'must be a connection string postgres://user:password@host:5432/database (TLS: ?sslmode=verify-full&sslrootcert=/path/ca.pem)');
   }
   const { parse } = createRequire(import.meta.url)('pg-connection-string') as { parse(s: string): { host?: string | null; database?: string | null } };
-  let parsed: { host?: string | null; database?: string | null };
+  // Several hosts (host1:5432,host2:5432, failover by URL: src/adapters/postgres-hosts.ts):
+  // each is checked as a URL of its own.
+  let each: string[];
   try {
-    parsed = parse(raw);
+    each = hostsOf(raw)?.urls ?? [raw];
   } catch (error) {
-    const text = (error as Error).message.split(raw).join(`<${name}>`);
-    throw new ConfigError(name, `node-postgres refuses it: ${text.slice(0, 300)}`);
+    throw new ConfigError(name, (error as Error).message);
   }
-  if (!parsed.host) throw new ConfigError(name, 'names no host (postgres://user:password@host:5432/database)');
-  if (!parsed.database) throw new ConfigError(name, 'names no database (postgres://user:password@host:5432/database)');
+  for (const one of each) {
+    let parsed: { host?: string | null; database?: string | null };
+    try {
+      parsed = parse(one);
+    } catch (error) {
+      const text = (error as Error).message.split(one).join(`<${name}>`);
+      throw new ConfigError(name, `node-postgres refuses it: ${text.slice(0, 300)}`);
+    }
+    if (!parsed.host) throw new ConfigError(name, 'names no host (postgres://user:password@host:5432/database)');
+    if (!parsed.database) throw new ConfigError(name, 'names no database (postgres://user:password@host:5432/database)');
+  }
   return raw;
 }
 

@@ -66,6 +66,8 @@ export interface PostgresServer {
   stop(mode: 'fast' | 'immediate'): Promise<void>;
   /** Starts it again on the same port and data. */
   start(): Promise<void>;
+  /** `pg_ctl promote`: a standby becomes a primary (waits until it accepts writes). */
+  promote(): Promise<void>;
   /** Stops it and removes its files. */
   close(): Promise<void>;
   /** The server's own log (for failure messages). */
@@ -107,6 +109,8 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
  */
 export interface StartOptions {
   netns?: { name: string; host: string; trust: string };
+  /** A hot standby of this server: its data from `pg_basebackup -R -X stream` (streaming replication), not initdb. */
+  standbyOf?: PostgresServer;
 }
 
 export async function startPostgres(options: StartOptions = {}): Promise<PostgresServer> {
@@ -129,10 +133,12 @@ export async function startPostgres(options: StartOptions = {}): Promise<Postgre
   };
   const inNamespace = ([c, a]: [string, string[]]): [string, string[]] => (ns ? ['ip', ['netns', 'exec', ns.name, c, ...a]] : [c, a]);
   // C collation: ids and strings order by code point, as in the embedded store.
-  const init = run('initdb', ['-D', dataDir, '-U', SUPERUSER, '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-instructions']);
+  const init = options.standbyOf
+    ? run('pg_basebackup', ['-D', dataDir, '-R', '-X', 'stream', '--checkpoint=fast', '-h', '127.0.0.1', '-p', String(options.standbyOf.port), '-U', SUPERUSER])
+    : run('initdb', ['-D', dataDir, '-U', SUPERUSER, '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-instructions']);
   if (init.status !== 0) {
     fs.rmSync(root, { recursive: true, force: true });
-    throw LOUD(`initdb failed (${init.status}): ${init.stderr || init.stdout}`);
+    throw LOUD(`${options.standbyOf ? 'pg_basebackup' : 'initdb'} failed (${init.status}): ${init.stderr || init.stdout}`);
   }
   if (ns) fs.appendFileSync(path.join(dataDir, 'pg_hba.conf'), `host all all ${ns.trust} trust\n`);
   const port = await freePort();
@@ -201,6 +207,10 @@ export async function startPostgres(options: StartOptions = {}): Promise<Postgre
     async start() {
       if (child) throw new Error('postgres is already running');
       await launch();
+    },
+    async promote() {
+      const r = run('pg_ctl', ['promote', '-D', dataDir, '-w', '-t', '60']);
+      if (r.status !== 0) throw new Error(`pg_ctl promote failed: ${r.stderr || r.stdout}`);
     },
     async close() {
       if (child) {
