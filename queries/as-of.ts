@@ -144,7 +144,9 @@ export class AsOfView implements ReadView {
     const closed = new Walk(this, this.inner, h, filter, sort, after, (v) => (isValidAt(v as VersionDoc, this.atMs) ? liveDoc(v as VersionDoc) : null));
     const out: T[] = [];
     if (!OPEN_IN_LIVE.has(collection)) {
-      for (let d = await closed.peek(); d && out.length < limit; d = await closed.peek()) {
+      while (out.length < limit) {
+        const d = await closed.peek();
+        if (!d) break;
         out.push(d as T);
         closed.take();
       }
