@@ -7,6 +7,10 @@
  * A folder deletion drops the documents of every folder it removed; an organization
  * deletion drops all of them. The effective access type is not stored: it is read through
  * the folder (queries/documents.ts), so folder moves never rewrite documents.
+ *
+ * History (issue 25): each row also carries `validFrom` and `openedBy`, the open version of
+ * the document, and every change closes the version it ends into h_documents
+ * (projections/history.ts, withOpenVersions). Answers never show those two fields.
  */
 import type { Doc } from '../src/ports/read-store.js';
 import { key } from '../src/shared/ids.js';
@@ -16,6 +20,7 @@ import type { DocumentEvent } from '../commands/document.js';
 import type { OrganizationEvent } from '../commands/organization.js';
 import { apiKeyOf } from './organizations.js';
 import { cascadeWorkIndexes, queueCascade } from './cascade-work.js';
+import { withOpenVersions } from './history.js';
 
 export const DOCUMENTS = 'documents';
 
@@ -36,7 +41,11 @@ export const documentKey = (apiKey: string, organizationId: string, documentId: 
 type Ev = DocumentEvent | OrganizationEvent;
 const idOf = (e: RecordedOf<DocumentEvent>) => documentKey(apiKeyOf(e), e.data.organizationId, e.data.documentId);
 
-export const documentsProjection = defineProjection<Ev>({
+/**
+ * The live handlers, as if no history were kept: `documentsProjection` below runs them with
+ * the history of each document kept beside (projections/history.ts, withOpenVersions).
+ */
+const liveDocuments = defineProjection<Ev>({
   name: 'documents',
   indexes: [
     ...cascadeWorkIndexes,
@@ -90,4 +99,14 @@ export const documentsProjection = defineProjection<Ev>({
       await tx.deleteMany(DOCUMENTS, filter);
     },
   },
+});
+
+/**
+ * A document's first event ever is the DocumentAdded at revision 0 of its own stream (one
+ * stream per document, commands/document.ts; a re-created id is added at a later revision):
+ * nothing can have versioned it before.
+ */
+export const documentsProjection = withOpenVersions(liveDocuments, DOCUMENTS, {
+  pageBy: 'seq',
+  first: (e) => e.type === 'DocumentAdded' && e.revision === 0,
 });

@@ -30,9 +30,14 @@
  * Version ids are the live key with the start appended (`["k","a"]` -> `["k","a",100]`): they
  * sort just before the live key and after every smaller key's, so a caller's keyset cursor
  * made of live keys pages the history the same way it pages the live read model.
+ *
+ * Documents differ (withOpenVersions at the end of this file): their open version is the live
+ * `documents` row itself, which carries `validFrom` and `openedBy`, and h_documents holds
+ * only closed versions, written by the documents projection as it changes a live row. The
+ * versions, their times and their ids are the same as a twin's would be.
  */
 import type { Projection } from '../src/runtime/projection.js';
-import { applyInOrder, type Doc, type Filter, type FindOptions, type IndexSpec, type ReadTx, type WriteOp } from '../src/ports/read-store.js';
+import { applyInOrder, type Doc, type Filter, type FindOptions, type IndexSpec, type ReadTx, type Scalar, type WriteOp } from '../src/ports/read-store.js';
 import type { LogPosition, RecordedEvent } from '../src/ports/event-store.js';
 import { BugError } from '../src/shared/errors.js';
 
@@ -250,5 +255,233 @@ export function historyOf(live: Projection, collections: readonly string[]): Pro
     indexes,
     handles: live.handles,
     apply: (event, tx) => live.apply(event, new VersionedTx(tx, event, mapped)),
+  };
+}
+
+/**
+ * The version fields of a live row whose collection keeps its open version in the live row
+ * (`withOpenVersions` below): when that version began and the change that began it.
+ */
+export interface OpenVersion {
+  validFrom: number;
+  openedBy: ChangeRef;
+}
+
+/**
+ * Whether a live row carries its open version. A row written before the open version moved
+ * into the live row (an existing database) carries none: its open version is still the
+ * `open` row of h_ (see "Upgrade" in withOpenVersions).
+ */
+export const hasOpenVersion = (row: Doc): row is Doc & OpenVersion => typeof row.validFrom === 'number';
+
+/** The live document a live row holds: the version fields stripped, as every answer must have them. */
+export function liveOf<T extends Doc>(row: Doc): T {
+  const { validFrom: _f, openedBy: _o, ...rest } = row;
+  return rest as T;
+}
+
+/** The version a live row's open version would be as an h_ row (what the access history reads), or null when the row carries none. */
+export function openVersionOf(row: Doc): VersionDoc | null {
+  if (!hasOpenVersion(row)) return null;
+  const { validFrom, openedBy, ...doc } = row;
+  return { ...doc, _id: versionId(row._id, validFrom), entity: row._id, validFrom, validTo: null, back: -validFrom, open: true, openedBy };
+}
+
+export interface OpenVersionOptions {
+  /**
+   * A field every live row has and every deleteMany filter of the projection leads an index
+   * to (the documents' `seq`): a deleteMany pages its rows by it to close their versions.
+   */
+  pageBy: string;
+  /**
+   * Whether `event` is the first event of its entity ever, so that the entity can have no
+   * version yet, open or closed: its upsert then needs no read (see OpenVersionTx.upsert).
+   */
+  first: (event: RecordedEvent) => boolean;
+}
+
+/**
+ * The ReadTx a live projection writes through when its collection keeps the open version in
+ * the live row (withOpenVersions): writes to that collection pass through with the version
+ * fields set, and a replaced, patched or deleted live row first becomes a closed version in
+ * h_. Reads and every other collection pass through untouched.
+ *
+ * Times are those of VersionedTx (the top of this file). A live row's version is the latest
+ * of its entity (every closed one ended at or before it began), so the start of the next one
+ * is max(event time, the row's validFrom) without reading h_; only an upsert with no live
+ * row has to look at h_ for the latest closed version (see upsert).
+ */
+class OpenVersionTx implements ReadTx {
+  private readonly at: number;
+  private readonly change: ChangeRef;
+  private readonly h: string;
+  private readonly first: boolean;
+  constructor(private readonly tx: ReadTx, event: RecordedEvent, private readonly c: string, private readonly options: OpenVersionOptions) {
+    this.at = event.metadata.time;
+    this.change = { type: event.type, time: event.metadata.time, actor: event.metadata.actor ?? 'unknown' };
+    this.h = historyCollection(c);
+    this.first = options.first(event);
+  }
+
+  get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    return this.tx.get<T>(collection, id);
+  }
+  getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
+    return this.tx.getMany<T>(collection, ids);
+  }
+  find<T extends Doc = Doc>(collection: string, filter: Filter, options?: FindOptions): Promise<T[]> {
+    return this.tx.find<T>(collection, filter, options);
+  }
+  count(collection: string, filter: Filter): Promise<number> {
+    return this.tx.count(collection, filter);
+  }
+
+  /**
+   * The first event of an entity (a DocumentAdded at revision 0 of its document's stream)
+   * writes the live row and nothing else: no read at all, which on PostgreSQL keeps the row in
+   * the batch's buffered INSERT instead of a round trip per document. The clamp (a version
+   * never starts before the latest one of its entity) needs no read there: an entity with no
+   * earlier event has no version to clamp to.
+   * Any other upsert reads the live row; with none there, the latest closed version decides
+   * the start. Example: d added at t=100 (revision 0: live row from 100, no read), deleted at
+   * 300 (h_ gets [100, 300)), added again at 250 by a host whose clock lags (revision 2:
+   * no live row, the latest version ended at 300, so the new one opens at 300, not 250).
+   */
+  async upsert(collection: string, doc: Doc): Promise<void> {
+    if (collection !== this.c) return this.tx.upsert(collection, doc);
+    let from = this.at;
+    if (!this.first) {
+      const current = await this.tx.get(this.c, doc._id);
+      from = current ? await this.close(current) : await this.afterClosed(doc._id);
+    }
+    await this.tx.upsert(this.c, this.opened(doc, from));
+  }
+
+  async patch(collection: string, id: string, set?: Record<string, unknown>, unset?: string[]): Promise<boolean> {
+    if (collection !== this.c) return this.tx.patch(collection, id, set, unset);
+    const current = await this.tx.get(this.c, id);
+    if (!current) return false;
+    const before = liveOf<Doc>(current);
+    const after: Doc = { ...before, ...(set ?? {}) };
+    for (const f of unset ?? []) delete after[f];
+    // A patch that changes nothing opens no version (as VersionedTx.patch), and the live row stays as it is.
+    if (!sameDoc(before, after)) await this.tx.upsert(this.c, this.opened(after, await this.close(current)));
+    return true;
+  }
+
+  async delete(collection: string, id: string): Promise<boolean> {
+    if (collection !== this.c) return this.tx.delete(collection, id);
+    const current = await this.tx.get(this.c, id);
+    if (!current) return false;
+    await this.close(current);
+    return this.tx.delete(this.c, id);
+  }
+
+  /** Every matching live row's version is closed first (read a page at a time in `pageBy` order), then the rows go in one deleteMany. */
+  async deleteMany(collection: string, filter: Filter): Promise<number> {
+    if (collection !== this.c) return this.tx.deleteMany(collection, filter);
+    const sort = this.options.pageBy;
+    let after: { value: Scalar; id: string } | undefined;
+    for (;;) {
+      const rows = await this.tx.find(this.c, filter, { sort, ...(after ? { after } : {}), limit: CLOSE_CHUNK });
+      for (const row of rows) await this.close(row);
+      if (rows.length < CLOSE_CHUNK) break;
+      const last = rows[rows.length - 1]!;
+      after = { value: last[sort] as Scalar, id: last._id };
+    }
+    return this.tx.deleteMany(this.c, filter);
+  }
+
+  deleteBefore(collection: string, field: string, value: number): Promise<number> {
+    if (collection === this.c) throw new BugError('a versioned read model expires nothing: deleteBefore is for ephemeral collections');
+    return this.tx.deleteBefore(collection, field, value);
+  }
+
+  bulk(ops: readonly WriteOp[]): Promise<void> {
+    return ops.some((op) => op.collection === this.c) ? applyInOrder(this, ops) : this.tx.bulk(ops);
+  }
+
+  setCheckpoint(name: string, position: LogPosition, expected: LogPosition | null): Promise<void> {
+    return this.tx.setCheckpoint(name, position, expected);
+  }
+
+  /**
+   * The live row `doc` holding a version open from `from`. The document handed to upsert is
+   * the wrapper's from then on (as it is the store's: the PostgreSQL store buffers the very
+   * object), so the fields are set on it rather than on a copy: a spread adding two keys
+   * costs an added document measurably (docs/performance.md, the V8 spread pathology).
+   */
+  private opened(doc: Doc, from: number): Doc {
+    doc.validFrom = from;
+    doc.openedBy = this.change;
+    return doc;
+  }
+
+  /**
+   * Ends the open version of live row `row` at this event and answers when the next one may
+   * begin: the row's own version (written to h_ unless it would last 0 ms), or, for a row
+   * written before the open version moved into the live row, h_'s open row (the upgrade: the
+   * entity takes the new shape with this very change).
+   */
+  private async close(row: Doc): Promise<number> {
+    if (hasOpenVersion(row)) {
+      const to = Math.max(this.at, row.validFrom);
+      if (to > row.validFrom) await this.tx.upsert(this.h, this.closedFrom(row, to));
+      return to;
+    }
+    return this.afterClosed(row._id);
+  }
+
+  /**
+   * When a version of `entity` may begin, h_ holding all of its versions: after the latest.
+   * One still open there (a database from before the open version moved into the live row)
+   * is closed now, as VersionedTx closed it.
+   */
+  private async afterClosed(entity: string): Promise<number> {
+    const latest = await latestVersion(this.tx, this.h, entity);
+    if (!latest) return this.at;
+    if (!latest.open) return Math.max(this.at, latest.validFrom, latest.validTo ?? 0);
+    const to = Math.max(this.at, latest.validFrom);
+    if (to === latest.validFrom) await this.tx.delete(this.h, latest._id);
+    else await this.tx.upsert(this.h, { ...latest, open: false, validTo: to, closedBy: this.change });
+    return to;
+  }
+
+  /** The closed version live row `row` held until `to`: the row h_ keeps, keyed and shaped as VersionedTx's. */
+  private closedFrom(row: Doc & OpenVersion, to: number): VersionDoc {
+    const { validFrom, openedBy, ...doc } = row;
+    return { ...doc, _id: versionId(row._id, validFrom), entity: row._id, validFrom, validTo: to, back: -validFrom, open: false, openedBy, closedBy: this.change };
+  }
+}
+
+/**
+ * `live` keeping its collection `collection`'s open versions in the live rows themselves:
+ * each live row carries `validFrom` and `openedBy` (stripped from every answer: queries build
+ * theirs field by field, AsOfView through liveOf), and h_<collection> holds only the closed
+ * versions, written by `live` itself as it replaces, patches or deletes a live row. So adding
+ * an entity writes one row, not two (docs/performance-history.md, "History: open versions in
+ * the live row").
+ *
+ * Why the live projection writes them and not a twin of its own: the runner applies a batch
+ * projection by projection, so a twin applying event k would see the live row as it is after
+ * the whole batch, not as event k found it; and a projection catching up alone, or an event
+ * parked for one projection, would part the two. Only the live projection sees the row it
+ * changes as it was.
+ *
+ * Upgrade: a database written before this holds, per entity, a live row without version
+ * fields and an `open` row in h_. Readers take either shape per entity (AsOfView,
+ * the access history: a live row counts as a version only with its `validFrom`, an h_ row
+ * when valid at T, open ones included), and the first change of such an entity closes its h_
+ * open row and gives the live row its fields. No entity ever has both, so nothing counts twice,
+ * and no rebuild or migration has to run first (a rebuild writes the new shape throughout).
+ */
+export function withOpenVersions(live: Projection, collection: string, options: OpenVersionOptions): Projection {
+  const h = historyCollection(collection);
+  const mirrored = live.indexes.filter((spec) => spec.collection === collection).map((spec): IndexSpec => ({ collection: h, fields: spec.fields }));
+  return {
+    name: live.name,
+    indexes: [...live.indexes, { collection: h, fields: ['entity', 'back'] }, ...mirrored],
+    handles: live.handles,
+    apply: (event, tx) => live.apply(event, new OpenVersionTx(tx, event, collection, options)),
   };
 }

@@ -38,7 +38,7 @@
 import { invalidArgument } from '../src/shared/errors.js';
 import type { Doc, Filter, FindOptions, ReadView } from '../src/ports/read-store.js';
 import type { AccessRole, ResourceType } from '../commands/grant.js';
-import { historyCollection, type ChangeRef, type VersionDoc } from '../projections/history.js';
+import { historyCollection, openVersionOf, type ChangeRef, type VersionDoc } from '../projections/history.js';
 import { ORGANIZATIONS, organizationKey } from '../projections/organizations.js';
 import { FOLDERS, folderKey } from '../projections/folders.js';
 import { DOCUMENTS, documentKey } from '../projections/documents.js';
@@ -90,12 +90,31 @@ class RowReader {
   async find(collection: string, filter: Filter): Promise<VersionDoc[]> {
     const left = MAX_HISTORY_ROWS - this.rows.length;
     const got = await this.read.find<VersionDoc>(historyCollection(collection), filter, { limit: left + 1 });
+    this.add(collection, got, left);
+    return got;
+  }
+
+  private add(collection: string, got: VersionDoc[], left = MAX_HISTORY_ROWS - this.rows.length) {
     if (got.length > left) {
       throw invalidArgument(`The access history of this resource spans more than ${MAX_HISTORY_ROWS} changes to what it is resolved from; access/history reads at most ${MAX_HISTORY_ROWS} per call.`);
     }
     this.rows.push(...got);
     for (const v of got) this.collectionOf.set(v, collection);
-    return got;
+  }
+
+  /**
+   * A document's versions: the closed ones in h_documents, and the open one, which is the
+   * live row (projections/history.ts, withOpenVersions), unless the row is from before that
+   * and h_documents still holds it open.
+   */
+  async documentVersions(apiKey: string, organizationId: string, documentId: string): Promise<VersionDoc[]> {
+    const entity = documentKey(apiKey, organizationId, documentId);
+    const closed = await this.find(DOCUMENTS, { entity });
+    const live = await this.read.get(DOCUMENTS, entity);
+    const open = live ? openVersionOf(live) : null;
+    if (!open) return closed;
+    this.add(DOCUMENTS, [open]);
+    return [...closed, open];
   }
 }
 
@@ -103,7 +122,7 @@ class RowReader {
 async function resourceRows(rr: RowReader, apiKey: string, organizationId: string, ref: ResourceRef): Promise<Set<string>> {
   const folders = new Set<string>();
   const versions = ref.documentId !== undefined
-    ? await rr.find(DOCUMENTS, { entity: documentKey(apiKey, organizationId, ref.documentId) })
+    ? await rr.documentVersions(apiKey, organizationId, ref.documentId)
     : await rr.find(FOLDERS, { entity: folderKey(apiKey, organizationId, ref.folderId) });
   const queue: string[] = [];
   const see = (f: unknown) => {

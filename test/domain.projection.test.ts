@@ -75,14 +75,19 @@ test('documents: lifecycle, folder deletion, organization deletion; replay twice
     doc('d3'),
     ev('DocumentDeleted', { documentId: 'd3', reason: 'request', deletedAt: 2 }),
   ];
+  // Each row carries its open version (projections/history.ts, withOpenVersions): the
+  // harness stamps event i at T0 + i, by actor `test`.
+  const T0 = 1_700_000_000_000;
+  const opened = (i: number, type: string) => ({ validFrom: T0 + i, openedBy: { type, time: T0 + i, actor: 'test' } });
+  const d2 = { _id: key(K, o, 'd2'), apiKey: K, organizationId: o, documentId: 'd2', documentName: 'Two', folderId: 'g', accessType: 'restricted', disabled: true, seq: encodePosition(2), createdAt: 1, ...opened(5, 'DocumentDisabledStateChanged') };
   await projectionSpec(documentsProjection).given(events).then({
     [DOCUMENTS]: [
-      { _id: key(K, o, 'd1'), apiKey: K, organizationId: o, documentId: 'd1', documentName: 'd1', folderId: 'f', accessType: null, disabled: false, seq: encodePosition(1), createdAt: 1 },
-      { _id: key(K, o, 'd2'), apiKey: K, organizationId: o, documentId: 'd2', documentName: 'Two', folderId: 'g', accessType: 'restricted', disabled: true, seq: encodePosition(2), createdAt: 1 },
+      { _id: key(K, o, 'd1'), apiKey: K, organizationId: o, documentId: 'd1', documentName: 'd1', folderId: 'f', accessType: null, disabled: false, seq: encodePosition(1), createdAt: 1, ...opened(0, 'DocumentAdded') },
+      d2,
     ],
   });
   await projectionSpec(documentsProjection).given([...events, ev('FolderDeleted', { folderId: 'f', folderIds: ['f'], deletedAt: 3 })]).then({
-    [DOCUMENTS]: [{ _id: key(K, o, 'd2'), apiKey: K, organizationId: o, documentId: 'd2', documentName: 'Two', folderId: 'g', accessType: 'restricted', disabled: true, seq: encodePosition(2), createdAt: 1 }],
+    [DOCUMENTS]: [d2],
   });
   await projectionSpec(documentsProjection).given([...events, ev('OrganizationDeleted', { deletedAt: 3 })]).then({ [DOCUMENTS]: [] });
   await projectionSpec(documentsProjection).given(events).replayTwice([DOCUMENTS]);

@@ -19,11 +19,21 @@ export interface GivenEvent {
   metadata?: Partial<EventMetadata>;
 }
 
-function recorded(events: GivenEvent[]): RecordedEvent[] {
-  return events.map((e, i) => ({
+/**
+ * The events as the log records them: positions 1, 2, ...; each event's revision counts the
+ * earlier events of its own stream (`test-stream` unless it names one), as an event store's do.
+ */
+export function recorded(events: GivenEvent[]): RecordedEvent[] {
+  const revisions = new Map<string, number>();
+  return events.map((e, i) => {
+    const stream = e.stream ?? 'test-stream';
+    const revision = revisions.get(stream) ?? 0;
+    revisions.set(stream, revision + 1);
+    return { e, i, stream, revision };
+  }).map(({ e, i, stream, revision }) => ({
     id: randomUUID(),
-    stream: e.stream ?? 'test-stream',
-    revision: i,
+    stream,
+    revision,
     position: encodePosition(i + 1),
     type: e.type,
     data: e.data,
