@@ -317,29 +317,52 @@ class PgTx extends PgView implements ReadTx {
     return applyInOrder(this, ops);
   }
 
+  /** Checkpoint moves, in call order, made by `commit` (see setCheckpoint). */
+  private readonly checkpointMoves: Array<{ name: string; position: LogPosition; expected: LogPosition | null }> = [];
+
   /**
-   * Compare-and-set. The update always writes (`version` moves), so even a set to the current
-   * value takes the row's lock and conflicts with a concurrent move (see the header).
+   * Compare-and-set, made at the commit: every move of the transaction goes with the COMMIT in
+   * one message (`commit`), where each called the server twice before (the update, then its
+   * notice). Nothing else in a transaction reads checkpoints, so nothing can tell the
+   * difference but the moment a conflict is raised: by the transaction, not by this call; the
+   * transaction rolls back whole either way. The update always writes (`version` moves), so
+   * even a set to the current value takes the row's lock and conflicts with a concurrent move
+   * (see the header).
    */
   async setCheckpoint(name: string, position: LogPosition, expected: LogPosition | null): Promise<void> {
+    this.checkpointMoves.push({ name, position, expected });
+  }
+
+  /**
+   * Writes what is pending and commits, in one message after the pending run: the checkpoint
+   * moves (`collab_move_checkpoints`, postgres-common.ts, which raises CLCP1 on a mismatch),
+   * the notice to other processes waiting on a checkpoint (a write's read-your-writes,
+   * PostgresReadStore.onCheckpointMoved), the change signal's own row when nothing else moves
+   * it, and COMMIT. A simple-protocol message takes no parameters: names and positions are
+   * quoted literals. A statement that fails skips the rest of the message, COMMIT included.
+   */
+  async commit(): Promise<void> {
     await this.flush();
-    const r =
-      expected === null
-        ? await this.q.query('INSERT INTO checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, position])
-        : await this.q.query('UPDATE checkpoints SET position = $2, version = version + 1 WHERE name = $1 AND position = $3', [
-            name,
-            position,
-            expected,
-          ]);
-    if ((r.rowCount ?? 0) === 1) {
+    const parts: string[] = [];
+    if (this.checkpointMoves.length > 0) {
+      const array = (values: Array<string | null>) => `ARRAY[${values.map((v) => (v === null ? 'NULL' : pg.escapeLiteral(v))).join(', ')}]::text[]`;
+      const moves = this.checkpointMoves;
+      parts.push(
+        `SELECT collab_move_checkpoints(${array(moves.map((m) => m.name))}, ${array(moves.map((m) => m.position))}, ${array(moves.map((m) => m.expected))})`,
+        `SELECT pg_notify(${pg.escapeLiteral(CHECKPOINT_CHANNEL)}, '')`,
+      );
       this.moved = true;
-      // Other processes waiting on this checkpoint (a write's read-your-writes) hear of it at
-      // this transaction's commit (PostgresReadStore.onCheckpointMoved).
-      await this.q.query('SELECT pg_notify($1, $2)', [CHECKPOINT_CHANNEL, '']);
-      return;
     }
-    const actual = await this.q.query<{ position: string }>('SELECT position FROM checkpoints WHERE name = $1', [name]);
-    throw new CheckpointConflictError(name, expected, actual.rows[0]?.position ?? null);
+    if (this.changed && !this.moved) parts.push(BUMP);
+    parts.push('COMMIT');
+    try {
+      await this.q.query(parts.join('; '));
+    } catch (error) {
+      const e = error as { code?: unknown; detail?: unknown };
+      if (e?.code !== 'CLCP1' || typeof e.detail !== 'string') throw error;
+      const d = JSON.parse(e.detail) as { name: string; expected: LogPosition | null; actual: LogPosition | null };
+      throw new CheckpointConflictError(d.name, d.expected, d.actual);
+    }
   }
 }
 
@@ -484,10 +507,9 @@ export class PostgresReadStore implements ReadStore {
             // rows until VACUUM: see docs/operations.md.)
             if (options.sensitive) await c.query('SET LOCAL synchronous_commit = on');
             const result = await fn(tx);
-            await tx.flush();
-            // One simple-protocol message, no round trip of its own: on a conflict the COMMIT
-            // is skipped and the catch below rolls back and runs again, as for any statement.
-            await c.query(tx.changed && !tx.moved ? `${BUMP}; COMMIT` : 'COMMIT');
+            // On a conflict the COMMIT is skipped and the catch below rolls back and runs
+            // again, as for any statement.
+            await tx.commit();
             return result;
           } catch (error) {
             await c.query('ROLLBACK').catch(() => undefined);
