@@ -17,7 +17,11 @@
  *   both read the `projections` lease as expired and both write it; the second write fails,
  *   its run again reads the first's lease and stays out. So a compare-and-set of a checkpoint
  *   to its own value still conflicts with a batch that moved it meanwhile (the rebuild switch);
- * - reads outside a transaction go to the pool and see the last commit; there is no cache;
+ * - reads outside a transaction see the last commit a request may know of, through a cache of
+ *   parsed documents (ReadCache below) that is exact by the change signal: a request's first
+ *   read asks the server for the signal (one round trip), and everything the cache holds at
+ *   that value is answered without another. A request whose reads all hit makes that one
+ *   round trip and no other;
  * - the change signal (ReadStore.readEpoch, what keeps the access index exact) is the sum of
  *   the checkpoints' `version`s, read in one round trip. Every projection batch already moves
  *   its checkpoints (compare-and-set, `version + 1`) in the transaction that writes its read
@@ -52,6 +56,7 @@ import {
   type WriteOp,
 } from '../ports/read-store.js';
 import { BugError } from '../shared/errors.js';
+import { evictOldest } from '../shared/evict.js';
 import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, isRetryable, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
 
 /** `rm_` + the name must fit PostgreSQL's 63-byte identifiers. */
@@ -489,6 +494,8 @@ export interface PostgresReadStoreOptions {
    * SHARED_COLLECTIONS). Absent: every write moves it (exact, and more often than needed).
    */
   signalExempt?: Iterable<string>;
+  /** Parsed documents kept for reads outside transactions (0: none). Default 100,000. */
+  cacheSize?: number;
 }
 
 /**
@@ -498,6 +505,159 @@ export interface PostgresReadStoreOptions {
 export const UNLOGGED_WRITES = '~unlogged-writes';
 const BUMP = `INSERT INTO checkpoints (name, position) VALUES ('${UNLOGGED_WRITES}', '') ON CONFLICT (name) DO UPDATE SET version = checkpoints.version + 1`;
 
+/** Distinct `find` queries whose ids are kept (a page token is part of the query). */
+const QUERIES_KEPT = 10_000;
+
+/** Freezes a parsed document and everything in it: cached documents are shared by every reader. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value as Record<string, unknown>)) deepFreeze(v);
+  }
+  return value;
+}
+
+const keepUndefined = (_key: string, value: unknown) => (value === undefined ? '\u0000undefined' : value);
+
+/** One reading of the change signal: valid for reads until the next request, own commit or turn. */
+interface Observation {
+  readonly promise: Promise<number>;
+  value: number | undefined;
+  /** The request count and local generation when it was asked. */
+  readonly context: number;
+  readonly generation: number;
+  /** Settled in this turn of the event loop. */
+  fresh: boolean;
+}
+
+/**
+ * The read cache: parsed, frozen documents by collection and id (absent ones as null), and
+ * the ids each `find` returned, all valid at one value of the change signal (`epoch`).
+ *
+ * The rule, the same as SQLite's read cache with the signal read from the server instead of
+ * from the file: a read may be answered from the cache only after an observation of the
+ * signal asked after the last `beginRequest`, after this process's last commit that moved it,
+ * and in the same turn of the event loop as the answer came (what a background reader, which
+ * makes no requests, relies on). An observation whose value is newer than the cache's empties
+ * it. A document read from the server goes into the cache only when neither a newer
+ * observation nor a commit came while it was being read.
+ *
+ * Why that is exact. Example: a request observes 41 and reads grant g from the server; another
+ * process then revokes g and commits (the signal moves to 42, every read-model commit moves
+ * it: see the header); the next request's observation answers 42, which empties the cache,
+ * and reads g again. The stale g could only be answered to a request whose observation was
+ * asked before the revocation committed, which may answer either way anyway. A read in flight
+ * while 42 is observed may have read g before the revocation: it is not kept.
+ *
+ * Concurrent requests share an observation asked after the newest of them began, so under
+ * load the signal costs at most one round trip per request. The collections exempt from the
+ * signal (leases, presence, idempotency keys, deliveries) are never cached: their writes do
+ * not move it.
+ */
+class ReadCache {
+  private readonly byCollection = new Map<string, Map<string, Doc | null>>();
+  private readonly queries = new Map<string, readonly string[]>();
+  private size = 0;
+  /** The signal's value the contents are valid at (undefined: unknown, nothing kept). */
+  private epoch: number | undefined;
+  /** Moves with each of this process's commits that move the signal. */
+  private generation = 0;
+  private requests = 0;
+  private observation: Observation | null = null;
+
+  constructor(readonly max: number) {}
+
+  beginRequest() {
+    this.requests++;
+  }
+
+  /** This process committed (or may have) something the signal counts: forget everything. */
+  invalidate() {
+    this.generation++;
+    this.clear();
+    this.epoch = undefined;
+  }
+
+  private clear() {
+    this.byCollection.clear();
+    this.queries.clear();
+    this.size = 0;
+  }
+
+  /** The signal as the rule above allows reads to rely on it: the current observation, or a new one from `ask`. */
+  observe(ask: () => Promise<number>): number | Promise<number> {
+    const o = this.observation;
+    if (o && o.context === this.requests && o.generation === this.generation && (o.value === undefined || o.fresh)) return o.value ?? o.promise;
+    const generation = this.generation;
+    const next: Observation = {
+      context: this.requests,
+      generation,
+      value: undefined,
+      fresh: false,
+      promise: ask().then((value) => {
+        next.value = value;
+        next.fresh = true;
+        setImmediate(() => {
+          next.fresh = false;
+        });
+        // Asked before this process's last commit: it vouches for nothing kept after it.
+        if (generation === this.generation && (this.epoch === undefined || value > this.epoch)) {
+          this.clear();
+          this.epoch = value;
+        }
+        return value;
+      }),
+    };
+    next.promise.catch(() => {
+      if (this.observation === next) this.observation = null;
+    });
+    this.observation = next;
+    return next.promise;
+  }
+
+  /** Where a read stands after its observation: what it may take, and what its fill must still match. */
+  stamp(): { generation: number; epoch: number | undefined } {
+    return { generation: this.generation, epoch: this.epoch };
+  }
+
+  private holds(stamp: { generation: number; epoch: number | undefined }) {
+    return stamp.epoch !== undefined && stamp.generation === this.generation && stamp.epoch === this.epoch;
+  }
+
+  docs(collection: string): Map<string, Doc | null> {
+    let docs = this.byCollection.get(collection);
+    if (!docs) this.byCollection.set(collection, (docs = new Map()));
+    return docs;
+  }
+
+  /** Cached under `stamp`'s value only: read from the server while nothing moved. */
+  put(stamp: { generation: number; epoch: number | undefined }, collection: string, id: string, doc: Doc | null) {
+    if (!this.holds(stamp)) return;
+    const docs = this.docs(collection);
+    if (this.size >= this.max && !docs.has(id)) {
+      // As SQLite's cache: oldest first within the collection, an eighth at a time.
+      if (docs.size === 0) {
+        for (const other of this.byCollection.values()) other.clear();
+        this.size = 0;
+      } else {
+        this.size -= evictOldest(docs, Math.max(1, this.max >> 3));
+      }
+    }
+    if (!docs.has(id)) this.size++;
+    docs.set(id, doc);
+  }
+
+  foundIds(stamp: { generation: number; epoch: number | undefined }, key: string): readonly string[] | undefined {
+    return this.holds(stamp) ? this.queries.get(key) : undefined;
+  }
+
+  putFoundIds(stamp: { generation: number; epoch: number | undefined }, key: string, ids: readonly string[]) {
+    if (!this.holds(stamp)) return;
+    if (this.queries.size >= QUERIES_KEPT) this.queries.clear();
+    this.queries.set(key, ids);
+  }
+}
+
 export class PostgresReadStore implements ReadStore {
   private readonly pool: pg.Pool;
   private readonly tables = new Set<string>();
@@ -505,6 +665,8 @@ export class PostgresReadStore implements ReadStore {
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
   private readonly exempt: ReadonlySet<string>;
+  /** Null when disabled (cacheSize 0). */
+  private readonly cache: ReadCache | null;
 
   /** Other processes' checkpoint notices; opened with the first listener. */
   private readonly notices: PgListener;
@@ -513,6 +675,8 @@ export class PostgresReadStore implements ReadStore {
     this.pool = openPool(url, options.logger, options.statementTimeoutMs);
     this.notices = new PgListener(url, options.logger);
     this.exempt = new Set(options.signalExempt ?? []);
+    const size = options.cacheSize ?? 100_000;
+    this.cache = size > 0 ? new ReadCache(size) : null;
   }
 
   private schema(): Promise<void> {
@@ -540,16 +704,71 @@ export class PostgresReadStore implements ReadStore {
     }
   }
 
-  get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
-    return this.run((v) => v.get<T>(collection, id));
+  /** The cache, when `collection` may be cached, with the stamp its reads must match (after an observation). */
+  private async cached(collection: string): Promise<{ cache: ReadCache; stamp: ReturnType<ReadCache['stamp']> } | null> {
+    const cache = this.cache;
+    if (!cache || this.exempt.has(collection)) return null;
+    await this.observe(cache);
+    const stamp = cache.stamp();
+    return stamp.epoch === undefined ? null : { cache, stamp };
   }
 
-  getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
-    return this.run((v) => v.getMany<T>(collection, ids));
+  async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    const c = await this.cached(collection);
+    if (!c || typeof id !== 'string') return this.run((v) => v.get<T>(collection, id));
+    const hit = c.cache.docs(collection).get(id);
+    if (hit !== undefined) return hit as T | null;
+    const doc = await this.run((v) => v.get<T>(collection, id));
+    const frozen = deepFreeze(doc);
+    c.cache.put(c.stamp, collection, id, frozen);
+    return frozen;
   }
 
-  find<T extends Doc = Doc>(collection: string, filter: Filter, options?: FindOptions): Promise<T[]> {
-    return this.run((v) => v.find<T>(collection, filter, options));
+  async getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
+    const c = await this.cached(collection);
+    if (!c) return this.run((v) => v.getMany<T>(collection, ids));
+    return this.fromCache<T>(c, collection, ids);
+  }
+
+  /** The documents among `ids` that exist, in order: hits from the cache, the misses in one statement. */
+  private async fromCache<T extends Doc>(c: { cache: ReadCache; stamp: ReturnType<ReadCache['stamp']> }, collection: string, ids: readonly string[]): Promise<T[]> {
+    const docs = c.cache.docs(collection);
+    const hits: Array<Doc | null | undefined> = new Array(ids.length);
+    let missing: string[] | null = null;
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
+      if (typeof id !== 'string') continue;
+      const d = docs.get(id);
+      if (d === undefined) (missing ??= []).push(id);
+      else hits[i] = d;
+    }
+    let read: Map<string, Doc> | null = null;
+    if (missing) {
+      const found = await this.run((v) => v.getMany<Doc>(collection, missing));
+      read = new Map(found.map((d) => [d._id, deepFreeze(d)]));
+      for (const id of missing) c.cache.put(c.stamp, collection, id, read.get(id) ?? null);
+    }
+    const out: T[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const d = hits[i] ?? read?.get(ids[i]!);
+      if (d) out.push(d as T);
+    }
+    return out;
+  }
+
+  async find<T extends Doc = Doc>(collection: string, filter: Filter, options?: FindOptions): Promise<T[]> {
+    const c = await this.cached(collection);
+    if (!c) return this.run((v) => v.find<T>(collection, filter, options));
+    // Filters, cursors and limits are scalars from code and requests: their JSON names the
+    // query. An undefined filter value matches nothing (whereOf), so it must not read as absent.
+    const key = `${collection}\u0000${JSON.stringify(filter, keepUndefined)}\u0000${JSON.stringify(options ?? {}, keepUndefined)}`;
+    const ids = c.cache.foundIds(c.stamp, key);
+    if (ids) return this.fromCache<T>(c, collection, ids);
+    const found = await this.run((v) => v.find<Doc>(collection, filter, options));
+    const docs = found.map((d) => deepFreeze(d));
+    for (const d of docs) c.cache.put(c.stamp, collection, d._id, d);
+    c.cache.putFoundIds(c.stamp, key, docs.map((d) => d._id));
+    return docs as T[];
   }
 
   count(collection: string, filter: Filter): Promise<number> {
@@ -601,7 +820,12 @@ export class PostgresReadStore implements ReadStore {
             const result = await fn(tx);
             // On a conflict the COMMIT is skipped and the catch below rolls back and runs
             // again, as for any statement.
-            await tx.commit();
+            try {
+              await tx.commit();
+            } finally {
+              // Even a COMMIT that failed on the way back may have committed.
+              if (tx.changed || tx.moved) this.cache?.invalidate();
+            }
             return result;
           } catch (error) {
             await c.query('ROLLBACK').catch(() => undefined);
@@ -632,6 +856,7 @@ export class PostgresReadStore implements ReadStore {
       await this.pool.query(this.exempt.has(collection) ? `DROP TABLE IF EXISTS ${t}` : `DROP TABLE IF EXISTS ${t}; ${BUMP}`);
     });
     this.tables.delete(t);
+    this.cache?.invalidate();
   }
 
   listCollections(): Promise<string[]> {
@@ -643,15 +868,28 @@ export class PostgresReadStore implements ReadStore {
     });
   }
 
-  /** No cache: every read goes to the server. */
-  beginRequest(): void {}
+  /** The next read re-validates the cache (ReadCache). */
+  beginRequest(): void {
+    this.cache?.beginRequest();
+  }
 
-  /** ReadStore.readEpoch: the sum of the checkpoints' versions, one round trip (see the header). */
-  readEpoch(): Promise<number> {
-    return this.run(async () => {
+  /** The sum of the checkpoints' versions: one round trip (see the header). */
+  private askEpoch = (): Promise<number> =>
+    this.run(async () => {
       const r = await this.pool.query<{ n: string }>('SELECT coalesce(sum(version), 0)::bigint AS n FROM checkpoints');
       return Number(r.rows[0]!.n);
     });
+
+  private observe(cache: ReadCache): number | Promise<number> {
+    return cache.observe(this.askEpoch);
+  }
+
+  /**
+   * ReadStore.readEpoch: the signal under the cache's rule, so a request's resolution shares
+   * the round trip its reads made (or make) for the cache; without a cache, one of its own.
+   */
+  readEpoch(): number | Promise<number> {
+    return this.cache ? this.observe(this.cache) : this.askEpoch();
   }
 
   /** Calls `listener` when any process commits a checkpoint move (its own included: a re-read). */

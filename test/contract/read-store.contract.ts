@@ -11,7 +11,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { rejects } from '../support/assert.js';
-import { CheckpointConflictError, type ReadStore } from '../../src/ports/read-store.js';
+import { CheckpointConflictError, type Doc, type ReadStore } from '../../src/ports/read-store.js';
 
 export interface ReadStoreContractOptions {
   /** A second store on the same data as the last `open()` (another process's view). */
@@ -315,6 +315,41 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         if (e0 === undefined) return assert.is(await epochOf(peer), undefined);
         await peer.transaction((tx) => tx.upsert('things', { _id: 'p', tenant: 'A' }));
         assert.ok((await epochOf(store))! > e0);
+      } finally {
+        await peer.close();
+      }
+    });
+
+    s("another process's commit is seen by the next request, and by a read in a later turn, after the same reads were answered before it", async ({ store }) => {
+      const peer = await openPeer();
+      try {
+        const reads = async () => {
+          const one = await store.get<Doc & { n: number }>('cached', 'c1');
+          const many = await store.getMany<Doc & { n: number }>('cached', ['c2', 'c1', 'c3']);
+          const found = await store.find<Doc & { n: number }>('cached', { tenant: 'C' }, { sort: 'n' });
+          return { one: one?.n ?? null, many: many.map((d) => `${d._id}:${d.n}`), found: found.map((d) => `${d._id}:${d.n}`) };
+        };
+        await store.transaction((tx) => tx.upsert('cached', { _id: 'c1', tenant: 'C', n: 1 }));
+        // Answered twice in one request: a store that caches holds them now.
+        store.beginRequest();
+        assert.equal(await reads(), { one: 1, many: ['c1:1'], found: ['c1:1'] });
+        assert.equal(await reads(), { one: 1, many: ['c1:1'], found: ['c1:1'] });
+
+        await peer.transaction(async (tx) => {
+          await tx.upsert('cached', { _id: 'c1', tenant: 'C', n: 5 });
+          await tx.upsert('cached', { _id: 'c2', tenant: 'C', n: 2 });
+        });
+        store.beginRequest();
+        assert.equal(await reads(), { one: 5, many: ['c2:2', 'c1:5'], found: ['c2:2', 'c1:5'] }, 'the next request');
+
+        // A reader outside requests (a background job) sees it by its next turn of the event loop.
+        await peer.transaction((tx) => tx.delete('cached', 'c2'));
+        await new Promise((r) => setImmediate(r));
+        assert.equal(await reads(), { one: 5, many: ['c1:5'], found: ['c1:5'] }, 'a later turn');
+
+        // This process's own commit is seen at once, request or not.
+        await store.transaction((tx) => tx.upsert('cached', { _id: 'c3', tenant: 'C', n: 0 }));
+        assert.equal(await reads(), { one: 5, many: ['c1:5', 'c3:0'], found: ['c3:0', 'c1:5'] }, 'its own commit');
       } finally {
         await peer.close();
       }
