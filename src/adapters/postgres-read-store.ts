@@ -121,6 +121,30 @@ const isDropped = (error: unknown) => (error as { code?: unknown } | null)?.code
 
 interface Queryable {
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
+}
+
+/** Statement texts given a name (a server-side prepared statement per connection), per process. */
+const statementNames = new Map<string, string>();
+/** Names given at most: the texts are the code's (a few per collection and generation); past this, new ones go unnamed. */
+const MAX_NAMED = 1000;
+
+/**
+ * A transaction's hot statement, named when `prepared`: node-postgres then has the server parse
+ * it once per connection and reuses the plan, where an unnamed statement is parsed and planned
+ * every time. Measured on the history twin's per-document count (with its carried upserts),
+ * the planning was more than half of the statement's time on the server (issue 35,
+ * docs/performance-history.md). Off behind a pooler that hands a session's statements to
+ * other server connections (POSTGRES_PREPARED_STATEMENTS, docs/operations.md).
+ */
+function statement(prepared: boolean, text: string, values: unknown[]): pg.QueryConfig {
+  if (!prepared) return { text, values };
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    if (statementNames.size >= MAX_NAMED) return { text, values };
+    statementNames.set(text, (name = `collab_${statementNames.size}`));
+  }
+  return { name, text, values };
 }
 
 class PgView implements ReadView {
@@ -224,7 +248,13 @@ class PgTx extends PgView implements ReadTx {
   /** It moved a checkpoint: the signal moves with its commit already. */
   moved = false;
 
-  constructor(q: Queryable, tables: Set<string>, private readonly exempt: ReadonlySet<string>) {
+  constructor(
+    q: Queryable,
+    tables: Set<string>,
+    private readonly exempt: ReadonlySet<string>,
+    /** Hot statements named (`statement`). */
+    private readonly prepared: boolean,
+  ) {
     super(q, tables);
   }
 
@@ -270,12 +300,15 @@ class PgTx extends PgView implements ReadTx {
     const t = await this.writable(collection);
     if (rows.size === 1) {
       const [[id, doc]] = rows;
-      await this.q.query(`INSERT INTO ${t} (id, doc) VALUES ($1, $2::json) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`, [id, doc]);
+      await this.q.query(statement(this.prepared, `INSERT INTO ${t} (id, doc) VALUES ($1, $2::json) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`, [id, doc]));
       return;
     }
     await this.q.query(
-      `INSERT INTO ${t} (id, doc) SELECT id, doc::json FROM unnest($1::text[], $2::text[]) AS u(id, doc) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`,
-      [[...rows.keys()], [...rows.values()]],
+      statement(
+        this.prepared,
+        `INSERT INTO ${t} (id, doc) SELECT id, doc::json FROM unnest($1::text[], $2::text[]) AS u(id, doc) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`,
+        [[...rows.keys()], [...rows.values()]],
+      ),
     );
   }
 
@@ -321,7 +354,7 @@ class PgTx extends PgView implements ReadTx {
     const c = await this.carry(collection);
     if (c === 'none') return super.find<T>(collection, filter, options);
     if (c === 'empty') return [];
-    const r = await this.q.query<{ doc: string }>(c.with + selectDocs(c.from, filter, options, c.params), c.params);
+    const r = await this.q.query<{ doc: string }>(statement(this.prepared, c.with + selectDocs(c.from, filter, options, c.params), c.params));
     return r.rows.map((row) => decodeJson<T>(row.doc));
   }
 
@@ -329,7 +362,7 @@ class PgTx extends PgView implements ReadTx {
     const c = await this.carry(collection);
     if (c === 'none') return super.count(collection, filter);
     if (c === 'empty') return 0;
-    const r = await this.q.query<{ n: string }>(`${c.with}SELECT count(*) AS n FROM ${c.from} WHERE ${whereOf(filter, c.params)}`, c.params);
+    const r = await this.q.query<{ n: string }>(statement(this.prepared, `${c.with}SELECT count(*) AS n FROM ${c.from} WHERE ${whereOf(filter, c.params)}`, c.params));
     return Number(r.rows[0]!.n);
   }
 
@@ -496,6 +529,12 @@ export interface PostgresReadStoreOptions {
   signalExempt?: Iterable<string>;
   /** Parsed documents kept for reads outside transactions (0: none). Default 100,000. */
   cacheSize?: number;
+  /**
+   * A transaction's hot statements are named, prepared once per connection (`statement`).
+   * Default true; false behind a pooler in transaction mode that does not carry prepared
+   * statements across server connections (pgbouncer before 1.21, or with max_prepared_statements 0).
+   */
+  preparedStatements?: boolean;
 }
 
 /**
@@ -665,6 +704,7 @@ export class PostgresReadStore implements ReadStore {
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
   private readonly exempt: ReadonlySet<string>;
+  private readonly prepared: boolean;
   /** Null when disabled (cacheSize 0). */
   private readonly cache: ReadCache | null;
 
@@ -675,6 +715,7 @@ export class PostgresReadStore implements ReadStore {
     this.pool = openPool(url, options.logger, options.statementTimeoutMs);
     this.notices = new PgListener(url, options.logger);
     this.exempt = new Set(options.signalExempt ?? []);
+    this.prepared = options.preparedStatements ?? true;
     const size = options.cacheSize ?? 100_000;
     this.cache = size > 0 ? new ReadCache(size) : null;
   }
@@ -810,7 +851,7 @@ export class PostgresReadStore implements ReadStore {
     const run = () =>
       this.withClient(async (c) => {
         for (let attempt = 1; ; attempt++) {
-          const tx = new PgTx(c, this.tables, this.exempt);
+          const tx = new PgTx(c, this.tables, this.exempt, this.prepared);
           try {
             await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
             // Key material (TxOptions.sensitive) is on disk when the commit returns, whatever

@@ -122,6 +122,7 @@ async function openOnce(config: Config, options: OpenOptions): Promise<Services>
         ? new (await import('../adapters/postgres-read-store.js')).PostgresReadStore(config.postgresUrl, {
             logger: options.logger,
             statementTimeoutMs: config.statementTimeoutMs,
+            preparedStatements: config.postgresPreparedStatements,
             // Not read models: their writes (leases, presence, deliveries...) leave the access
             // index's change signal alone, and so add nothing to those commits.
             signalExempt: SHARED_COLLECTIONS,

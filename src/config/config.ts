@@ -95,6 +95,12 @@ export interface Config {
    */
   statementTimeoutMs: number;
   /**
+   * PostgreSQL: a read-store transaction's hot statements are prepared once per connection
+   * (src/adapters/postgres-read-store.ts). Off behind a pooler in transaction mode that does
+   * not carry prepared statements (pgbouncer before 1.21). Default true.
+   */
+  postgresPreparedStatements: boolean;
+  /**
    * Entries permission resolution's in-memory access index keeps per process
    * (queries/access-index.ts; memory per entry in docs/performance.md); 0 turns it off.
    * Past it the index is emptied and refilled from the store.
@@ -495,6 +501,7 @@ export function loadConfig(env: Env = process.env): Config {
     folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),
     queryDeadlineMs: integer(env, 'QUERY_DEADLINE_MS', 5000, 1, 600_000),
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', requestTimeoutMs, 0, 3_600_000),
+    postgresPreparedStatements: boolean(env, 'POSTGRES_PREPARED_STATEMENTS', true),
     accessIndexEntries: integer(env, 'ACCESS_INDEX_ENTRIES', 500_000, 0, 100_000_000),
     ...webhooks,
     webhookDisableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 0, 365),
