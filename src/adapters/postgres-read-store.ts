@@ -278,14 +278,18 @@ class PgTx extends PgView implements ReadTx {
 
   async upsert(collection: string, doc: Doc): Promise<void> {
     if (typeof doc._id !== 'string') throw new BugError(`upsert into ${collection} without a string _id`);
+    // Encoded now: the caller may change the object after the call.
+    await this.pend(collection, encodeString(doc._id), encodeJson(doc));
+  }
+
+  /** Adds a row to the pending run (of `collection`: another collection's is written first). */
+  private async pend(collection: string, id: string, doc: string): Promise<void> {
     if (this.pendingCollection !== collection) {
       await this.flush();
       this.pendingCollection = collection;
     }
-    // Encoded now: the caller may change the object after the call.
-    const id = encodeString(doc._id);
     this.pending.delete(id);
-    this.pending.set(id, encodeJson(doc));
+    this.pending.set(id, doc);
     if (this.pending.size >= UPSERT_ROWS) await this.flush();
   }
 
@@ -296,6 +300,8 @@ class PgTx extends PgView implements ReadTx {
     const rows = this.pending;
     this.pendingCollection = null;
     this.pending = new Map();
+    // Emptied by deletes: nothing to write.
+    if (rows.size === 0) return;
     this.writes(collection);
     const t = await this.writable(collection);
     if (rows.size === 1) {
@@ -371,19 +377,27 @@ class PgTx extends PgView implements ReadTx {
    * nothing is pending (or the run had to be written first: its table is not known to exist,
    * and creating it is a statement of its own); 'empty' when `collection` has no table (the
    * read answers nothing and the run stays pending); otherwise the WITH that writes the run,
-   * the relation to read, and the parameters so far ($1 the ids, $2 the documents).
+   * the relation to read, and the parameters so far ($1 the ids, $2 the documents). Without
+   * `throughRun` the run's own collection is read as its table (a patch or delete of an id not
+   * in the run, which the run does not change; FOR UPDATE takes no union).
    */
-  private async carry(collection: string): Promise<'none' | 'empty' | { with: string; from: string; params: Params }> {
+  private async carry(collection: string, throughRun = true): Promise<'none' | 'empty' | { with: string; from: string; params: Params }> {
     const runOf = this.pendingCollection;
     if (runOf === null) return 'none';
+    if (this.pending.size === 0) {
+      this.pendingCollection = null;
+      return 'none';
+    }
     const runTable = table(runOf);
     if (!this.tables.has(runTable)) {
       await this.flush();
       return 'none';
     }
     let from: string;
-    if (collection === runOf) {
+    if (collection === runOf && throughRun) {
       from = `(SELECT id, doc FROM ${runTable} WHERE id <> ALL($1::text[]) UNION ALL SELECT id COLLATE "C", doc::json FROM unnest($1::text[], $2::text[]) AS p(id, doc)) AS r`;
+    } else if (collection === runOf) {
+      from = runTable;
     } else {
       const t = await this.existing(collection);
       if (!t) return 'empty';
@@ -400,27 +414,47 @@ class PgTx extends PgView implements ReadTx {
     };
   }
 
+  /**
+   * A patch reads the row (FOR UPDATE, carrying the pending run: see `get`) or takes it from
+   * the pending run, and writes the patched document into the pending run like an upsert: one
+   * round trip at most where the read, its flush and the UPDATE were three.
+   */
   async patch(collection: string, id: string, set: Record<string, unknown> = {}, unset: string[] = []): Promise<boolean> {
-    await this.flush();
     this.writes(collection);
     const t = await this.writable(collection);
     if (typeof id !== 'string') return false;
     const key = encodeString(id);
-    const r = await this.q.query<{ doc: string }>(`SELECT doc::text AS doc FROM ${t} WHERE id = $1 FOR UPDATE`, [key]);
-    if (!r.rows[0]) return false;
-    const doc = decodeJson<Record<string, unknown>>(r.rows[0].doc);
+    let text = collection === this.pendingCollection ? this.pending.get(key) : undefined;
+    if (text === undefined) {
+      const c = await this.carry(collection, false);
+      const r =
+        c === 'none' || c === 'empty'
+          ? await this.q.query<{ doc: string }>(statement(this.prepared, `SELECT doc::text AS doc FROM ${t} WHERE id = $1 FOR UPDATE`, [key]))
+          : await this.q.query<{ doc: string }>(statement(this.prepared, `${c.with}SELECT doc::text AS doc FROM ${t} WHERE id = $3 FOR UPDATE`, [...c.params, key]));
+      if (!r.rows[0]) return false;
+      text = r.rows[0].doc;
+    }
+    const doc = decodeJson<Record<string, unknown>>(text);
     for (const [path, value] of Object.entries(set)) setPath(doc, fieldPath(path), value);
     for (const path of unset) unsetPath(doc, fieldPath(path));
-    await this.q.query(`UPDATE ${t} SET doc = $2::json WHERE id = $1`, [key, encodeJson(doc)]);
+    await this.pend(collection, key, encodeJson(doc));
     return true;
   }
 
+  /** A delete takes the id out of the pending run and carries the rest of it in its statement. */
   async delete(collection: string, id: string): Promise<boolean> {
-    await this.flush();
     this.writes(collection);
+    if (typeof id !== 'string') return false;
+    const key = encodeString(id);
+    const wasPending = collection === this.pendingCollection && this.pending.delete(key);
     const t = await this.existing(collection);
-    if (!t || typeof id !== 'string') return false;
-    return ((await this.q.query(`DELETE FROM ${t} WHERE id = $1`, [encodeString(id)])).rowCount ?? 0) > 0;
+    if (!t) return wasPending;
+    const c = await this.carry(collection, false);
+    const r =
+      c === 'none' || c === 'empty'
+        ? await this.q.query(statement(this.prepared, `DELETE FROM ${t} WHERE id = $1`, [key]))
+        : await this.q.query(statement(this.prepared, `${c.with}DELETE FROM ${t} WHERE id = $3`, [...c.params, key]));
+    return wasPending || (r.rowCount ?? 0) > 0;
   }
 
   async deleteMany(collection: string, filter: Filter): Promise<number> {
