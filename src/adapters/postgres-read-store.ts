@@ -236,9 +236,12 @@ const UPSERT_ROWS = 1000;
 /**
  * The projections' writer. Upserts are buffered: a run of upserts into one collection (the
  * documents of a batch of DocumentAdded, their audit rows) is one INSERT of every row
- * (`unnest` of two arrays), one round trip instead of one per row. Any other call (a read,
- * another write, an upsert into another collection) and the commit write the run first, so
- * every call sees exactly what the sequence of calls so far would have written, in order.
+ * (`unnest` of two arrays), one round trip instead of one per row. Every later call sees
+ * exactly what the sequence of calls so far would have written, in order: reads, patches
+ * and deletes carry the run in their own statement or answer from it (`get`, `carry`), other
+ * writes and the commit write it first. Checkpoint moves wait for the commit and go with it
+ * (`commit`). So a projection batch costs the server a round trip per read it makes, one
+ * per run, and one for the commit.
  */
 class PgTx extends PgView implements ReadTx {
   /** Tables this transaction created: forgotten again if it rolls back. */
