@@ -91,28 +91,32 @@ function whereOf(filter: Filter, params: Params): string {
 }
 
 /**
- * PgView.find's statement over any relation with `id` and `doc` (a transaction's read that
- * carries its pending upserts, PgTx.carry); `params` may hold earlier parameters.
+ * PgView.find's clauses, for a transaction's read that carries its pending upserts
+ * (PgTx.carry); `params` may hold earlier parameters.
  */
-function selectDocs(from: string, filter: Filter, options: FindOptions, params: Params): string {
-  let sql = `SELECT doc::text AS doc FROM ${from} WHERE ${whereOf(filter, params)}`;
+function findClauses(filter: Filter, options: FindOptions, params: Params): { where: string; order: string; limit: string } {
+  let where = whereOf(filter, params);
   const sortExpr = options.sort ? expr(options.sort) : null;
   if (options.after) {
     if (sortExpr) {
       params.push(jsonValue(options.after.value), encodeString(options.after.id));
-      sql += ` AND (${sortExpr}, id) > ($${params.length - 1}::jsonb, $${params.length}::text)`;
+      where += ` AND (${sortExpr}, id) > ($${params.length - 1}::jsonb, $${params.length}::text)`;
     } else {
       params.push(encodeString(options.after.id));
-      sql += ` AND id > $${params.length}`;
+      where += ` AND id > $${params.length}`;
     }
   }
-  sql += sortExpr ? ` ORDER BY ${sortExpr}, id` : ' ORDER BY id';
+  const order = sortExpr ? ` ORDER BY ${sortExpr}, id` : ' ORDER BY id';
+  let limit = '';
   if (options.limit !== undefined && options.limit >= 0) {
     params.push(Math.floor(options.limit));
-    sql += ` LIMIT $${params.length}`;
+    limit = ` LIMIT $${params.length}`;
   }
-  return sql;
+  return { where, order, limit };
 }
+
+/** The pending run's rows as a relation like a table's (PgTx.carry: $1 the ids, $2 the documents). */
+const RUN_ROWS = `(SELECT id COLLATE "C" AS id, doc::json AS doc FROM unnest($1::text[], $2::text[]) AS u(id, doc)) AS p`;
 
 const MAX_ATTEMPTS = 20;
 
@@ -328,7 +332,7 @@ class PgTx extends PgView implements ReadTx {
    * own statement, as a data-modifying WITH (run exactly once, whether the read uses it or
    * not), and when it reads the run's own collection reads it as the run would have left it:
    * the table's rows but the pending ids, and the pending rows (the statement's snapshot does
-   * not see its own INSERT). The filter, the order and the limit are PostgreSQL's, on the same
+   * not see its own INSERT), each side filtered, ordered and limited. The filter, the order and the limit are PostgreSQL's, on the same
    * expressions, so the answer is the one a flush then the read would give. Example: the
    * history twin's per-document `count` of an entity's versions, right after the previous
    * document's version was upserted: one round trip per document instead of two.
@@ -363,7 +367,13 @@ class PgTx extends PgView implements ReadTx {
     const c = await this.carry(collection);
     if (c === 'none') return super.find<T>(collection, filter, options);
     if (c === 'empty') return [];
-    const r = await this.q.query<{ doc: string }>(statement(this.prepared, c.with + selectDocs(c.from, filter, options, c.params), c.params));
+    const { where, order, limit } = findClauses(filter, options, c.params);
+    // Through the run: each side filtered, ordered and limited on its own, so the table's side
+    // still walks its index and stops at the limit (one sort over the union read every match).
+    const sql = c.throughRun
+      ? `${c.with}SELECT doc::text AS doc FROM ((SELECT id, doc FROM ${c.table} WHERE ${where} AND id <> ALL($1::text[])${order}${limit}) UNION ALL (SELECT id, doc FROM ${RUN_ROWS} WHERE ${where})) AS r${order}${limit}`
+      : `${c.with}SELECT doc::text AS doc FROM ${c.table} WHERE ${where}${order}${limit}`;
+    const r = await this.q.query<{ doc: string }>(statement(this.prepared, sql, c.params));
     return r.rows.map((row) => decodeJson<T>(row.doc));
   }
 
@@ -371,7 +381,11 @@ class PgTx extends PgView implements ReadTx {
     const c = await this.carry(collection);
     if (c === 'none') return super.count(collection, filter);
     if (c === 'empty') return 0;
-    const r = await this.q.query<{ n: string }>(statement(this.prepared, `${c.with}SELECT count(*) AS n FROM ${c.from} WHERE ${whereOf(filter, c.params)}`, c.params));
+    const where = whereOf(filter, c.params);
+    const sql = c.throughRun
+      ? `${c.with}SELECT (SELECT count(*) FROM ${c.table} WHERE ${where} AND id <> ALL($1::text[])) + (SELECT count(*) FROM ${RUN_ROWS} WHERE ${where}) AS n`
+      : `${c.with}SELECT count(*) AS n FROM ${c.table} WHERE ${where}`;
+    const r = await this.q.query<{ n: string }>(statement(this.prepared, sql, c.params));
     return Number(r.rows[0]!.n);
   }
 
@@ -380,11 +394,12 @@ class PgTx extends PgView implements ReadTx {
    * nothing is pending (or the run had to be written first: its table is not known to exist,
    * and creating it is a statement of its own); 'empty' when `collection` has no table (the
    * read answers nothing and the run stays pending); otherwise the WITH that writes the run,
-   * the relation to read, and the parameters so far ($1 the ids, $2 the documents). Without
-   * `throughRun` the run's own collection is read as its table (a patch or delete of an id not
-   * in the run, which the run does not change; FOR UPDATE takes no union).
+   * the table to read, whether the read must also read the run (`RUN_ROWS`) instead of the
+   * table's rows of the run's ids, and the parameters so far ($1 the ids, $2 the documents).
+   * Without `throughRun` the run's own collection is read as its table alone (a patch or delete
+   * of an id not in the run, which the run does not change; FOR UPDATE takes no union).
    */
-  private async carry(collection: string, throughRun = true): Promise<'none' | 'empty' | { with: string; from: string; params: Params }> {
+  private async carry(collection: string, throughRun = true): Promise<'none' | 'empty' | { with: string; table: string; throughRun: boolean; params: Params }> {
     const runOf = this.pendingCollection;
     if (runOf === null) return 'none';
     if (this.pending.size === 0) {
@@ -396,15 +411,11 @@ class PgTx extends PgView implements ReadTx {
       await this.flush();
       return 'none';
     }
-    let from: string;
-    if (collection === runOf && throughRun) {
-      from = `(SELECT id, doc FROM ${runTable} WHERE id <> ALL($1::text[]) UNION ALL SELECT id COLLATE "C", doc::json FROM unnest($1::text[], $2::text[]) AS p(id, doc)) AS r`;
-    } else if (collection === runOf) {
-      from = runTable;
-    } else {
-      const t = await this.existing(collection);
-      if (!t) return 'empty';
-      from = t;
+    let t = runTable;
+    if (collection !== runOf) {
+      const other = await this.existing(collection);
+      if (!other) return 'empty';
+      t = other;
     }
     const rows = this.pending;
     this.pendingCollection = null;
@@ -412,7 +423,8 @@ class PgTx extends PgView implements ReadTx {
     this.writes(runOf);
     return {
       with: `WITH w AS (INSERT INTO ${runTable} (id, doc) SELECT id, doc::json FROM unnest($1::text[], $2::text[]) AS u(id, doc) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc) `,
-      from,
+      table: t,
+      throughRun: throughRun && collection === runOf,
       params: [[...rows.keys()], [...rows.values()]],
     };
   }
