@@ -332,8 +332,9 @@ class PgTx extends PgView implements ReadTx {
    * own statement, as a data-modifying WITH (run exactly once, whether the read uses it or
    * not), and when it reads the run's own collection reads it as the run would have left it:
    * the table's rows but the pending ids, and the pending rows (the statement's snapshot does
-   * not see its own INSERT), each side filtered, ordered and limited. The filter, the order and the limit are PostgreSQL's, on the same
-   * expressions, so the answer is the one a flush then the read would give. Example: the
+   * not see its own INSERT), each side filtered, ordered and limited. The filter, the order
+   * and the limit are PostgreSQL's, on the same expressions, so the answer is the one a flush
+   * then the read would give. Example: the
    * history twin's per-document `count` of an entity's versions, right after the previous
    * document's version was upserted: one round trip per document instead of two.
    */
