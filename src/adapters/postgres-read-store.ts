@@ -136,10 +136,10 @@ const MAX_NAMED = 1000;
 /**
  * A transaction's hot statement, named when `prepared`: node-postgres then has the server parse
  * it once per connection and reuses the plan, where an unnamed statement is parsed and planned
- * every time. Measured on the history twin's per-document count (with its carried upserts),
- * the planning was more than half of the statement's time on the server (issue 35,
- * docs/performance-history.md). Off behind a pooler that hands a session's statements to
- * other server connections (POSTGRES_PREPARED_STATEMENTS, docs/operations.md).
+ * every time: for the reads that carry a pending run (the history twin's per-document lookup)
+ * that was most of their time on the server (docs/performance-history.md, "PostgreSQL writes
+ * in batches"). Off behind a pooler that hands a session's statements to other server
+ * connections (POSTGRES_PREPARED_STATEMENTS, docs/operations.md).
  */
 function statement(prepared: boolean, text: string, values: unknown[]): pg.QueryConfig {
   if (!prepared) return { text, values };
