@@ -123,6 +123,10 @@ test('the edge: timeouts, connection cap, sign-up limit, idempotency bound, prox
   assert.is(loadConfig({ STATEMENT_TIMEOUT_MS: '0' }).statementTimeoutMs, 0);
   failsOn({ STATEMENT_TIMEOUT_MS: '-1' }, 'STATEMENT_TIMEOUT_MS');
   failsOn({ STATEMENT_TIMEOUT_MS: 'soon' }, 'STATEMENT_TIMEOUT_MS');
+  // Prepared statements unless a pooler in transaction mode cannot carry them.
+  assert.is(c.postgresPreparedStatements, true);
+  assert.is(loadConfig({ POSTGRES_PREPARED_STATEMENTS: 'false' }).postgresPreparedStatements, false);
+  failsOn({ POSTGRES_PREPARED_STATEMENTS: 'maybe' }, 'POSTGRES_PREPARED_STATEMENTS');
   assert.is(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true);
   assert.is(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
   assert.is(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2);

@@ -20,6 +20,17 @@ const s = readStoreContract(
 );
 s.run();
 
+// The same without named (prepared) statements (POSTGRES_PREPARED_STATEMENTS=false).
+let unnamedUrl = '';
+readStoreContract(
+  'PostgreSQL, statements unnamed',
+  async () => {
+    unnamedUrl = await freshDatabase('rsu');
+    return new PostgresReadStore(unnamedUrl, { preparedStatements: false });
+  },
+  { openPeer: async () => new PostgresReadStore(unnamedUrl, { preparedStatements: false }) },
+).run();
+
 // Secrets at rest (issue 12): both ports in one PostgreSQL database, read back through the ports.
 secretsAtRestContract('PostgreSQL log + read store (one database)', async () => {
   const db = await freshDatabase('secrets');

@@ -56,6 +56,87 @@ const MIGRATIONS: readonly string[] = [
    CREATE FUNCTION log_visible_below() RETURNS xid8 LANGUAGE sql STABLE
      AS $$ SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::numeric + (SELECT xid_offset FROM log_era))::text::xid8 $$;
    ALTER TABLE events ALTER COLUMN transaction_id SET DEFAULT log_xact_id();`,
+  // 3: two writes that took several round trips each, as functions called in one statement
+  // (issue 35). `collab_append` is the event store's whole append of a batch
+  // (postgres-event-store.ts): it takes the streams' advisory locks, reads their revisions
+  // after the locks are held (plpgsql takes a new snapshot per statement under READ
+  // COMMITTED, so a concurrent append to the same stream that committed while this one waited
+  // is seen), checks each append's expected revision in order (a failed one writes nothing;
+  // the later appends of the batch to its stream see the revision it left), and inserts the
+  // events in their order. `collab_move_checkpoints` is the read store's compare-and-set of
+  // every checkpoint a transaction moves, sent with its COMMIT (postgres-read-store.ts): a
+  // mismatch raises CLCP1 with the checkpoint, the expected and the stored position.
+  `CREATE FUNCTION collab_append(
+     p_streams text[], p_expected text[], p_counts integer[],
+     p_ids text[], p_types text[], p_data text[], p_metadata text[]
+   ) RETURNS TABLE (actual bigint[], ok boolean[], positions bigint[], transaction_id xid8)
+   LANGUAGE plpgsql AS $fn$
+   DECLARE
+     last    jsonb;
+     a       bigint;
+     e       text;
+     good    boolean;
+     off     integer := 0;
+     k       integer[] := '{}';
+     rev     bigint[] := '{}';
+     strm    text[] := '{}';
+   BEGIN
+     actual := '{}';
+     ok := '{}';
+     PERFORM pg_advisory_xact_lock(h)
+       FROM (SELECT DISTINCT hashtextextended(s, 0) AS h FROM unnest(p_streams) AS s ORDER BY 1) AS q;
+     SELECT coalesce(jsonb_object_agg(m.stream, m.r), '{}'::jsonb) INTO last
+       FROM (SELECT ev.stream, max(ev.revision) AS r FROM events ev WHERE ev.stream = ANY(p_streams) GROUP BY ev.stream) AS m;
+     FOR i IN 1 .. coalesce(array_length(p_streams, 1), 0) LOOP
+       a := coalesce((last ->> p_streams[i])::bigint, -1);
+       e := p_expected[i];
+       good := e = 'any' OR (e = 'no_stream' AND a = -1) OR (e = 'stream_exists' AND a >= 0)
+               OR (e ~ '^-?[0-9]+$' AND e::numeric = a);
+       actual := actual || a;
+       ok := ok || good;
+       IF good THEN
+         FOR j IN 1 .. p_counts[i] LOOP
+           k := k || (off + j);
+           rev := rev || (a + j);
+           strm := strm || p_streams[i];
+         END LOOP;
+         last := jsonb_set(last, ARRAY[p_streams[i]], to_jsonb(a + p_counts[i]));
+       END IF;
+       off := off + p_counts[i];
+     END LOOP;
+     WITH ins AS (
+       INSERT INTO events (id, stream, revision, type, data, metadata)
+       SELECT p_ids[u.k], u.s, u.r, p_types[u.k], p_data[u.k], p_metadata[u.k]
+       FROM unnest(k, strm, rev) WITH ORDINALITY AS u(k, s, r, n)
+       ORDER BY u.n
+       RETURNING events.position, events.transaction_id
+     )
+     SELECT coalesce(array_agg(ins.position ORDER BY ins.position), '{}'), min(ins.transaction_id::text)::xid8
+       INTO positions, transaction_id FROM ins;
+     RETURN NEXT;
+   END
+   $fn$;
+   CREATE FUNCTION collab_move_checkpoints(p_names text[], p_positions text[], p_expected text[]) RETURNS void
+   LANGUAGE plpgsql AS $fn$
+   DECLARE
+     n integer;
+     stored text;
+   BEGIN
+     FOR i IN 1 .. coalesce(array_length(p_names, 1), 0) LOOP
+       IF p_expected[i] IS NULL THEN
+         INSERT INTO checkpoints (name, position) VALUES (p_names[i], p_positions[i]) ON CONFLICT (name) DO NOTHING;
+       ELSE
+         UPDATE checkpoints SET position = p_positions[i], version = version + 1 WHERE name = p_names[i] AND position = p_expected[i];
+       END IF;
+       GET DIAGNOSTICS n = ROW_COUNT;
+       IF n <> 1 THEN
+         SELECT c.position INTO stored FROM checkpoints c WHERE c.name = p_names[i];
+         RAISE EXCEPTION USING ERRCODE = 'CLCP1', MESSAGE = 'checkpoint conflict',
+           DETAIL = json_build_object('name', p_names[i], 'expected', p_expected[i], 'actual', stored)::text;
+       END IF;
+     END LOOP;
+   END
+   $fn$;`,
 ];
 
 /**
@@ -292,6 +373,12 @@ export function translatePgError(error: unknown, store: 'event store' | 'read st
   if ((error as { code?: unknown } | null)?.code === '55P03') return new LockTimeoutError(store, error);
   return isUnavailable(error) ? new StoreUnavailableError(store, error) : error;
 }
+
+/** A named statement refused because the server connection is not the one it was prepared on (a pooler in transaction mode). */
+export const isPreparedRefusal = (error: unknown) => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '26000' || code === '42P05';
+};
 
 /** Serialization failure and deadlock: the transaction may succeed when run again. */
 export const isRetryable = (error: unknown) => {

@@ -24,7 +24,8 @@
  * Appends to one stream are serialized by a transaction-scoped advisory lock on the stream's
  * hash, so the expected-revision check and the insert see the same stream (two streams with
  * the same hash only wait for each other). The unique (stream, revision) constraint stays as
- * the last guard.
+ * the last guard. A batch of appends is one statement, one round trip: `collab_append`
+ * (postgres-common.ts, migration 3) takes the locks, checks the revisions and inserts.
  *
  * Notifications: this process's own appends are announced when they commit and again once
  * readers can see them (an older transaction may still hold xmin back). Other processes'
@@ -91,15 +92,6 @@ const toRecorded = (r: Row): RecordedEvent => ({
   data: JSON.parse(r.data),
   metadata: JSON.parse(r.metadata),
 });
-
-function checkExpected(stream: string, expected: ExpectedRevision, actual: number) {
-  const ok =
-    expected === 'any' ||
-    (expected === 'no_stream' && actual === -1) ||
-    (expected === 'stream_exists' && actual >= 0) ||
-    (typeof expected === 'number' && expected === actual);
-  if (!ok) throw new WrongExpectedRevisionError(stream, expected, actual);
-}
 
 interface PendingAppend {
   stream: string;
@@ -202,79 +194,57 @@ export class PostgresEventStore implements EventStore {
     }
   }
 
-  /** Writes `batch` in one transaction; settles each append (a failed revision check rejects that one only). */
+  /**
+   * Writes `batch` in one transaction of one round trip; settles each append (a failed
+   * revision check rejects that one only). The statement calls `collab_append` (migration 3,
+   * postgres-common.ts), which does in the server what took six round trips from here: lock
+   * every stream of the batch, read their revisions, check each append's expected revision,
+   * insert the events in the batch's order. Alone, the statement is its own transaction: its
+   * advisory locks and its notice last until its commit, as they did in BEGIN ... COMMIT.
+   */
   private writeBatch(batch: PendingAppend[]): Promise<void> {
     return withConnection(this.pool, async (client) => {
       const keys = batch.map((p) => encodeString(p.stream));
-      await client.query('BEGIN');
-      // Every stream of the batch locked up front, in one order (by hash) in every process: no
-      // deadlock between two batches over the same streams.
-      await client.query(
-        'SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(s, 0) AS h FROM unnest($1::text[]) AS s ORDER BY 1) AS q',
-        [keys],
-      );
-      const r = await client.query<{ stream: string; r: string }>(
-        'SELECT stream, max(revision) AS r FROM events WHERE stream = ANY($1::text[]) GROUP BY stream',
-        [[...new Set(keys)]],
-      );
-      const last = new Map(r.rows.map((row) => [row.stream, Number(row.r)]));
-      const outcome: Array<{ ok: true; from: number; count: number; actual: number } | { ok: false; error: unknown }> = [];
-      const rows = { id: [] as string[], stream: [] as string[], revision: [] as number[], type: [] as string[], data: [] as string[], metadata: [] as string[] };
+      const expected = batch.map((p) => String(p.expected));
+      const counts = batch.map((p) => p.events.length);
+      const rows = { id: [] as string[], type: [] as string[], data: [] as string[], metadata: [] as string[] };
       // The events of one request share one metadata object: serialized once.
       let lastMeta: unknown = null;
       let lastMetaJson = '';
-      batch.forEach((p, i) => {
-        const key = keys[i]!;
-        const actual = last.get(key) ?? -1;
-        try {
-          checkExpected(p.stream, p.expected, actual);
-        } catch (error) {
-          outcome.push({ ok: false, error });
-          return;
-        }
-        outcome.push({ ok: true, from: rows.id.length, count: p.events.length, actual });
-        p.events.forEach((e, j) => {
+      for (const p of batch) {
+        for (const e of p.events) {
           if (e.metadata !== lastMeta) {
             lastMeta = e.metadata;
             lastMetaJson = JSON.stringify(e.metadata);
           }
           rows.id.push(encodeString(e.id));
-          rows.stream.push(key);
-          rows.revision.push(actual + 1 + j);
           rows.type.push(encodeString(e.type));
           rows.data.push(JSON.stringify(e.data));
           rows.metadata.push(lastMetaJson);
-        });
-        last.set(key, actual + p.events.length);
-      });
-      let inserted: Array<{ position: string; transaction_id: string }> = [];
-      if (rows.id.length > 0) {
-        // One statement for the whole batch; identities are taken in the arrays' order.
-        const ins = await client.query<{ position: string; transaction_id: string }>(
-          `INSERT INTO events (id, stream, revision, type, data, metadata)
-           SELECT id, stream, revision, type, data, metadata
-           FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[])
-                WITH ORDINALITY AS u(id, stream, revision, type, data, metadata, n)
-           ORDER BY n
-           RETURNING position, transaction_id`,
-          [rows.id, rows.stream, rows.revision, rows.type, rows.data, rows.metadata],
-        );
-        inserted = ins.rows.sort((a, b) => (BigInt(a.position) < BigInt(b.position) ? -1 : 1));
-        // Delivered to every listening process when this transaction commits, not before.
-        const last = inserted[inserted.length - 1]!;
-        await client.query('SELECT pg_notify($1, $2)', [APPENDED_CHANNEL, `${this.instance} ${encodePgPosition(last.transaction_id, last.position)}`]);
+        }
       }
-      await client.query('COMMIT');
+      // The notice names the batch's last position, known only once inserted: sent in the same
+      // message, so still one round trip, and delivered at the commit as before.
+      // (The position is spelled as encodePgPosition spells it.)
+      const r = await client.query<{ actual: string[]; ok: boolean[]; positions: string[]; transaction_id: string | null }>(
+        `SELECT actual, ok, positions, transaction_id,
+                CASE WHEN cardinality(positions) > 0 THEN pg_notify($8, $9 || ' ' || lpad(transaction_id::text, ${TX_WIDTH}, '0') || lpad(positions[cardinality(positions)]::text, ${POS_WIDTH}, '0')) END
+         FROM collab_append($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[])`,
+        [keys, expected, counts, rows.id, rows.type, rows.data, rows.metadata, APPENDED_CHANNEL, this.instance],
+      );
+      const { actual, ok, positions, transaction_id: tx } = r.rows[0]!;
       let head = LOG_START;
+      let from = 0;
       batch.forEach((p, i) => {
-        const o = outcome[i]!;
-        if (!o.ok) return p.reject(o.error);
+        const found = Number(actual[i]);
+        if (!ok[i]) return p.reject(new WrongExpectedRevisionError(p.stream, p.expected, found));
+        const count = p.events.length;
         // Nothing appended: the stream's revision and no position, as the embedded store answers.
-        if (o.count === 0) return p.resolve({ nextRevision: o.actual, position: LOG_START });
-        const at = inserted[o.from + o.count - 1]!;
-        const position = encodePgPosition(at.transaction_id, at.position);
+        if (count === 0) return p.resolve({ nextRevision: found, position: LOG_START });
+        const position = encodePgPosition(tx!, positions[from + count - 1]!);
+        from += count;
         if (position > head) head = position;
-        p.resolve({ nextRevision: rows.revision[o.from + o.count - 1]!, position });
+        p.resolve({ nextRevision: found + count, position });
       });
       if (head !== LOG_START) this.announce(head);
     });

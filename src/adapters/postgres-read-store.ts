@@ -57,7 +57,7 @@ import {
 } from '../ports/read-store.js';
 import { BugError } from '../shared/errors.js';
 import { evictOldest } from '../shared/evict.js';
-import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, isRetryable, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
+import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, isPreparedRefusal, isRetryable, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
 
 /** `rm_` + the name must fit PostgreSQL's 63-byte identifiers. */
 const NAME = /^[a-z][a-z0-9_]{0,59}$/;
@@ -90,6 +90,34 @@ function whereOf(filter: Filter, params: Params): string {
   return parts.length ? parts.join(' AND ') : 'true';
 }
 
+/**
+ * PgView.find's clauses, for a transaction's read that carries its pending upserts
+ * (PgTx.carry); `params` may hold earlier parameters.
+ */
+function findClauses(filter: Filter, options: FindOptions, params: Params): { where: string; order: string; limit: string } {
+  let where = whereOf(filter, params);
+  const sortExpr = options.sort ? expr(options.sort) : null;
+  if (options.after) {
+    if (sortExpr) {
+      params.push(jsonValue(options.after.value), encodeString(options.after.id));
+      where += ` AND (${sortExpr}, id) > ($${params.length - 1}::jsonb, $${params.length}::text)`;
+    } else {
+      params.push(encodeString(options.after.id));
+      where += ` AND id > $${params.length}`;
+    }
+  }
+  const order = sortExpr ? ` ORDER BY ${sortExpr}, id` : ' ORDER BY id';
+  let limit = '';
+  if (options.limit !== undefined && options.limit >= 0) {
+    params.push(Math.floor(options.limit));
+    limit = ` LIMIT $${params.length}`;
+  }
+  return { where, order, limit };
+}
+
+/** The pending run's rows as a relation like a table's (PgTx.carry: $1 the ids, $2 the documents). */
+const RUN_ROWS = `(SELECT id COLLATE "C" AS id, doc::json AS doc FROM unnest($1::text[], $2::text[]) AS u(id, doc)) AS p`;
+
 const MAX_ATTEMPTS = 20;
 
 /** undefined_table: a table this process knew of was dropped by another. */
@@ -97,6 +125,30 @@ const isDropped = (error: unknown) => (error as { code?: unknown } | null)?.code
 
 interface Queryable {
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
+}
+
+/** Statement texts given a name (a server-side prepared statement per connection), per process. */
+const statementNames = new Map<string, string>();
+/** Names given at most: the texts are the code's (a few per collection and generation); past this, new ones go unnamed. */
+const MAX_NAMED = 1000;
+
+/**
+ * A transaction's hot statement, named when `prepared`: node-postgres then has the server parse
+ * it once per connection and reuses the plan, where an unnamed statement is parsed and planned
+ * every time: for the reads that carry a pending run (the history twin's per-document lookup)
+ * that was most of their time on the server (docs/performance-history.md, "PostgreSQL writes
+ * in batches"). Off behind a pooler that hands a session's statements to other server
+ * connections (POSTGRES_PREPARED_STATEMENTS, docs/operations.md).
+ */
+function statement(prepared: boolean, text: string, values: unknown[]): pg.QueryConfig {
+  if (!prepared) return { text, values };
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    if (statementNames.size >= MAX_NAMED) return { text, values };
+    statementNames.set(text, (name = `collab_${statementNames.size}`));
+  }
+  return { name, text, values };
 }
 
 class PgView implements ReadView {
@@ -188,9 +240,12 @@ const UPSERT_ROWS = 1000;
 /**
  * The projections' writer. Upserts are buffered: a run of upserts into one collection (the
  * documents of a batch of DocumentAdded, their audit rows) is one INSERT of every row
- * (`unnest` of two arrays), one round trip instead of one per row. Any other call (a read,
- * another write, an upsert into another collection) and the commit write the run first, so
- * every call sees exactly what the sequence of calls so far would have written, in order.
+ * (`unnest` of two arrays), one round trip instead of one per row. Every later call sees
+ * exactly what the sequence of calls so far would have written, in order: reads, patches
+ * and deletes carry the run in their own statement or answer from it (`get`, `carry`), other
+ * writes and the commit write it first. Checkpoint moves wait for the commit and go with it
+ * (`commit`). So a projection batch costs the server a round trip per read it makes, one
+ * per run, and one for the commit.
  */
 class PgTx extends PgView implements ReadTx {
   /** Tables this transaction created: forgotten again if it rolls back. */
@@ -200,7 +255,13 @@ class PgTx extends PgView implements ReadTx {
   /** It moved a checkpoint: the signal moves with its commit already. */
   moved = false;
 
-  constructor(q: Queryable, tables: Set<string>, private readonly exempt: ReadonlySet<string>) {
+  constructor(
+    q: Queryable,
+    tables: Set<string>,
+    private readonly exempt: ReadonlySet<string>,
+    /** Hot statements named (`statement`). */
+    readonly prepared: boolean,
+  ) {
     super(q, tables);
   }
 
@@ -224,14 +285,18 @@ class PgTx extends PgView implements ReadTx {
 
   async upsert(collection: string, doc: Doc): Promise<void> {
     if (typeof doc._id !== 'string') throw new BugError(`upsert into ${collection} without a string _id`);
+    // Encoded now: the caller may change the object after the call.
+    await this.pend(collection, encodeString(doc._id), encodeJson(doc));
+  }
+
+  /** Adds a row to the pending run (of `collection`: another collection's is written first). */
+  private async pend(collection: string, id: string, doc: string): Promise<void> {
     if (this.pendingCollection !== collection) {
       await this.flush();
       this.pendingCollection = collection;
     }
-    // Encoded now: the caller may change the object after the call.
-    const id = encodeString(doc._id);
     this.pending.delete(id);
-    this.pending.set(id, encodeJson(doc));
+    this.pending.set(id, doc);
     if (this.pending.size >= UPSERT_ROWS) await this.flush();
   }
 
@@ -242,60 +307,170 @@ class PgTx extends PgView implements ReadTx {
     const rows = this.pending;
     this.pendingCollection = null;
     this.pending = new Map();
+    // Emptied by deletes: nothing to write.
+    if (rows.size === 0) return;
     this.writes(collection);
     const t = await this.writable(collection);
     if (rows.size === 1) {
       const [[id, doc]] = rows;
-      await this.q.query(`INSERT INTO ${t} (id, doc) VALUES ($1, $2::json) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`, [id, doc]);
+      await this.q.query(statement(this.prepared, `INSERT INTO ${t} (id, doc) VALUES ($1, $2::json) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`, [id, doc]));
       return;
     }
     await this.q.query(
-      `INSERT INTO ${t} (id, doc) SELECT id, doc::json FROM unnest($1::text[], $2::text[]) AS u(id, doc) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`,
-      [[...rows.keys()], [...rows.values()]],
+      statement(
+        this.prepared,
+        `INSERT INTO ${t} (id, doc) SELECT id, doc::json FROM unnest($1::text[], $2::text[]) AS u(id, doc) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`,
+        [[...rows.keys()], [...rows.values()]],
+      ),
     );
   }
 
+  /**
+   * Reads inside the transaction do not write the pending run first in a round trip of its
+   * own. A get or getMany answers the pending ids from the run itself and reads the others from
+   * the table (the run changes no other row). A find or count carries the run's INSERT in its
+   * own statement, as a data-modifying WITH (run exactly once, whether the read uses it or
+   * not), and when it reads the run's own collection reads it as the run would have left it:
+   * the table's rows but the pending ids, and the pending rows (the statement's snapshot does
+   * not see its own INSERT), each side filtered, ordered and limited. The filter, the order
+   * and the limit are PostgreSQL's, on the same expressions, so the answer is the one a flush
+   * then the read would give. Example: the
+   * history twin's per-document `count` of an entity's versions, right after the previous
+   * document's version was upserted: one round trip per document instead of two.
+   */
   override async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
-    await this.flush();
+    if (collection === this.pendingCollection && typeof id === 'string') {
+      const doc = this.pending.get(encodeString(id));
+      if (doc !== undefined) return decodeJson<T>(doc);
+    }
     return super.get<T>(collection, id);
   }
 
   override async getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
-    await this.flush();
-    return super.getMany<T>(collection, ids);
+    if (collection !== this.pendingCollection || !ids.some((id) => typeof id === 'string' && this.pending.has(encodeString(id)))) {
+      return super.getMany<T>(collection, ids);
+    }
+    const pending = this.pending;
+    const stored = await super.getMany<T>(collection, ids.filter((id) => typeof id === 'string' && !pending.has(encodeString(id))));
+    const byId = new Map(stored.map((d) => [d._id, d]));
+    const out: T[] = [];
+    for (const id of ids) {
+      if (typeof id !== 'string') continue;
+      const text = pending.get(encodeString(id));
+      const d = text !== undefined ? decodeJson<T>(text) : byId.get(id);
+      if (d) out.push(d);
+    }
+    return out;
   }
 
   override async find<T extends Doc = Doc>(collection: string, filter: Filter, options: FindOptions = {}): Promise<T[]> {
-    await this.flush();
-    return super.find<T>(collection, filter, options);
+    if (options.limit === 0) return [];
+    const c = await this.carry(collection);
+    if (c === 'none') return super.find<T>(collection, filter, options);
+    if (c === 'empty') return [];
+    const { where, order, limit } = findClauses(filter, options, c.params);
+    // Through the run: each side filtered, ordered and limited on its own, so the table's side
+    // still walks its index and stops at the limit (one sort over the union read every match).
+    const sql = c.throughRun
+      ? `${c.with}SELECT doc::text AS doc FROM ((SELECT id, doc FROM ${c.table} WHERE ${where} AND id <> ALL($1::text[])${order}${limit}) UNION ALL (SELECT id, doc FROM ${RUN_ROWS} WHERE ${where})) AS r${order}${limit}`
+      : `${c.with}SELECT doc::text AS doc FROM ${c.table} WHERE ${where}${order}${limit}`;
+    const r = await this.q.query<{ doc: string }>(statement(this.prepared, sql, c.params));
+    return r.rows.map((row) => decodeJson<T>(row.doc));
   }
 
   override async count(collection: string, filter: Filter): Promise<number> {
-    await this.flush();
-    return super.count(collection, filter);
+    const c = await this.carry(collection);
+    if (c === 'none') return super.count(collection, filter);
+    if (c === 'empty') return 0;
+    const where = whereOf(filter, c.params);
+    const sql = c.throughRun
+      ? `${c.with}SELECT (SELECT count(*) FROM ${c.table} WHERE ${where} AND id <> ALL($1::text[])) + (SELECT count(*) FROM ${RUN_ROWS} WHERE ${where}) AS n`
+      : `${c.with}SELECT count(*) AS n FROM ${c.table} WHERE ${where}`;
+    const r = await this.q.query<{ n: string }>(statement(this.prepared, sql, c.params));
+    return Number(r.rows[0]!.n);
   }
 
+  /**
+   * How a find or count of `collection` carries the pending run (see `get`): 'none' when
+   * nothing is pending (or the run had to be written first: its table is not known to exist,
+   * and creating it is a statement of its own); 'empty' when `collection` has no table (the
+   * read answers nothing and the run stays pending); otherwise the WITH that writes the run,
+   * the table to read, whether the read must also read the run (`RUN_ROWS`) instead of the
+   * table's rows of the run's ids, and the parameters so far ($1 the ids, $2 the documents).
+   * Without `throughRun` the run's own collection is read as its table alone (a patch or delete
+   * of an id not in the run, which the run does not change; FOR UPDATE takes no union).
+   */
+  private async carry(collection: string, throughRun = true): Promise<'none' | 'empty' | { with: string; table: string; throughRun: boolean; params: Params }> {
+    const runOf = this.pendingCollection;
+    if (runOf === null) return 'none';
+    if (this.pending.size === 0) {
+      this.pendingCollection = null;
+      return 'none';
+    }
+    const runTable = table(runOf);
+    if (!this.tables.has(runTable)) {
+      await this.flush();
+      return 'none';
+    }
+    let t = runTable;
+    if (collection !== runOf) {
+      const other = await this.existing(collection);
+      if (!other) return 'empty';
+      t = other;
+    }
+    const rows = this.pending;
+    this.pendingCollection = null;
+    this.pending = new Map();
+    this.writes(runOf);
+    return {
+      with: `WITH w AS (INSERT INTO ${runTable} (id, doc) SELECT id, doc::json FROM unnest($1::text[], $2::text[]) AS u(id, doc) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc) `,
+      table: t,
+      throughRun: throughRun && collection === runOf,
+      params: [[...rows.keys()], [...rows.values()]],
+    };
+  }
+
+  /**
+   * A patch reads the row (FOR UPDATE, carrying the pending run: see `get`) or takes it from
+   * the pending run, and writes the patched document into the pending run like an upsert: one
+   * round trip at most where the read, its flush and the UPDATE were three.
+   */
   async patch(collection: string, id: string, set: Record<string, unknown> = {}, unset: string[] = []): Promise<boolean> {
-    await this.flush();
     this.writes(collection);
     const t = await this.writable(collection);
     if (typeof id !== 'string') return false;
     const key = encodeString(id);
-    const r = await this.q.query<{ doc: string }>(`SELECT doc::text AS doc FROM ${t} WHERE id = $1 FOR UPDATE`, [key]);
-    if (!r.rows[0]) return false;
-    const doc = decodeJson<Record<string, unknown>>(r.rows[0].doc);
+    let text = collection === this.pendingCollection ? this.pending.get(key) : undefined;
+    if (text === undefined) {
+      const c = await this.carry(collection, false);
+      const r =
+        c === 'none' || c === 'empty'
+          ? await this.q.query<{ doc: string }>(statement(this.prepared, `SELECT doc::text AS doc FROM ${t} WHERE id = $1 FOR UPDATE`, [key]))
+          : await this.q.query<{ doc: string }>(statement(this.prepared, `${c.with}SELECT doc::text AS doc FROM ${t} WHERE id = $3 FOR UPDATE`, [...c.params, key]));
+      if (!r.rows[0]) return false;
+      text = r.rows[0].doc;
+    }
+    const doc = decodeJson<Record<string, unknown>>(text);
     for (const [path, value] of Object.entries(set)) setPath(doc, fieldPath(path), value);
     for (const path of unset) unsetPath(doc, fieldPath(path));
-    await this.q.query(`UPDATE ${t} SET doc = $2::json WHERE id = $1`, [key, encodeJson(doc)]);
+    await this.pend(collection, key, encodeJson(doc));
     return true;
   }
 
+  /** A delete takes the id out of the pending run and carries the rest of it in its statement. */
   async delete(collection: string, id: string): Promise<boolean> {
-    await this.flush();
     this.writes(collection);
+    if (typeof id !== 'string') return false;
+    const key = encodeString(id);
+    const wasPending = collection === this.pendingCollection && this.pending.delete(key);
     const t = await this.existing(collection);
-    if (!t || typeof id !== 'string') return false;
-    return ((await this.q.query(`DELETE FROM ${t} WHERE id = $1`, [encodeString(id)])).rowCount ?? 0) > 0;
+    if (!t) return wasPending;
+    const c = await this.carry(collection, false);
+    const r =
+      c === 'none' || c === 'empty'
+        ? await this.q.query(statement(this.prepared, `DELETE FROM ${t} WHERE id = $1`, [key]))
+        : await this.q.query(statement(this.prepared, `${c.with}DELETE FROM ${t} WHERE id = $3`, [...c.params, key]));
+    return wasPending || (r.rowCount ?? 0) > 0;
   }
 
   async deleteMany(collection: string, filter: Filter): Promise<number> {
@@ -322,29 +497,52 @@ class PgTx extends PgView implements ReadTx {
     return applyInOrder(this, ops);
   }
 
+  /** Checkpoint moves, in call order, made by `commit` (see setCheckpoint). */
+  private readonly checkpointMoves: Array<{ name: string; position: LogPosition; expected: LogPosition | null }> = [];
+
   /**
-   * Compare-and-set. The update always writes (`version` moves), so even a set to the current
-   * value takes the row's lock and conflicts with a concurrent move (see the header).
+   * Compare-and-set, made at the commit: every move of the transaction goes with the COMMIT in
+   * one message (`commit`), where each called the server twice before (the update, then its
+   * notice). Nothing else in a transaction reads checkpoints, so nothing can tell the
+   * difference but the moment a conflict is raised: by the transaction, not by this call; the
+   * transaction rolls back whole either way. The update always writes (`version` moves), so
+   * even a set to the current value takes the row's lock and conflicts with a concurrent move
+   * (see the header).
    */
   async setCheckpoint(name: string, position: LogPosition, expected: LogPosition | null): Promise<void> {
+    this.checkpointMoves.push({ name, position, expected });
+  }
+
+  /**
+   * Writes what is pending and commits, in one message after the pending run: the checkpoint
+   * moves (`collab_move_checkpoints`, postgres-common.ts, which raises CLCP1 on a mismatch),
+   * the notice to other processes waiting on a checkpoint (a write's read-your-writes,
+   * PostgresReadStore.onCheckpointMoved), the change signal's own row when nothing else moves
+   * it, and COMMIT. A simple-protocol message takes no parameters: names and positions are
+   * quoted literals. A statement that fails skips the rest of the message, COMMIT included.
+   */
+  async commit(): Promise<void> {
     await this.flush();
-    const r =
-      expected === null
-        ? await this.q.query('INSERT INTO checkpoints (name, position) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, position])
-        : await this.q.query('UPDATE checkpoints SET position = $2, version = version + 1 WHERE name = $1 AND position = $3', [
-            name,
-            position,
-            expected,
-          ]);
-    if ((r.rowCount ?? 0) === 1) {
+    const parts: string[] = [];
+    if (this.checkpointMoves.length > 0) {
+      const array = (values: Array<string | null>) => `ARRAY[${values.map((v) => (v === null ? 'NULL' : pg.escapeLiteral(v))).join(', ')}]::text[]`;
+      const moves = this.checkpointMoves;
+      parts.push(
+        `SELECT collab_move_checkpoints(${array(moves.map((m) => m.name))}, ${array(moves.map((m) => m.position))}, ${array(moves.map((m) => m.expected))})`,
+        `SELECT pg_notify(${pg.escapeLiteral(CHECKPOINT_CHANNEL)}, '')`,
+      );
       this.moved = true;
-      // Other processes waiting on this checkpoint (a write's read-your-writes) hear of it at
-      // this transaction's commit (PostgresReadStore.onCheckpointMoved).
-      await this.q.query('SELECT pg_notify($1, $2)', [CHECKPOINT_CHANNEL, '']);
-      return;
     }
-    const actual = await this.q.query<{ position: string }>('SELECT position FROM checkpoints WHERE name = $1', [name]);
-    throw new CheckpointConflictError(name, expected, actual.rows[0]?.position ?? null);
+    if (this.changed && !this.moved) parts.push(BUMP);
+    parts.push('COMMIT');
+    try {
+      await this.q.query(parts.join('; '));
+    } catch (error) {
+      const e = error as { code?: unknown; detail?: unknown };
+      if (e?.code !== 'CLCP1' || typeof e.detail !== 'string') throw error;
+      const d = JSON.parse(e.detail) as { name: string; expected: LogPosition | null; actual: LogPosition | null };
+      throw new CheckpointConflictError(d.name, d.expected, d.actual);
+    }
   }
 }
 
@@ -387,7 +585,12 @@ export interface PostgresReadStoreOptions {
   signalExempt?: Iterable<string>;
   /** Parsed documents kept for reads outside transactions (0: none). Default 100,000. */
   cacheSize?: number;
-  /** The change signal's statement is named (prepared once per connection). Default true; off behind a pooler in transaction mode. */
+  /**
+   * The statements made most (the change signal, a transaction's hot statements) are named,
+   * prepared once per connection. Default true; false behind a pooler in transaction mode that
+   * does not carry prepared statements across server connections (pgbouncer before 1.21); left
+   * on there, the first refusal turns them off for the store (a warning, once).
+   */
   preparedStatements?: boolean;
 }
 
@@ -562,6 +765,8 @@ export class PostgresReadStore implements ReadStore {
   private readonly exempt: ReadonlySet<string>;
   private epochQuery: pg.QueryConfig;
   private readonly logger: PostgresReadStoreOptions['logger'];
+  /** Hot statements named; turned off for good at a pooler's first refusal (see transaction()). */
+  private prepared: boolean;
   /** Null when disabled (cacheSize 0). */
   private readonly cache: ReadCache | null;
 
@@ -573,7 +778,8 @@ export class PostgresReadStore implements ReadStore {
     this.notices = new PgListener(url, options.logger, options.listenUrl);
     this.exempt = new Set(options.signalExempt ?? []);
     this.logger = options.logger;
-    this.epochQuery = options.preparedStatements === false ? { text: EPOCH_SQL } : { name: 'collab_read_epoch', text: EPOCH_SQL };
+    this.prepared = options.preparedStatements ?? true;
+    this.epochQuery = this.prepared ? { name: 'collab_read_epoch', text: EPOCH_SQL } : { text: EPOCH_SQL };
     const size = options.cacheSize ?? 100_000;
     this.cache = size > 0 ? new ReadCache(size) : null;
   }
@@ -709,7 +915,7 @@ export class PostgresReadStore implements ReadStore {
     const run = () =>
       this.withClient(async (c) => {
         for (let attempt = 1; ; attempt++) {
-          const tx = new PgTx(c, this.tables, this.exempt);
+          const tx = new PgTx(c, this.tables, this.exempt, this.prepared);
           try {
             await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
             // Key material (TxOptions.sensitive) is on disk when the commit returns, whatever
@@ -717,11 +923,10 @@ export class PostgresReadStore implements ReadStore {
             // rows until VACUUM: see docs/operations.md.)
             if (options.sensitive) await c.query('SET LOCAL synchronous_commit = on');
             const result = await fn(tx);
-            await tx.flush();
-            // One simple-protocol message, no round trip of its own: on a conflict the COMMIT
-            // is skipped and the catch below rolls back and runs again, as for any statement.
+            // On a conflict the COMMIT is skipped and the catch below rolls back and runs
+            // again, as for any statement.
             try {
-              await c.query(tx.changed && !tx.moved ? `${BUMP}; COMMIT` : 'COMMIT');
+              await tx.commit();
             } finally {
               // Even a COMMIT that failed on the way back may have committed.
               if (tx.changed || tx.moved) this.cache?.invalidate();
@@ -731,7 +936,9 @@ export class PostgresReadStore implements ReadStore {
             await c.query('ROLLBACK').catch(() => undefined);
             for (const t of tx.created) this.tables.delete(t);
             if (isDropped(error)) this.tables.clear();
-            if (!(isRetryable(error) || isDropped(error)) || attempt >= MAX_ATTEMPTS) throw error;
+            const refused = tx.prepared && isPreparedRefusal(error);
+            if (refused) this.unprepare(error);
+            if (!(isRetryable(error) || isDropped(error) || refused) || attempt >= MAX_ATTEMPTS) throw error;
             // The other writer has committed (or is about to): run again on a new snapshot.
             await new Promise((r) => setTimeout(r, Math.min(100, 2 ** attempt) * Math.random()));
           }
@@ -773,6 +980,22 @@ export class PostgresReadStore implements ReadStore {
     this.cache?.beginRequest();
   }
 
+  /**
+   * A pooler in transaction mode hands each statement or transaction to any server connection:
+   * a name prepared on one is unknown on the next (26000) or already taken there by another
+   * client (42P05). Named statements cannot work behind it: from the first refusal on, this
+   * store sends every statement unnamed (and the one refused again), and says so once.
+   */
+  private unprepare(error: unknown) {
+    if (!this.prepared && !this.epochQuery.name) return;
+    this.prepared = false;
+    this.epochQuery = { text: EPOCH_SQL };
+    this.logger?.warn(
+      { code: (error as { code?: unknown }).code },
+      'PostgreSQL: a prepared statement did not survive between statements (a pooler in transaction mode?); sending statements unprepared from now on. Set POSTGRES_PREPARED_STATEMENTS=false behind such a pooler (docs/operations.md, Poolers)',
+    );
+  }
+
   /** The sum of the checkpoints' versions: one round trip (see the header). */
   private askEpoch = (): Promise<number> =>
     this.run(async () => {
@@ -784,15 +1007,10 @@ export class PostgresReadStore implements ReadStore {
         r = await this.pool.query<{ n: string }>(query);
       } catch (error) {
         const code = (error as { code?: unknown }).code;
-        // A pooler in transaction mode hands each statement to any server connection: a name
-        // prepared on one is unknown on the next (26000) or already taken there by another
-        // client (42P05). Named statements cannot work behind it: sent unnamed from now on
-        // (and this one again, as every other that was in flight with the name).
-        if (!query.name || (code !== '26000' && code !== '42P05')) throw error;
-        if (this.epochQuery === query) {
-          this.epochQuery = { text: EPOCH_SQL };
-          this.logger?.warn({ code }, 'PostgreSQL: a prepared statement did not survive between statements (a pooler in transaction mode?); sending it unprepared. Set POSTGRES_PREPARED_STATEMENTS=false behind such a pooler (docs/operations.md, Poolers)');
-        }
+        // A pooler in transaction mode (see unprepare): this one again unnamed, as every
+        // other that was in flight with the name.
+        if (!query.name || !isPreparedRefusal(error)) throw error;
+        this.unprepare(error);
         r = await this.pool.query<{ n: string }>({ text: EPOCH_SQL });
       }
       return Number(r.rows[0]!.n);

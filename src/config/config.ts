@@ -111,9 +111,9 @@ export interface Config {
    */
   statementTimeoutMs: number;
   /**
-   * PostgreSQL: the statement every request makes (the change signal) is a named, prepared
-   * one, parsed and planned once per connection. Off for a pooler in transaction mode that
-   * cannot carry them (pgbouncer before 1.21).
+   * PostgreSQL: the statements the service makes most (every request's change signal, a
+   * read-store transaction's hot statements) are named, prepared once per connection. Off
+   * behind a pooler in transaction mode that does not carry them (pgbouncer before 1.21).
    */
   postgresPreparedStatements: boolean;
   /**

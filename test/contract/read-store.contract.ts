@@ -181,6 +181,52 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
     await store.dropCollection('other_things');
   });
 
+  s('reads inside a transaction see pending upserts that replace, add to or leave a filter: find (sort, cursor, limit), count, get, getMany', async ({ store }) => {
+    // The seed: t0..t9, tenant A for t0..t6, B after; seq 100 - i.
+    await seed(store);
+    await store.transaction(async (tx) => {
+      await tx.upsert('things', { _id: 't1', tenant: 'B', kind: 'odd', seq: 1 }); // leaves A
+      await tx.upsert('things', { _id: 't8', tenant: 'A', kind: 'even', seq: 99 }); // joins A
+      await tx.upsert('things', { _id: 'n1', tenant: 'A', kind: 'odd', seq: 50 }); // new
+      assert.is(await tx.count('things', { tenant: 'A' }), 8);
+      assert.is(await tx.count('things', { tenant: 'A', kind: 'odd' }), 3);
+      const a = await tx.find<{ _id: string; seq: number }>('things', { tenant: 'A' }, { sort: 'seq' });
+      assert.equal(a.map((d) => d._id), ['n1', 't6', 't5', 't4', 't3', 't2', 't8', 't0']);
+      await tx.upsert('things', { _id: 't5', tenant: 'A', kind: 'odd', seq: 10 }); // moves in the order
+      const page = await tx.find<{ _id: string; seq: number }>('things', { tenant: 'A' }, { sort: 'seq', after: { value: 10, id: 't5' }, limit: 3 });
+      assert.equal(page.map((d) => d._id), ['n1', 't6', 't4']);
+      assert.equal((await tx.find('things', { tenant: 'B' }, { limit: 2 })).map((d) => d._id), ['t1', 't7']);
+      await tx.upsert('things', { _id: 't9', tenant: 'C' });
+      assert.equal(await tx.get('things', 't9'), { _id: 't9', tenant: 'C' });
+      assert.equal((await tx.getMany('things', ['t9', 'nope', 't0'])).map((d) => d._id), ['t9', 't0']);
+      await tx.upsert('other_things', { _id: 'o', n: 1 });
+      assert.is(await tx.count('things', { tenant: 'C' }), 1, 'a read of another collection than the pending run');
+      assert.is(await tx.count('other_things', {}), 1);
+      // Patches and deletes beside a pending run: of a pending id, of a stored one, of another collection's.
+      await tx.upsert('other_things', { _id: 'o2', n: 2 });
+      assert.ok(await tx.patch('things', 't0', { kind: 'patched' }));
+      assert.ok(await tx.patch('other_things', 'o2', { n: 3 }));
+      await tx.upsert('things', { _id: 'n2', tenant: 'E' });
+      assert.ok(await tx.patch('things', 'n2', { kind: 'x' }));
+      assert.ok(await tx.patch('things', 't2', { kind: 'y' }));
+      assert.not.ok(await tx.patch('things', 'nope', { kind: 'z' }));
+      assert.ok(await tx.delete('things', 'n2'), 'a pending id');
+      assert.not.ok(await tx.delete('things', 'n2'));
+      await tx.upsert('things', { _id: 'n3', tenant: 'E' });
+      assert.ok(await tx.delete('things', 't3'), 'a stored id beside a pending run');
+      assert.ok(await tx.delete('things', 'n3'));
+      assert.equal((await tx.find('things', { tenant: 'A', kind: 'patched' })).map((d) => d._id), ['t0']);
+      assert.equal(await tx.get('other_things', 'o2'), { _id: 'o2', n: 3 });
+    });
+    assert.is(await store.count('things', { tenant: 'A' }), 7);
+    assert.is(await store.count('things', { tenant: 'E' }), 0);
+    assert.equal(await store.get('things', 't2'), { _id: 't2', tenant: 'A', kind: 'y', seq: 98, flag: false, nested: { v: 2 } });
+    assert.equal(await store.get('other_things', 'o2'), { _id: 'o2', n: 3 });
+    assert.equal(await store.get('things', 't9'), { _id: 't9', tenant: 'C' });
+    assert.equal(await store.get('other_things', 'o'), { _id: 'o', n: 1 });
+    await store.dropCollection('other_things');
+  });
+
   s('a failing transaction leaves nothing behind', async ({ store }) => {
     await rejects(
       store.transaction(async (tx) => {
