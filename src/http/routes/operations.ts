@@ -37,6 +37,18 @@ const statusAnswer = z.object({
   webhooks: lagRow,
   leases: z.array(z.object({ name: z.string(), holder: z.string(), expiresAt: z.number(), held: z.boolean() })),
   parked: z.number().int(),
+  heldBack: z
+    .object({
+      events: z.number().int(),
+      capped: z.boolean(),
+      oldestTime: z.number().describe('The oldest held-back event\'s time, ms.'),
+      blocker: z
+        .object({ pid: z.number().int(), application: z.string(), state: z.string(), database: z.string(), openSeconds: z.number() })
+        .nullable()
+        .describe('The open transaction holding them back; null when the role may not see it (pg_read_all_stats).'),
+    })
+    .nullable()
+    .describe('Events committed that readers cannot see yet because an older transaction is still open (PostgreSQL); null when none.'),
 });
 
 const parkedRow = z.object({
