@@ -14814,6 +14814,21 @@ export interface operations {
                                     held: boolean;
                                 }[];
                                 parked: number;
+                                /** @description Events committed that readers cannot see yet because an older transaction is still open (PostgreSQL); null when none. */
+                                heldBack: {
+                                    events: number;
+                                    capped: boolean;
+                                    /** @description The oldest held-back event's time, ms. */
+                                    oldestTime: number;
+                                    /** @description The open transaction holding them back; null when the role may not see it (pg_read_all_stats). */
+                                    blocker: {
+                                        pid: number;
+                                        application: string;
+                                        state: string;
+                                        database: string;
+                                        openSeconds: number;
+                                    } | null;
+                                } | null;
                             };
                         };
                     };
