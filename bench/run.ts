@@ -11,7 +11,7 @@
  * met.
  *
  * Scenarios (--scenario=): perm1, perm1asof (perm1 with asOf, beside the live one), perm1rate, perm10, docs, size, add, move, memory, access,
- * history, budget, rebuild, workers, webhooks. history: access/history page by page over an organization of
+ * history, budget, rebuild, workers, webhooks, stream (the change stream's fan-out: bench/stream-fanout.ts). history: access/history page by page over an organization of
  * HISTORY_USERS users and HISTORY_CHANGES changes to one document's grants (the time of each page,
  * first to last: flat when a page's cost does not grow with the history); asked alone, the big
  * organizations the other scenarios read are not seeded. perm1, perm10 and docs give each server's CPU per request (its whole
@@ -47,6 +47,7 @@ import net from 'node:net';
 import autocannon from 'autocannon';
 import { steadyLoad } from './steady-load.js';
 import { webhookFairness } from './webhook-fairness.js';
+import { streamFanout } from './stream-fanout.js';
 import { cpuSample, mainThreadProfile, perRequest, postgresCpuUs, stageShares, STAGES, type StageShares } from './stage-budget.js';
 import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
@@ -86,6 +87,9 @@ const abDir = process.argv.find((a) => a.startsWith('--ab='))?.slice('--ab='.len
 const AB_ROUNDS = 3;
 // webhooks: the victim's writes measured alone and again under the attack.
 const WEBHOOK_SAMPLES = { quick: 40, standard: 100, full: 200 };
+/** The stream scenario: open streams, and writes whose arrival is timed at every one of them. */
+const STREAMS = 1000;
+const STREAM_WRITES = { quick: 20, standard: 50, full: 100 };
 const S = {
   quick: { bigDocs: 20_000, smallDocs: 1_000, subtree: 1_000, seconds: 3 },
   standard: { bigDocs: 100_000, smallDocs: 1_000, subtree: 10_000, seconds: 8 },
@@ -1317,7 +1321,7 @@ async function main() {
  * The scenarios that start services of their own on fresh stores (workers, webhooks): they
  * need none of the seeded data, so a run of only these skips the seeding.
  */
-const OWN_SERVICE = new Set(['workers', 'webhooks']);
+const OWN_SERVICE = new Set(['workers', 'webhooks', 'stream']);
 
 async function ownServiceScenarios() {
   // documents/add of one document at a time (read-your-writes), one process against `serve
@@ -1347,6 +1351,34 @@ async function ownServiceScenarios() {
       } finally {
         await server.close();
       }
+    }
+  }
+
+  // The change stream's fan-out: 1,000 open streams of one key, each write's arrival at the
+  // last of them beside the write's own latency (bench/stream-fanout.ts).
+  if (want('stream')) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-stream-'));
+    const n = STREAMS;
+    const svc = await startService(dir, [], { CHANGES_STREAM_MAX_PER_TENANT: String(n + 10), MAX_CONNECTIONS: String(2 * n + 100), SIGNUP_RATE_PER_MINUTE: '0' });
+    const saved = headers;
+    try {
+      headers = {};
+      const ws = await call(svc.url, '/v2/workspace/create', { ownerEmail: 'bench-stream@example.com' });
+      const [apiKey, key] = Object.entries(ws.result.data.apiKeyList)[0] as [string, { authToken: string }];
+      const own = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
+      const f = await streamFanout(svc.url, svc.child.pid!, own, n, STREAM_WRITES[scale]);
+      rows.push({
+        scenario: `change stream fan-out: ${fmt(f.streams)} open streams of one key, ${f.write.samples} writes one at a time`,
+        measured: `write p50 ${f.write.p50} ms, p99 ${f.write.p99} ms; arrival at the last stream p50 ${f.lastArrival.p50} ms, p99 ${f.lastArrival.p99} ms (every stream: p50 ${f.arrival.p50}, p99 ${f.arrival.p99}); ${f.kibPerStream} KiB per stream`,
+        ...NO_CEILING,
+        target: 'report',
+        met: null,
+        raw: { ...f },
+      });
+    } finally {
+      headers = saved;
+      await stop(svc.child);
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   }
 
