@@ -12,7 +12,6 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
-import pg from 'pg';
 import { tempDir } from './support/app.js';
 import { post, startService, waitHealthy, type Service } from './support/process.js';
 import { sharedPostgres, type PostgresServer } from './support/postgres.js';

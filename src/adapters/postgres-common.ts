@@ -254,7 +254,7 @@ async function currentSchema(client: pg.ClientBase): Promise<string> {
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000;
 
 /** Connections of one pool (POSTGRES_POOL_SIZE); a process has two, and two notice connections. */
-export const DEFAULT_POOL_SIZE = 10;
+const DEFAULT_POOL_SIZE = 10;
 
 /**
  * The `SET`s every session of the service starts with (openPool, PgListener), but those the
@@ -272,7 +272,7 @@ export const DEFAULT_POOL_SIZE = 10;
  *   starts and the transaction stays open as long as TCP retransmits. The server's kernel then
  *   gives up on data left unacknowledged this long, which ends that session too.
  */
-export function sessionSettings(url: string): string[] {
+function sessionSettings(url: string): string[] {
   let options = '';
   try {
     options = new URL(url).searchParams.get('options') ?? '';

@@ -1006,7 +1006,6 @@ export class PostgresReadStore implements ReadStore {
       try {
         r = await this.pool.query<{ n: string }>(query);
       } catch (error) {
-        const code = (error as { code?: unknown }).code;
         // A pooler in transaction mode (see unprepare): this one again unnamed, as every
         // other that was in flight with the name.
         if (!query.name || !isPreparedRefusal(error)) throw error;

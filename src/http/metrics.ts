@@ -57,6 +57,22 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 /** The envelope of semantics §1, sent here because these answers are not the API's routes'. */
 const failureBody = (status: string, message: string) => ({ error: { status, message } });
 
+/** Events the log holds back from readers (EventStore.heldBack; docs/operations.md, Long transactions). */
+function heldBackGauges(registers: Registry[]) {
+  return {
+    heldBackEvents: new Gauge({
+      name: 'collab_log_held_back_events',
+      help: 'Events committed to the log that no reader may see yet, because an older transaction is still open (PostgreSQL; counted up to 10,000; docs/operations.md, Long transactions).',
+      registers,
+    }),
+    heldBackSeconds: new Gauge({
+      name: 'collab_log_held_back_seconds',
+      help: 'How long the oldest of collab_log_held_back_events has waited, seconds.',
+      registers,
+    }),
+  };
+}
+
 /** The metrics of one app, in its own registry. */
 function createMetrics(registry: Registry) {
   const registers = [registry];
@@ -124,16 +140,7 @@ function createMetrics(registry: Registry) {
       labelNames: ['workspace'] as const,
       registers,
     }),
-    heldBackEvents: new Gauge({
-      name: 'collab_log_held_back_events',
-      help: 'Events committed to the log that no reader may see yet, because an older transaction is still open (PostgreSQL; counted up to 10,000; docs/operations.md, Long transactions).',
-      registers,
-    }),
-    heldBackSeconds: new Gauge({
-      name: 'collab_log_held_back_seconds',
-      help: 'How long the oldest of collab_log_held_back_events has waited, seconds.',
-      registers,
-    }),
+    ...heldBackGauges(registers),
     breakersOpen: new Gauge({
       name: 'collab_webhook_breakers_open',
       help: 'Webhook endpoints whose breaker is open (parked, or probing), all workspaces together.',

@@ -8,7 +8,7 @@
 import type { EventStore, HeldBack } from '../ports/event-store.js';
 
 /** Held back longer than this, the read models are behind for a reason worth answering 503 for (a batch's own commit takes far less). */
-export const HELD_BACK_UNREADY_MS = 5000;
+const HELD_BACK_UNREADY_MS = 5000;
 
 export function describeHeldBack(h: HeldBack, now: number): string {
   const count = `${h.capped ? 'over ' : ''}${h.events} event${h.events === 1 ? '' : 's'}`;

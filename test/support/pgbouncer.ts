@@ -15,7 +15,7 @@ import pg from 'pg';
 import { freePort } from './process.js';
 import { asPostgres, command, type PostgresServer } from './postgres.js';
 
-export const PGBOUNCER = process.env.PGBOUNCER_BIN ?? '/usr/sbin/pgbouncer';
+const PGBOUNCER = process.env.PGBOUNCER_BIN ?? '/usr/sbin/pgbouncer';
 
 export interface Pgbouncer {
   port: number;
