@@ -10,7 +10,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, postgresEnv, tempDir, type Harness, type Tenant } from './support/app.js';
+import { Writable } from 'node:stream';
 import { SseClient } from './support/sse.js';
+import { ChangeStream } from '../src/http/routes/changes-stream.js';
+import { RequestContext } from '../src/http/context.js';
+import { LOG_START } from '../src/ports/event-store.js';
 import { waiter } from './support/wait.js';
 
 const STREAM = '/v2/changes/stream';
@@ -259,6 +263,110 @@ test('follows writes made through another app on the same store', async () => {
     await reader.close();
     await writer.close();
   }
+});
+
+/**
+ * A socket whose reader stops after `budget` bytes: writes past it stay in the Writable's
+ * buffer (highWaterMark 4 KiB), as they do in a socket's when the peer does not read, until
+ * `resume()`.
+ */
+function slowSocket(budget: number) {
+  let taken = 0;
+  let held: Array<() => void> = [];
+  let text = '';
+  const socket = new Writable({
+    highWaterMark: 4096,
+    write(chunk: Buffer, _enc, callback) {
+      text += chunk.toString();
+      taken += chunk.length;
+      if (taken <= budget) callback();
+      else held.push(callback);
+    },
+  });
+  return {
+    socket,
+    received: () => text,
+    resume() {
+      taken = -Infinity;
+      const h = held;
+      held = [];
+      for (const c of h) c();
+    },
+  };
+}
+
+const eventsIn = (text: string) =>
+  text.split('\n\n').filter((b) => b.includes('data: ')).map((b) => ({
+    id: /^id: (.*)$/m.exec(b)?.[1],
+    event: /^event: (.*)$/m.exec(b)![1],
+    data: JSON.parse(/^data: (.*)$/m.exec(b)![1]!),
+  }));
+
+test('a slow reader: reads stop while its socket is full (what it holds stays bounded), it goes on once it drains, and one stalled past CHANGES_STREAM_STALL_MS is ended saying where to resume', async () => {
+  const slow = await harness({ CHANGES_STREAM_STALL_MS: '300' });
+  try {
+    const ts = await slow.tenant();
+    await slow.ok('/v2/organizations/add', { organizations: [{ organizationId: 's' }] }, ts.headers);
+    for (let i = 0; i < 6; i++) {
+      await slow.ok('/v2/organizations/documents/add', { organizationId: 's', documents: Array.from({ length: 50 }, (_, j) => ({ documentId: `doc-${i}-${j}`, documentName: 'x'.repeat(200) })) }, ts.headers);
+    }
+    const all = await feed(ts.headers, {}, slow);
+    assert.ok(all.length > 300);
+    const start = (socket: Writable) => {
+      const ctx = new RequestContext(slow.services, 'slow', slow.services.clock(), { info() {}, warn() {}, error() {} }, `apikey:${ts.apiKey}`, { apiKey: ts.apiKey, workspaceId: ts.workspaceId, type: 'testing' });
+      const stream = new ChangeStream({ services: slow.services, ctx, res: socket as any, apiKey: ts.apiKey, userId: undefined, families: undefined, cursor: LOG_START, lastId: undefined, log: slow.app.log });
+      return { stream, ran: stream.run() };
+    };
+
+    // Drains in time: every change arrives.
+    const patient = slowSocket(8192);
+    const p = start(patient.socket);
+    await until('the socket full', () => patient.socket.writableNeedDrain);
+    const before = eventsIn(patient.received()).length;
+    assert.ok(before < all.length, 'it stopped before the end');
+    patient.resume();
+    await until('every change once it drains', () => eventsIn(patient.received()).length === all.length);
+    assert.equal(eventsIn(patient.received()).map((e) => e.id), all.map((c) => c.token));
+    await p.stream.end('shutdown');
+    await p.ran;
+
+    // Never drains: ended after the stall, with where to resume; nothing lost from there.
+    const stuck = slowSocket(8192);
+    const q = start(stuck.socket);
+    await until('the socket full', () => stuck.socket.writableNeedDrain);
+    // While full it reads nothing more: what is queued stays within one event past the buffer.
+    const queued = stuck.socket.writableLength;
+    assert.ok(queued < 4096 + 2048, `queued ${queued} bytes`);
+    const closed = new Promise((r) => stuck.socket.once('close', r));
+    await q.ran;
+    // The reader reads again within the grace the final event has.
+    stuck.resume();
+    await closed;
+    const got = eventsIn(stuck.received());
+    const end = got.at(-1)!;
+    assert.is(end.event, 'end');
+    assert.is(end.data.reason, 'slow-reader');
+    assert.match(end.data.message, /CHANGES_STREAM_STALL_MS/);
+    const changes = got.filter((e) => e.event === 'change');
+    assert.is(end.data.lastEventId, changes.at(-1)!.id, 'the last change written');
+    const rest = await feed(ts.headers, { since: end.data.lastEventId }, slow);
+    assert.equal([...changes.map((e) => e.id), ...rest.map((c) => c.token)], all.map((c) => c.token), 'resumed from there: no gap, no duplicate');
+  } finally {
+    await slow.close();
+  }
+});
+
+test('the OpenAPI document describes the stream: GET, text/event-stream, since, types and Last-Event-ID, both credentials, 429', async () => {
+  const doc = JSON.parse((await h.app.inject({ method: 'GET', url: '/openapi.json' })).body);
+  const op = doc.paths[STREAM].get;
+  assert.ok(op, 'documented as GET');
+  assert.equal(Object.keys(doc.paths[STREAM]), ['get'], 'no HEAD, no POST');
+  assert.ok(op.responses['200'].content['text/event-stream']);
+  assert.equal(op.parameters.map((p: any) => `${p.in}:${p.name}`).sort(), ['header:last-event-id', 'query:since', 'query:types']);
+  assert.equal(op.security, [{ apiKey: [], authToken: [] }, { userToken: [] }]);
+  assert.match(op.responses['429'].description, /CHANGES_STREAM_MAX_PER_TENANT/);
+  const head = await h.app.inject({ method: 'HEAD', url: STREAM, headers: t.headers });
+  assert.is(head.statusCode, 404, 'HEAD is no stream');
 });
 
 test('the app closes with streams open: each gets a final event saying why, and close does not wait on them', async () => {
