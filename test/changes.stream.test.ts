@@ -356,6 +356,26 @@ test('a slow reader: reads stop while its socket is full (what it holds stays bo
   }
 });
 
+test('after users/data/delete, a stream from the start never shows the erased name (the change stays, by id)', async () => {
+  await ok('/v2/users/add', { organizationId: 'o', users: [{ userId: 'erased', name: 'Quirinus Vanish', email: 'quirinus@example.org' }] });
+  const before = await open();
+  try {
+    await until('the user\'s change with its name', () => before.changes.some((e) => e.data.type === 'UserAdded' && e.data.data.name === 'Quirinus Vanish'));
+  } finally {
+    await before.close();
+  }
+  await ok('/v2/users/data/delete', { userIds: ['erased'] });
+  const after = await open();
+  try {
+    await until('the erasure on the stream', () => after.changes.some((e) => e.data.type === 'UserErased' && e.data.data.userId === 'erased'));
+  } finally {
+    await after.close();
+  }
+  const text = JSON.stringify(after.events);
+  for (const s of ['Quirinus', 'Vanish', 'quirinus@example.org']) assert.not.ok(text.includes(s), `${s} is gone from the stream`);
+  assert.ok(after.changes.some((e) => e.data.type === 'UserAdded' && e.data.data.userId === 'erased'), 'the change itself stays');
+});
+
 test('the OpenAPI document describes the stream: GET, text/event-stream, since, types and Last-Event-ID, both credentials, 429', async () => {
   const doc = JSON.parse((await h.app.inject({ method: 'GET', url: '/openapi.json' })).body);
   const op = doc.paths[STREAM].get;
