@@ -376,6 +376,24 @@ test('after users/data/delete, a stream from the start never shows the erased na
   assert.ok(after.changes.some((e) => e.data.type === 'UserAdded' && e.data.data.userId === 'erased'), 'the change itself stays');
 });
 
+test('credentials that stop authenticating end the stream (checked with every heartbeat), saying where to resume', async () => {
+  const tr = await h.tenant();
+  await h.ok('/v2/organizations/add', { organizations: [{ organizationId: 'r' }] }, tr.headers);
+  const s = await open('', tr.headers);
+  try {
+    await until('the first change', () => s.changes.length > 0);
+    await h.ok('/v2/workspace/authtoken/reset', { apiKey: tr.apiKey }, tr.workspaceHeaders);
+    await s.ended;
+    const end = s.events.at(-1)!;
+    assert.is(end.event, 'end');
+    assert.is(end.data.reason, 'unauthenticated');
+    assert.is(end.data.lastEventId, s.changes.at(-1)!.id);
+  } finally {
+    await s.close();
+  }
+  await until('its place freed', () => h.app.changeStreams.openFor(tr.apiKey) === 0);
+});
+
 test('the OpenAPI document describes the stream: GET, text/event-stream, since, types and Last-Event-ID, both credentials, 429', async () => {
   const doc = JSON.parse((await h.app.inject({ method: 'GET', url: '/openapi.json' })).body);
   const op = doc.paths[STREAM].get;

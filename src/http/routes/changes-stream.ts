@@ -24,7 +24,9 @@
  *   holds is one page at most beyond the socket's buffer.
  * - Its end: the client leaving frees its place at once; the app closing (fastify `close`)
  *   ends every stream with `event: end` (`reason: "shutdown"`) first, so close never waits on
- *   them.
+ *   them; credentials that stop authenticating (checked again with every heartbeat: a user
+ *   token expired, an auth token reset, a key deleted) end it with `reason:
+ *   "unauthenticated"`.
  *
  * Registered beside the API's POST routes (src/http/api-routes.ts) with the same
  * `config.api`, so authentication, the rate limit and the consistency hook treat it as any
@@ -44,6 +46,7 @@ import { apiKeyScope } from '../../secrets/positions.js';
 import { ApiError, BugError, invalidArgument } from '../../shared/errors.js';
 import { rowsForUser } from '../../usecases/change-scope.js';
 import { changeView } from '../../usecases/changes.js';
+import { authenticate } from '../auth.js';
 import { RequestContext } from '../context.js';
 import { corsHeaders } from '../cors.js';
 import { FAILURE } from '../schema.js';
@@ -59,13 +62,15 @@ const PAGE_SIZE = 100;
 const END_GRACE_MS = 1000;
 
 /** Why the server ends a stream (the `reason` of its final `end` event). */
-type EndReason = 'slow-reader' | 'shutdown' | 'error';
+type EndReason = 'slow-reader' | 'shutdown' | 'error' | 'unauthenticated';
 
 /** The open streams of one app: counted per API key, all ended when the app closes. */
 export class ChangeStreams {
   private readonly perTenant = new Map<string, number>();
   private readonly streams = new Set<ChangeStream>();
   private unsubscribe: (() => void) | null = null;
+  /** The app is closing: no stream opens any more. */
+  private closing = false;
 
   constructor(private readonly services: Pick<Services, 'projections' | 'config'>) {}
 
@@ -81,6 +86,7 @@ export class ChangeStreams {
 
   /** Counts a new stream of `apiKey`, or RESOURCE_EXHAUSTED past the bound. */
   reserve(apiKey: string): void {
+    if (this.closing) throw new ApiError('UNAVAILABLE', 'The server is shutting down: open the stream again on another (or once it is back), with Last-Event-ID.');
     const max = this.services.config.changesStreamMaxPerTenant;
     const n = this.openFor(apiKey);
     if (n >= max) {
@@ -101,6 +107,8 @@ export class ChangeStreams {
 
   add(s: ChangeStream): void {
     this.streams.add(s);
+    // Opened while closeAll ran (its headers were on their way): ended like the others.
+    if (this.closing) void s.end('shutdown');
     // One listener for all streams, only while some are open: every move pokes each stream.
     this.unsubscribe ??= this.services.projections.onAdvanced(() => {
       for (const t of this.streams) t.poke();
@@ -117,6 +125,7 @@ export class ChangeStreams {
 
   /** Ends every stream (the app closes) and resolves once their sockets are closed. */
   async closeAll(): Promise<void> {
+    this.closing = true;
     await Promise.all([...this.streams].map((s) => s.end('shutdown')));
   }
 }
@@ -136,6 +145,11 @@ export interface StreamOptions {
   /** The id to resume from if the stream ends before sending any event (the request's own). */
   lastId: string | undefined;
   log: FastifyRequest['log'];
+  /**
+   * Checks the request's credentials again (with every heartbeat): false, or an ApiError,
+   * ends the stream (`unauthenticated`); any other failure (the store out of reach) is no verdict.
+   */
+  reauthenticate?: () => Promise<boolean>;
 }
 
 export class ChangeStream {
@@ -157,6 +171,7 @@ export class ChangeStream {
     this.heartbeat = setInterval(() => {
       // A full buffer gets nothing more; the stall timer decides its fate.
       if (!this.closed && !o.res.writableNeedDrain) o.res.write(': heartbeat\n\n');
+      void this.checkCredentials();
     }, o.services.config.changesStreamHeartbeatMs);
     this.heartbeat.unref();
     o.res.once('close', () => this.closedBySocket());
@@ -164,6 +179,25 @@ export class ChangeStream {
 
   poke(): void {
     this.wakeup.poke();
+  }
+
+  private checking = false;
+
+  /** Ends the stream once its credentials stop authenticating (see `reauthenticate`). */
+  private async checkCredentials(): Promise<void> {
+    const check = this.o.reauthenticate;
+    if (!check || this.checking || this.closed) return;
+    this.checking = true;
+    let valid = true;
+    try {
+      valid = await check();
+    } catch (error) {
+      valid = !(error instanceof ApiError);
+      if (valid) this.o.log.warn({ err: error }, 'change stream: credentials not checked (kept open)');
+    } finally {
+      this.checking = false;
+    }
+    if (!valid) void this.end('unauthenticated');
   }
 
   private closedBySocket(): void {
@@ -185,8 +219,11 @@ export class ChangeStream {
       'slow-reader': `The stream was ended: its reader fell behind (its socket stayed full for ${this.o.services.config.changesStreamStallMs} ms, CHANGES_STREAM_STALL_MS).`,
       shutdown: 'The stream was ended: the server is shutting down.',
       error: 'The stream was ended by an error of the server.',
+      unauthenticated: 'The stream was ended: its credentials no longer authenticate (a user token expired, an auth token reset, a key deleted).',
     }[reason];
-    const resume = this.lastId === undefined ? 'Reconnect with the same request to go on.' : 'Reconnect with the header Last-Event-ID set to lastEventId to go on where this stream stopped.';
+    const resume = reason === 'unauthenticated'
+      ? 'Open it again with valid credentials (a new user token), with Last-Event-ID set to lastEventId.'
+      : this.lastId === undefined ? 'Reconnect with the same request to go on.' : 'Reconnect with the header Last-Event-ID set to lastEventId to go on where this stream stopped.';
     const { res } = this.o;
     if (!res.destroyed) {
       res.end(sseEvent('end', { reason, message: `${message} ${resume}`, ...(this.lastId !== undefined ? { lastEventId: this.lastId } : {}) }));
@@ -355,7 +392,13 @@ async function handler(streams: ChangeStreams, services: Services, req: FastifyR
     // The first bytes at once: the client knows the stream is open, a proxy starts passing it.
     res.write(': stream open\n\n');
     const ctx = new RequestContext(services, req.id, services.clock(), req.log, caller.actor, caller.tenant, undefined, caller.userId);
-    stream = new ChangeStream({ services, ctx, res, apiKey, userId: caller.userId, families: query.types, cursor, lastId: lastEventId ?? query.since, log: req.log });
+    const reauthenticate = async () => {
+      // Other processes' commits (a reset on another host) are visible to the check.
+      services.read.beginRequest();
+      const again = await authenticate(req, 'apiKey', services, { userToken: true, userTokenPaths: [] });
+      return again.tenant?.apiKey === apiKey && again.userId === caller.userId;
+    };
+    stream = new ChangeStream({ services, ctx, res, apiKey, userId: caller.userId, families: query.types, cursor, lastId: lastEventId ?? query.since, log: req.log, reauthenticate });
   } catch (error) {
     streams.release(apiKey);
     throw error;
