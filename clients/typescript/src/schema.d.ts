@@ -2077,7 +2077,7 @@ export interface paths {
          *
          *     Starts strictly after the `Last-Event-ID` header (a reconnect), else after `since` (any token changes/get takes: a change's, a `nextToken`, a write's `x-consistency-token`), else from the start: resumed with its last id, a stream loses and repeats nothing.
          *
-         *     A comment line (`: heartbeat`) comes every CHANGES_STREAM_HEARTBEAT_MS. The server may end a stream with `event: end`, `data: { reason, message, lastEventId? }`: `slow-reader` (the socket stayed full for CHANGES_STREAM_STALL_MS), `shutdown`, `error`; reconnect with `Last-Event-ID: <lastEventId>`.
+         *     A comment line (`: heartbeat`) comes every CHANGES_STREAM_HEARTBEAT_MS. The server may end a stream with `event: end`, `data: { reason, message, lastEventId? }`: `slow-reader` (the socket stayed full for CHANGES_STREAM_STALL_MS), `shutdown`, `error`, `unauthenticated` (the credentials, checked again with every heartbeat, no longer authenticate: an expired user token, say); reconnect with `Last-Event-ID: <lastEventId>`.
          *
          *     With a user token (`Authorization: Bearer`, browsers read it with `fetch` streaming), only the changes to the user's own access (grants and revocations of the user or of its groups, its group memberships, its organization memberships, its profile) and to the documents, folders and organizations it can open, or could when the change was made (so a deletion or a revocation that closes one shows). An expiry is no event: `GrantAdded` carries `expiresAt`.
          *
