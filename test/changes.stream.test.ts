@@ -178,6 +178,9 @@ test('at most CHANGES_STREAM_MAX_PER_TENANT streams per key: 429 RESOURCE_EXHAUS
     assert.is(again.status, 200, 'a place again');
     await Promise.all([two.close(), others.close(), again.close()]);
     await until('every stream closed on the server', () => bounded.app.changeStreams.open === 0);
+    const metrics = (await bounded.app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.match(metrics, /^collab_change_streams_open 0$/m);
+    assert.match(metrics, /^collab_change_streams_ended_total\{reason="client"\} 4$/m, 'four streams ended by their readers');
     // fetch (undici) opens a spare connection when a streaming one is aborted, and a connection
     // that never sent a request is not idle to Node's closeIdleConnections: fastify's close
     // would wait CONNECTION_TIMEOUT_MS for it. Not a stream's doing (none is open, checked above).

@@ -35,6 +35,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { z } from 'zod';
 import { CHANGE_FAMILIES, type AuditEventDoc, type ChangeFamily } from '../../../projections/audit.js';
 import { changesPage } from '../../../queries/changes.js';
@@ -71,8 +72,29 @@ export class ChangeStreams {
   private unsubscribe: (() => void) | null = null;
   /** The app is closing: no stream opens any more. */
   private closing = false;
+  /** Streams ended, by why (`client` when the reader left); counted once metrics are attached. */
+  private ended: Counter<'reason'> | undefined;
 
   constructor(private readonly services: Pick<Services, 'projections' | 'config'>) {}
+
+  /** `collab_change_streams_open` and `collab_change_streams_ended_total{reason}` in `registry`. */
+  attachMetrics(registry: Registry): void {
+    const streams = this;
+    new Gauge({
+      name: 'collab_change_streams_open',
+      help: 'Change streams (GET /v2/changes/stream) open in this process.',
+      registers: [registry],
+      collect() {
+        this.set(streams.open);
+      },
+    });
+    this.ended = new Counter({
+      name: 'collab_change_streams_ended_total',
+      help: 'Change streams ended, by reason: client (the reader left), slow-reader, shutdown, unauthenticated, error.',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    });
+  }
 
   /** Streams open now, all API keys together. */
   get open(): number {
@@ -116,7 +138,8 @@ export class ChangeStreams {
   }
 
   remove(s: ChangeStream): void {
-    this.streams.delete(s);
+    if (!this.streams.delete(s)) return;
+    this.ended?.inc({ reason: s.endReason ?? 'client' });
     if (this.streams.size === 0) {
       this.unsubscribe?.();
       this.unsubscribe = null;
@@ -162,6 +185,8 @@ export class ChangeStream {
   private markDone!: () => void;
   private readonly scope: string;
   private readonly pacer = new Pacer(NO_DEADLINE);
+  /** Why the server ended the stream; undefined while open, or when the reader left. */
+  endReason: EndReason | undefined;
 
   constructor(private readonly o: StreamOptions) {
     this.cursor = o.cursor;
@@ -214,6 +239,7 @@ export class ChangeStream {
   end(reason: EndReason): Promise<void> {
     if (this.closed) return this.done;
     this.closed = true;
+    this.endReason = reason;
     this.wakeup.poke();
     const message = {
       'slow-reader': `The stream was ended: its reader fell behind (its socket stayed full for ${this.o.services.config.changesStreamStallMs} ms, CHANGES_STREAM_STALL_MS).`,
@@ -417,6 +443,7 @@ async function handler(streams: ChangeStreams, services: Services, req: FastifyR
  * tests and operators can count them).
  */
 export const changesStream = shared<{ services: Services; streams: ChangeStreams }>('changes-stream', async (app, { services, streams }) => {
+  streams.attachMetrics(app.appMetrics.registry);
   // Before the server closes: it would wait for these connections, which never end by themselves.
   app.addHook('preClose', async () => streams.closeAll());
   app.get(CHANGES_STREAM_PATH, {
