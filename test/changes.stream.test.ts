@@ -122,6 +122,29 @@ test('cut at any point and resumed with Last-Event-ID: nothing lost, nothing rep
   assert.ok(expected.every((c) => c.family === 'document' || c.family === 'grant'));
 });
 
+test('since=now: only what is applied after it opens; its first id alone marks the place, and resumes there without a gap', async () => {
+  const s = await open('?since=now');
+  let place: string;
+  try {
+    await until('the place', () => s.ids.length === 1);
+    place = s.ids[0]!;
+    await ok('/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: 'after-now' }] });
+    await until('the new change', () => s.changes.length >= 1);
+    assert.equal(s.changes.map((e) => e.data.resourceId), ['after-now'], 'nothing from before');
+  } finally {
+    await s.close();
+  }
+  // A reconnection with that place, and a write meanwhile: the write, then the one after.
+  await ok('/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: 'while-away' }] });
+  const again = await open('', { ...t.headers, 'last-event-id': place });
+  try {
+    await until('both', () => again.changes.length >= 2);
+    assert.equal(again.changes.map((e) => e.data.resourceId), ['after-now', 'while-away']);
+  } finally {
+    await again.close();
+  }
+});
+
 test('refusals before the stream starts, in the failure envelope: a foreign or changed token, an unknown family, no credentials', async () => {
   const other = await h.tenant();
   await h.ok('/v2/organizations/add', { organizations: [{ organizationId: 'x' }] }, other.headers);

@@ -12,6 +12,8 @@ export interface SseEvent {
 export class SseClient {
   readonly events: SseEvent[] = [];
   readonly comments: string[] = [];
+  /** Ids that came alone, without an event (a stream from `now` starts with one). */
+  readonly ids: string[] = [];
   /** The answer's body when it was no stream (a refusal's JSON envelope). */
   body: any;
   /** Resolves when the stream ends, whoever ended it. */
@@ -60,6 +62,7 @@ export class SseClient {
       else if (line.startsWith('event: ')) e.event = line.slice(7);
       else if (line.startsWith('data: ')) e.data = (e.data ?? '') + line.slice(6);
     }
+    if (e.data === undefined && e.id !== undefined) this.ids.push(e.id);
     if (e.data !== undefined) this.events.push({ ...(e.id !== undefined ? { id: e.id } : {}), event: e.event ?? 'message', data: JSON.parse(e.data) });
   }
 

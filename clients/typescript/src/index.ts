@@ -48,7 +48,10 @@ export type ChangeFamily = Change['family'];
 
 /** What `streamChanges` takes. */
 export interface StreamChangesOptions {
-  /** Start strictly after this token (a change's, a `nextToken`, a write's consistency token); from the start without it. */
+  /**
+   * Start strictly after this token (a change's, a `nextToken`, a write's consistency token), or
+   * `'now'` (after what the service has applied when the stream opens); from the start without it.
+   */
   since?: string;
   /** Only these kinds of change. */
   types?: readonly ChangeFamily[];
@@ -388,7 +391,14 @@ export function createClient(options: ClientOptions): CollabClient {
               const block = buffer.slice(0, at);
               buffer = buffer.slice(at).replace(/^\r?\n\r?\n/, '');
               const e = sseFields(block);
-              if (e.data === undefined) continue;
+              if (e.data === undefined) {
+                // An id alone (a stream from `now`): its place, to go on from after a reconnection.
+                if (e.id !== undefined) {
+                  last = e.id;
+                  resumed = true;
+                }
+                continue;
+              }
               if (e.event === 'change') {
                 const change = JSON.parse(e.data) as Change;
                 last = e.id ?? change.token;

@@ -2075,7 +2075,7 @@ export interface paths {
          * Follow the API key's changes live, as Server-Sent Events
          * @description The changes `/v2/changes/get` pages, as they are applied, as `text/event-stream`: each change is an event with `id:` its change token, `event: change` and `data:` the change as changes/get shows it (one line of JSON).
          *
-         *     Starts strictly after the `Last-Event-ID` header (a reconnect), else after `since` (any token changes/get takes: a change's, a `nextToken`, a write's `x-consistency-token`), else from the start: resumed with its last id, a stream loses and repeats nothing.
+         *     Starts strictly after the `Last-Event-ID` header (a reconnect), else after `since` (any token changes/get takes: a change's, a `nextToken`, a write's `x-consistency-token`; or `now`, what is applied when it opens), else from the start: resumed with its last id, a stream loses and repeats nothing.
          *
          *     A comment line (`: heartbeat`) comes every CHANGES_STREAM_HEARTBEAT_MS. The server may end a stream with `event: end`, `data: { reason, message, lastEventId? }`: `slow-reader` (the socket stayed full for CHANGES_STREAM_STALL_MS), `shutdown`, `error`, `unauthenticated` (the credentials, checked again with every heartbeat, no longer authenticate: an expired user token, say); reconnect with `Last-Event-ID: <lastEventId>`.
          *
@@ -15313,7 +15313,7 @@ export interface operations {
     changesStream: {
         parameters: {
             query?: {
-                /** @description Start strictly after this token; `Last-Event-ID` wins over it. */
+                /** @description Start strictly after this token; `now`: after what the read models hold now (the stream's first block is then an `id:` alone, its place). `Last-Event-ID` wins over it. */
                 since?: string;
                 /** @description Families of change to keep, separated by commas (`grant,document`); all when absent. API-key callers and user tokens alike. */
                 types?: string;

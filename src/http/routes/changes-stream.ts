@@ -358,7 +358,7 @@ const streamSchema = {
   description: [
     'The changes `/v2/changes/get` pages, as they are applied, as `text/event-stream`: each change is an event with `id:` its change token, `event: change` and `data:` the change as changes/get shows it (one line of JSON).',
     '',
-    'Starts strictly after the `Last-Event-ID` header (a reconnect), else after `since` (any token changes/get takes: a change\'s, a `nextToken`, a write\'s `x-consistency-token`), else from the start: resumed with its last id, a stream loses and repeats nothing.',
+    'Starts strictly after the `Last-Event-ID` header (a reconnect), else after `since` (any token changes/get takes: a change\'s, a `nextToken`, a write\'s `x-consistency-token`; or `now`, what is applied when it opens), else from the start: resumed with its last id, a stream loses and repeats nothing.',
     '',
     'A comment line (`: heartbeat`) comes every CHANGES_STREAM_HEARTBEAT_MS. The server may end a stream with `event: end`, `data: { reason, message, lastEventId? }`: `slow-reader` (the socket stayed full for CHANGES_STREAM_STALL_MS), `shutdown`, `error`, `unauthenticated` (the credentials, checked again with every heartbeat, no longer authenticate: an expired user token, say); reconnect with `Last-Event-ID: <lastEventId>`.',
     '',
@@ -369,7 +369,7 @@ const streamSchema = {
   operationId: 'changesStream',
   security: [{ apiKey: [], authToken: [] }, { userToken: [] }] as Array<Record<string, string[]>>,
   querystring: z.object({
-    since: z.string().min(1).max(1024).optional().describe('Start strictly after this token; `Last-Event-ID` wins over it.'),
+    since: z.string().min(1).max(1024).optional().describe('Start strictly after this token; `now`: after what the read models hold now (the stream\'s first block is then an `id:` alone, its place). `Last-Event-ID` wins over it.'),
     types: z.string().optional().describe('Families of change to keep, separated by commas (`grant,document`); all when absent. API-key callers and user tokens alike.'),
   }),
   headers: z.object({
@@ -400,7 +400,10 @@ async function handler(streams: ChangeStreams, services: Services, req: FastifyR
   const query = parseQuery(req.query);
   const lastEventId = singleHeader(req, 'last-event-id');
   let cursor = LOG_START;
+  // `since=now`: what the read models hold now is behind; its place is the stream's first id.
+  const fromNow = lastEventId === undefined && query.since === 'now';
   if (lastEventId !== undefined) cursor = services.secrets.positions.open(apiKeyScope(apiKey), lastEventId, 'The Last-Event-ID header');
+  else if (fromNow) cursor = services.projections.position;
   else if (query.since !== undefined) cursor = services.secrets.positions.open(apiKeyScope(apiKey), query.since, 'since');
   streams.reserve(apiKey);
   let stream: ChangeStream;
@@ -416,7 +419,9 @@ async function handler(streams: ChangeStreams, services: Services, req: FastifyR
     const res = reply.raw;
     res.writeHead(200, headers);
     // The first bytes at once: the client knows the stream is open, a proxy starts passing it.
-    res.write(': stream open\n\n');
+    // From `now`, an id alone (no event): a reconnection before the first change goes on from there.
+    const startId = fromNow ? services.secrets.positions.seal(apiKeyScope(apiKey), cursor) : undefined;
+    res.write(startId !== undefined ? `: stream open\nid: ${startId}\n\n` : ': stream open\n\n');
     const ctx = new RequestContext(services, req.id, services.clock(), req.log, caller.actor, caller.tenant, undefined, caller.userId);
     const reauthenticate = async () => {
       // Other processes' commits (a reset on another host) are visible to the check.
@@ -424,7 +429,7 @@ async function handler(streams: ChangeStreams, services: Services, req: FastifyR
       const again = await authenticate(req, 'apiKey', services, { userToken: true, userTokenPaths: [] });
       return again.tenant?.apiKey === apiKey && again.userId === caller.userId;
     };
-    stream = new ChangeStream({ services, ctx, res, apiKey, userId: caller.userId, families: query.types, cursor, lastId: lastEventId ?? query.since, log: req.log, reauthenticate });
+    stream = new ChangeStream({ services, ctx, res, apiKey, userId: caller.userId, families: query.types, cursor, lastId: lastEventId ?? startId ?? query.since, log: req.log, reauthenticate });
   } catch (error) {
     streams.release(apiKey);
     throw error;
