@@ -324,9 +324,10 @@ E('the document\'s audit: its changes with time, event and who; live: a grant an
   const before = await rows();
   const carol = { userId: 'carol', permissions: { resources: [{ type: 'document', id: 'd1', organizationId: 'o1', accessRole: 'viewer' }] } };
   await h.ok('/v2/auth/permissions/add', carol, t.headers);
-  await page.waitForFunction((n) => document.querySelectorAll('tr[data-event]').length === n + 1, before);
+  await page.locator('tr[data-event]').nth(before).waitFor();
   await h.ok('/v2/auth/permissions/remove', carol, t.headers);
-  await page.waitForFunction((n) => document.querySelectorAll('tr[data-event]').length === n + 2, before);
+  await page.locator('tr[data-event]').nth(before + 1).waitFor();
+  assert.is(await rows(), before + 2, 'the grant and its revocation, once each');
   const added = await page.locator('tr[data-event]').evaluateAll((r: PageElement[]) => r.map((x) => x.getAttribute('data-event')));
   assert.ok(added.includes('GrantRevoked'), JSON.stringify(added));
   await page.reload();

@@ -195,7 +195,7 @@ export class ChangeStream {
     this.done = new Promise((resolve) => (this.markDone = resolve));
     this.heartbeat = setInterval(() => {
       // A full buffer gets nothing more; the stall timer decides its fate.
-      if (!this.closed && !o.res.writableNeedDrain) o.res.write(': heartbeat\n\n');
+      if (!this.closed && !o.res.destroyed && !o.res.writableNeedDrain) o.res.write(': heartbeat\n\n');
       void this.checkCredentials();
     }, o.services.config.changesStreamHeartbeatMs);
     this.heartbeat.unref();
@@ -302,6 +302,8 @@ export class ChangeStream {
         for (const row of rows) {
           if (this.closed) return;
           const change = await changeView(this.o.ctx, this.scope, row);
+          // The socket may have gone while the change was read.
+          if (this.closed || res.destroyed) return;
           res.write(sseEvent('change', change, change.token));
           this.lastId = change.token;
           this.cursor = row.position;
@@ -417,6 +419,8 @@ async function handler(streams: ChangeStreams, services: Services, req: FastifyR
     };
     reply.hijack();
     const res = reply.raw;
+    // A write racing the peer's reset fails on a destroyed socket: the close ends the stream.
+    res.on('error', (err) => req.log.debug({ err }, 'change stream socket error'));
     res.writeHead(200, headers);
     // The first bytes at once: the client knows the stream is open, a proxy starts passing it.
     // From `now`, an id alone (no event): a reconnection before the first change goes on from there.
