@@ -213,6 +213,27 @@ test('at most CHANGES_STREAM_MAX_PER_TENANT streams per key: 429 RESOURCE_EXHAUS
   }
 });
 
+test('the rate limit applies to opening a stream, before the stream\'s own bound', async () => {
+  const limited = await harness({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '1' });
+  try {
+    const url = await listen(limited);
+    const a = await limited.tenant();
+    const first = await open('', a.headers, url);
+    assert.is(first.status, 200);
+    const second = await open('', a.headers, url);
+    assert.is(second.status, 429);
+    assert.is(second.body.error.status, 'RESOURCE_EXHAUSTED');
+    assert.not.match(second.body.error.message, /CHANGES_STREAM_MAX_PER_TENANT/, 'the rate limit refused it');
+    assert.ok(second.headers.get('retry-after'));
+    assert.is(limited.app.changeStreams.openFor(a.apiKey), 1, 'the refused one took no place');
+    await first.close();
+    await until('closed', () => limited.app.changeStreams.open === 0);
+    limited.app.server.closeAllConnections();
+  } finally {
+    await limited.close();
+  }
+});
+
 test('a user token sees its own grant and revocation, a group grant reaching it, changes to documents it can open; not others\' grants nor documents it cannot open', async () => {
   await ok('/v2/organizations/documents/add', {
     organizationId: 'o',
@@ -242,6 +263,7 @@ test('a user token sees its own grant and revocation, a group grant reaching it,
     assert.ok(shown.some((c) => c.type === 'GroupAccessGranted' && c.resourceId === 'group-doc'), 'a grant to its group');
     assert.ok(shown.some((c) => c.type === 'DocumentRenamed' && c.resourceId === 'open-doc'), 'a change to a document it can open');
     assert.ok(shown.some((c) => c.type === 'UserGroupMemberAdded' && c.data.userId === 'reader'), 'its group membership (an earlier change, from the start)');
+    assert.ok(shown.some((c) => c.type === 'GrantAdded' && c.resourceType === 'organization' && c.data.userId === 'reader'), 'its organization membership');
     assert.not.ok(shown.some((c) => c.data.userId === 'stranger'), 'another user\'s grant or membership');
     assert.not.ok(shown.some((c) => c.resourceId === 'closed-doc'), 'a document it cannot open');
     assert.not.ok(shown.some((c) => c.family === 'apiKey' || c.family === 'agent' || c.family === 'webhook'), 'the key\'s own settings');
