@@ -289,6 +289,24 @@ test('a user token sees its own grant and revocation, a group grant reaching it,
   await until('the streams closed on the server', () => h.app.changeStreams.open === 0);
 });
 
+test('a user token: its organization deleted shows, with its own membership revoked by the cascade; never another member\'s', async () => {
+  await ok('/v2/organizations/add', { organizations: [{ organizationId: 'doomed' }] });
+  await ok('/v2/users/add', { organizationId: 'doomed', users: [{ userId: 'member' }, { userId: 'other-member' }] });
+  await ok('/v2/organizations/usergroups/add', { organizationId: 'doomed', organizationUserGroups: [{ groupId: 'crew', groupName: 'Crew' }] });
+  await ok('/v2/organizations/usergroups/users/add', { organizationId: 'doomed', organizationUserGroupId: 'crew', userIds: ['member', 'other-member'] });
+  const token = (await ok('/v2/auth/generate_token', { userId: 'member', userProperties: { name: 'Member', email: 'member@example.org' } })).data.token;
+  const s = await open('?since=now', { authorization: `Bearer ${token}` });
+  try {
+    await until('the place', () => s.ids.length === 1);
+    await ok('/v2/organizations/delete', { organizationIds: ['doomed'] });
+    await until('the organization deleted and the user\'s membership revoked', () => s.changes.some((e) => e.data.type === 'GrantRevoked' && e.data.data.userId === 'member'));
+    assert.ok(s.changes.some((e) => e.data.type === 'OrganizationDeleted' && e.data.organizationId === 'doomed'));
+    assert.not.ok(s.changes.some((e) => e.data.data.userId === 'other-member'), 'not another member\'s leaving');
+  } finally {
+    await s.close();
+  }
+});
+
 test('follows writes made through another app on the same store', async () => {
   const store = await sharedStore();
   // The writer never applies the projections and answers at once: only the reader's app applies.

@@ -8,10 +8,12 @@
  * - a grant or revocation of the user (`grant` family on a `grants` stream: `data.userId`), an
  *   organization membership included (a grant on the organization);
  * - the user's own group membership added or removed, or the user's own profile (`group`,
- *   `user` families: `data.userId`);
+ *   `user` families: `data.userId`); never another user's membership;
  * - a grant or revocation of a group the user is a member of (`GroupAccessGranted`,
- *   `GroupAccessRevoked`), now or just before the change (a revocation that came with the
- *   user's leaving the group still shows);
+ *   `GroupAccessRevoked`), or the group's own change, now or just before the change (a
+ *   revocation that came with the user's leaving the group still shows). An organization's
+ *   deletion removes its groups' members first: what shows then is the organization's
+ *   deletion and the user's own membership revoked;
  * - a change to a document, a folder or an organization the user can open now, or could open
  *   then (so the change that ends the access, a document deleted, disabled or made
  *   restricted, shows too): resolved as `/v2/auth/permissions/get` resolves it
@@ -113,9 +115,13 @@ export async function rowsForUser(read: ReadView, apiKey: string, userId: string
     const d = e.data;
     if (e.family === 'grant' && e.category === 'grants') {
       if (d.userId === userId) shown.add(e);
-    } else if (e.family === 'group' || e.family === 'user') {
-      if (d.userId === userId || (e.family === 'user' && d.userId === undefined && e.streamIds[0] === userId)) shown.add(e);
-    } else if (e.family === 'grant' && e.category === 'usergroup') {
+    } else if (e.family === 'user') {
+      if (d.userId === userId || (d.userId === undefined && e.streamIds[0] === userId)) shown.add(e);
+    } else if (e.family === 'group' && d.userId !== undefined) {
+      // A membership: the user's own only (who else is in its groups is not its business).
+      if (d.userId === userId) shown.add(e);
+    } else if (e.family === 'group' || (e.family === 'grant' && e.category === 'usergroup')) {
+      // A group's own change or its grants: for its members.
       const organizationId = organizationOf(e);
       const groupId = str(d.groupId) ?? e.streamIds[1];
       if (organizationId === undefined || groupId === undefined) continue;
