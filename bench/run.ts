@@ -11,7 +11,7 @@
  * met.
  *
  * Scenarios (--scenario=): perm1, perm1asof (perm1 with asOf, beside the live one), perm1rate, perm10, docs, size, add, move, memory, access,
- * history, budget, rebuild, workers, webhooks, streams. history: access/history page by page over an organization of
+ * history, budget, rebuild, workers, webhooks. history: access/history page by page over an organization of
  * HISTORY_USERS users and HISTORY_CHANGES changes to one document's grants (the time of each page,
  * first to last: flat when a page's cost does not grow with the history); asked alone, the big
  * organizations the other scenarios read are not seeded. perm1, perm10 and docs give each server's CPU per request (its whole
@@ -32,10 +32,7 @@
  * projections from the TypeScript sources (through tsx), not from dist/. webhooks measures a
  * workspace's webhook delay (write to arrival at a loopback receiver) alone, then while another
  * workspace's 50 advanced endpoints point at a tarpit, on a service of its own
- * (bench/webhook-fairness.ts); streams opens 1,000 change streams of one key on a service of its
- * own and reports memory per stream and a write's delay to the last of them (p50/p99) beside the
- * write's own latency (bench/stream-fanout.ts); with only workers, webhooks and streams asked,
- * nothing is seeded.
+ * (bench/webhook-fairness.ts); with only workers and webhooks asked, nothing is seeded.
  *
  * The service and the ceilings run as child processes; the load generator (autocannon) runs
  * here. Each gets the same connections, duration and request bodies, so the ratios compare
@@ -50,7 +47,6 @@ import net from 'node:net';
 import autocannon from 'autocannon';
 import { steadyLoad } from './steady-load.js';
 import { webhookFairness } from './webhook-fairness.js';
-import { streamFanout } from './stream-fanout.js';
 import { cpuSample, mainThreadProfile, perRequest, postgresCpuUs, stageShares, STAGES, type StageShares } from './stage-budget.js';
 import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
@@ -71,8 +67,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
 const scale = args.has('--full') ? 'full' : args.has('--quick') ? 'quick' : 'standard';
 // --scenario=perm1,docs: measure only these (perm1, perm1rate, perm10, docs, size, add, move,
-// memory, budget, rebuild, access, history, workers, webhooks, streams; perm1index with --store=postgres); the seeding is the same, skipped when
-// only scenarios with services of their own (workers, webhooks, streams) are asked, and history alone skips the
+// memory, budget, rebuild, access, history, workers, webhooks; perm1index with --store=postgres); the seeding is the same, skipped when
+// only scenarios with services of their own (workers, webhooks) are asked, and history alone skips the
 // big organizations. Without it, every scenario runs.
 const only = process.argv.find((a) => a.startsWith('--scenario='))?.slice('--scenario='.length).split(',');
 const want = (name: string) => !only || only.includes(name);
@@ -90,8 +86,6 @@ const abDir = process.argv.find((a) => a.startsWith('--ab='))?.slice('--ab='.len
 const AB_ROUNDS = 3;
 // webhooks: the victim's writes measured alone and again under the attack.
 const WEBHOOK_SAMPLES = { quick: 40, standard: 100, full: 200 };
-// streams: open change streams of one key, and the writes followed to the last of them.
-const STREAMS = { quick: { streams: 200, writes: 20 }, standard: { streams: 1000, writes: 50 }, full: { streams: 1000, writes: 200 } };
 const S = {
   quick: { bigDocs: 20_000, smallDocs: 1_000, subtree: 1_000, seconds: 3 },
   standard: { bigDocs: 100_000, smallDocs: 1_000, subtree: 10_000, seconds: 8 },
@@ -1323,7 +1317,7 @@ async function main() {
  * The scenarios that start services of their own on fresh stores (workers, webhooks): they
  * need none of the seeded data, so a run of only these skips the seeding.
  */
-const OWN_SERVICE = new Set(['workers', 'webhooks', 'streams']);
+const OWN_SERVICE = new Set(['workers', 'webhooks']);
 
 async function ownServiceScenarios() {
   // documents/add of one document at a time (read-your-writes), one process against `serve
@@ -1377,29 +1371,6 @@ async function ownServiceScenarios() {
       });
     } finally {
       await stop(hooks.child);
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  }
-
-  // The change stream's fan-out: memory per open stream, and a write's delay to the last of
-  // them beside the write's own latency (bench/stream-fanout.ts).
-  if (want('streams')) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-streams-'));
-    const { streams, writes } = STREAMS[scale];
-    const svc = await startService(dir, [], { SIGNUP_RATE_PER_MINUTE: '0', CHANGES_STREAM_MAX_PER_TENANT: String(streams), MAX_CONNECTIONS: String(streams + 100) });
-    try {
-      const f = await streamFanout(svc.url, svc.child.pid!, streams, writes);
-      rows.push({
-        scenario: `change stream fan-out: ${f.streams} open streams of one key, ${f.writes} one-document writes`,
-        measured: `${f.kibPerStream} KiB per stream; write p50 ${f.write.p50} / p99 ${f.write.p99} ms; to the last stream p50 ${f.lastStream.p50} / p99 ${f.lastStream.p99} ms (max ${f.lastStream.max})`,
-        ...NO_CEILING,
-        ratio: (f.lastStream.p50 / Math.max(0.1, f.write.p50)).toFixed(2),
-        target: 'every stream gets every write once, in order (figures reported, no goal yet)',
-        met: f.complete,
-        raw: { ...f },
-      });
-    } finally {
-      await stop(svc.child);
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }
