@@ -27,6 +27,7 @@ import { webhookRoutes } from './http/routes/webhooks.js';
 import { advancedWebhookRoutes } from './http/routes/advanced-webhooks.js';
 import { auditRoutes } from './http/routes/audit.js';
 import { changeRoutes } from './http/routes/changes.js';
+import { CHANGES_STREAM_PATH, ChangeStreams, changesStream } from './http/routes/changes-stream.js';
 import { operations } from './http/metrics.js';
 import { cors } from './http/cors.js';
 import { genReqId, requestIdHeader } from './http/request-id.js';
@@ -44,7 +45,7 @@ export function allRoutes(services: Services): AnyRoute[] {
   return [...workspaceRoutes(services), ...allowedDomainRoutes(), ...keyLifecycleRoutes(), ...domainRoutes(services), ...agentRoutes(services), ...presenceRoutes(services), ...serviceConfigRoutes(services), ...workspaceSettingsRoutes(), ...tokenRoutes(services), ...webhookRoutes(services), ...advancedWebhookRoutes(services), ...auditRoutes(services), ...changeRoutes(), ...operationsRoutes(services)];
 }
 
-const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { services }) => {
+const collabApp: FastifyPluginAsync<{ services: Services; streams: ChangeStreams }> = async (app, { services, streams }) => {
   await app.register(requestIdHeader);
   // Every request's AbortSignal: the client leaving or the request timeout ends its work.
   await app.register(requestCancel, { requestTimeoutMs: services.config.requestTimeoutMs });
@@ -63,10 +64,12 @@ const collabApp: FastifyPluginAsync<{ services: Services }> = async (app, { serv
 
   const routes = allRoutes(services);
   // Browser front ends: preflights and CORS headers of the user-token routes (src/http/cors.ts).
-  await app.register(cors, { services, paths: routes.filter((r) => r.userToken).map((r) => r.path) });
+  await app.register(cors, { services, paths: routes.filter((r) => r.userToken).map((r) => r.path), getPaths: [CHANGES_STREAM_PATH] });
   // The console's page and assets (src/http/console.ts): outside the API's hooks' concerns.
   installConsole(app);
   await app.register(apiRoutes, { services, routes });
+  // The one GET of the API: changes/get's changes as Server-Sent Events (src/http/routes/changes-stream.ts).
+  await app.register(changesStream, { services, streams });
 };
 
 export interface BuildOptions {
@@ -89,7 +92,9 @@ export async function buildApp(services: Services, options: BuildOptions = {}): 
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: MAX_PARAM_LENGTH },
   });
   installEdge(app, services.config);
-  await app.register(collabApp, { services });
+  const streams = new ChangeStreams(services);
+  app.decorate('changeStreams', streams);
+  await app.register(collabApp, { services, streams });
   return app;
 }
 

@@ -61,6 +61,18 @@ test('values are read', () => {
   assert.is(loadConfig({ BACKGROUND_THREAD: '1' }).backgroundThread, true);
 });
 
+test('the change stream: its bounds by default and as set; a heartbeat must come before the idle connection timeout', () => {
+  const c = loadConfig({});
+  assert.equal([c.changesStreamMaxPerTenant, c.changesStreamHeartbeatMs, c.changesStreamStallMs, c.changesStreamPollMs], [100, 15_000, 30_000, 1000]);
+  const set = loadConfig({ CHANGES_STREAM_MAX_PER_TENANT: '5', CHANGES_STREAM_HEARTBEAT_MS: '2000', CHANGES_STREAM_STALL_MS: '500', CHANGES_STREAM_POLL_MS: '50' });
+  assert.equal([set.changesStreamMaxPerTenant, set.changesStreamHeartbeatMs, set.changesStreamStallMs, set.changesStreamPollMs], [5, 2000, 500, 50]);
+  failsOn({ CHANGES_STREAM_MAX_PER_TENANT: '0' }, 'CHANGES_STREAM_MAX_PER_TENANT');
+  failsOn({ CHANGES_STREAM_HEARTBEAT_MS: '60000' }, 'CHANGES_STREAM_HEARTBEAT_MS');
+  assert.is(loadConfig({ CHANGES_STREAM_HEARTBEAT_MS: '60000', CONNECTION_TIMEOUT_MS: '0' }).changesStreamHeartbeatMs, 60_000, 'no idle timeout: any heartbeat');
+  failsOn({ CHANGES_STREAM_STALL_MS: 'soon' }, 'CHANGES_STREAM_STALL_MS');
+  failsOn({ CHANGES_STREAM_POLL_MS: '1' }, 'CHANGES_STREAM_POLL_MS');
+});
+
 test('SECRETS_KEY: base64 (either alphabet) or hex, 32 bytes; required with both production stores; never echoed', () => {
   const bytes = Buffer.from(Array.from({ length: 32 }, (_, i) => 250 - i));
   assert.equal(Buffer.from(loadConfig({ SECRETS_KEY: bytes.toString('base64') }).secretsKey!), bytes);

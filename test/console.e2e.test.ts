@@ -310,7 +310,7 @@ E('change the access type; disable and enable; move (refused, then done); each c
   assert.equal(await crumbs(page), ['Organizations', 'Acme', 'Engineering'], 'the breadcrumb names the organization and the folder');
 });
 
-E('the document\'s audit: its changes with time, event and who; a reload keeps the view', async ({ page }) => {
+E('the document\'s audit: its changes with time, event and who; live: a grant and its revocation made elsewhere appear without a reload; a reload keeps the view', async ({ page, h, t }) => {
   await page.getByRole('link', { name: 'Audit of this document' }).click();
   await page.getByRole('heading', { name: 'Audit of d1' }).waitFor();
   await page.locator('tr[data-event]').first().waitFor();
@@ -319,6 +319,17 @@ E('the document\'s audit: its changes with time, event and who; a reload keeps t
   assert.ok(types.some((x) => /Permission|Grant/i.test(x ?? '')), `a grant is in the audit: ${JSON.stringify(types)}`);
   await axe(page, 'audit');
   await shot(page, 'audit');
+  // Live (the change stream, from when the view opened): writes through the API, not the page.
+  const rows = () => page.locator('tr[data-event]').count();
+  const before = await rows();
+  const carol = { userId: 'carol', permissions: { resources: [{ type: 'document', id: 'd1', organizationId: 'o1', accessRole: 'viewer' }] } };
+  await h.ok('/v2/auth/permissions/add', carol, t.headers);
+  await page.locator('tr[data-event]').nth(before).waitFor();
+  await h.ok('/v2/auth/permissions/remove', carol, t.headers);
+  await page.locator('tr[data-event]').nth(before + 1).waitFor();
+  assert.is(await rows(), before + 2, 'the grant and its revocation, once each');
+  const added = await page.locator('tr[data-event]').evaluateAll((r: PageElement[]) => r.map((x) => x.getAttribute('data-event')));
+  assert.ok(added.includes('GrantRevoked'), JSON.stringify(added));
   await page.reload();
   await page.getByRole('heading', { name: 'Audit of d1' }).waitFor();
 });

@@ -35,6 +35,8 @@ S.before(async (ctx) => {
 });
 S.after(async (ctx) => ctx.h.close());
 
+const STREAM = '/v2/changes/stream';
+
 const preflight = (h: Harness, url: string, origin: string | undefined, extra: Record<string, string> = {}) =>
   h.app.inject({
     method: 'OPTIONS',
@@ -52,7 +54,7 @@ S('a preflight from an allowed origin is answered with the CORS headers, before 
     assert.is(res.statusCode, 204, `${origin}: ${res.body}`);
     assert.is(res.headers['access-control-allow-origin'], origin);
     assert.is(res.headers['access-control-allow-methods'], 'POST');
-    assert.is(res.headers['access-control-allow-headers'], 'authorization, content-type, idempotency-key, x-request-id, x-consistency-token');
+    assert.is(res.headers['access-control-allow-headers'], 'authorization, content-type, idempotency-key, x-request-id, x-consistency-token, last-event-id');
     assert.is(res.headers['access-control-max-age'], '600');
     assert.not.ok(res.headers['access-control-allow-credentials'], 'no credentials mode');
     assert.ok(varies(res.headers, 'Origin'), `Vary: ${res.headers.vary}`);
@@ -135,6 +137,39 @@ S('a removed domain stops at once: no CORS headers on the next request or prefli
   assert.is((await h.post('/v2/workspace/domains/delete', { domains: ['later.example.com'] }, a.headers)).status, 200);
   assert.equal(corsHeaders((await post()).headers), []);
   assert.is((await preflight(h, RESOURCES, 'https://later.example.com')).statusCode, 403);
+});
+
+S('the change stream (GET): its preflight allows GET and Last-Event-ID, by the same rule; the stream and its refusals get CORS headers as any user-token answer', async ({ h, a, tokenA }) => {
+  const ok = await preflight(h, STREAM, A_ORIGIN, { 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization,last-event-id' });
+  assert.is(ok.statusCode, 204, ok.body);
+  assert.is(ok.headers['access-control-allow-origin'], A_ORIGIN);
+  assert.is(ok.headers['access-control-allow-methods'], 'GET');
+  const post = await preflight(h, STREAM, A_ORIGIN);
+  assert.is(post.statusCode, 400, 'the stream is GET');
+  assert.equal(corsHeaders(post.headers), []);
+  const foreign = await preflight(h, STREAM, 'https://foreign.example.org', { 'access-control-request-method': 'GET' });
+  assert.is(foreign.statusCode, 403);
+  assert.equal(corsHeaders(foreign.headers), []);
+  // A refusal before the stream (a changed token): readable by the allowed page.
+  const refused = await h.app.inject({ method: 'GET', url: STREAM, headers: { origin: A_ORIGIN, authorization: `Bearer ${tokenA}`, 'last-event-id': 'changed' } });
+  assert.is(refused.statusCode, 400);
+  assert.is(refused.headers['access-control-allow-origin'], A_ORIGIN);
+  // The stream itself, over a socket: allowed for the key's own origin, not for another's.
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const url = `http://127.0.0.1:${(h.app.server.address() as { port: number }).port}${STREAM}`;
+  for (const [origin, allowed] of [[A_ORIGIN, true], [B_ORIGIN, false]] as const) {
+    const controller = new AbortController();
+    const res = await fetch(url, { headers: { origin, authorization: `Bearer ${tokenA}` }, signal: controller.signal });
+    assert.is(res.status, 200);
+    assert.is(res.headers.get('access-control-allow-origin'), allowed ? origin : null, origin);
+    assert.ok(varies(Object.fromEntries(res.headers), 'Origin'));
+    controller.abort();
+  }
+  // API-key headers: no CORS header, as on every route.
+  const controller = new AbortController();
+  const server = await fetch(url, { headers: { origin: A_ORIGIN, ...a.headers }, signal: controller.signal });
+  assert.is(server.headers.get('access-control-allow-origin'), null);
+  controller.abort();
 });
 
 S.run();

@@ -35,6 +35,7 @@ const METRIC_NAMES = [
   'collab_webhook_breakers_open',
   'collab_webhook_workspace_queue_depth',
   'collab_webhook_workspace_breakers_open',
+  'collab_change_streams_open',
   // prom-client's default process metrics
   'process_cpu_seconds_total',
   'process_resident_memory_bytes',

@@ -125,8 +125,15 @@ D("names every route of docs/guide.md's table", ({ doc }) => {
     assert.ok(routes.includes(p), `docs/guide.md table parse misses ${p}: ${routes.join(' ')}`);
   }
   assert.ok(routes.length >= 50, `only ${routes.length} routes read from the docs/guide.md table`);
-  const missing = routes.filter((p) => !doc.paths[p]?.post);
+  // Every route is a POST but the change stream, a GET.
+  const missing = routes.filter((p) => !(doc.paths[p]?.post ?? (p === '/v2/changes/stream' ? doc.paths[p]?.get : undefined)));
   assert.equal(missing, [], `docs/guide.md routes missing from the document: ${missing.join(', ')}`);
+});
+
+D('the one GET route of the API is documented as a GET, and is the only one', ({ h, doc }) => {
+  const served = servedPaths(h, 'GET').filter((p) => p.startsWith('/v2/'));
+  assert.equal(served, ['/v2/changes/stream']);
+  assert.ok(doc.paths['/v2/changes/stream']?.get);
 });
 
 D('names every POST route the app serves', ({ h, doc }) => {

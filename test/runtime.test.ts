@@ -192,6 +192,23 @@ P('waitFor resolves once the write is in the read model (read-your-writes)', asy
   await runner.stop();
 });
 
+P('onAdvanced: listeners hear every move of the position (a batch applied, a notice of another process\'s), until they unsubscribe', async ({ events, read }) => {
+  const runner = new ProjectionRunner(events, read, [totals]);
+  await runner.init();
+  let heard = 0;
+  const off = runner.onAdvanced(() => heard++);
+  const r = await new CommandHandler(events).handle(counter, 'counter-adv', inc(1), meta);
+  await runner.catchUp();
+  assert.ok(heard >= 1, 'after the batch it applied');
+  assert.ok(runner.position >= r.position!);
+  const before = heard;
+  runner.observed(r.position!);
+  assert.is(heard, before + 1, 'after a notice of an applied position');
+  off();
+  runner.observed(r.position!);
+  assert.is(heard, before + 1, 'not once unsubscribed');
+});
+
 P('waitFor answers false after its timeout when projections cannot keep up', async ({ events, read }) => {
   const runner = new ProjectionRunner(events, read, [totals]);
   await runner.init(); // not started: nothing applies events

@@ -5,7 +5,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { messageOf } from './api.js';
+import { messageOf, type Change, type CollabClient } from './api.js';
 import { href, type Route } from './route.js';
 
 export interface Loaded<T> {
@@ -32,6 +32,40 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
   }, [...deps, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { data: state.data, error: state.error, loading: state.loading, reload };
+}
+
+/** How long a burst of changes is gathered into one reload. */
+const LIVE_GATHER_MS = 200;
+
+/**
+ * Keeps a view current: follows the change stream from now (`GET /v2/changes/stream`, the
+ * typed client's `streamChanges`) while the view is shown, and calls `reload` once a change
+ * `concerns` picks arrives (a burst gathered into one reload). The stream closes when the view
+ * goes or `deps` change; a refused stream (the key's streams all taken) leaves the view as
+ * loaded, as before.
+ */
+export function useLive(client: CollabClient, concerns: (change: Change) => boolean, reload: () => void, deps: unknown[]): void {
+  useEffect(() => {
+    const controller = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    void (async () => {
+      try {
+        for await (const change of client.streamChanges({ since: 'now', signal: controller.signal })) {
+          if (!concerns(change) || timer !== undefined) continue;
+          timer = setTimeout(() => {
+            timer = undefined;
+            reload();
+          }, LIVE_GATHER_MS);
+        }
+      } catch {
+        // Refused or cut for good: no live updates, the view stays as loaded.
+      }
+    })();
+    return () => {
+      controller.abort();
+      clearTimeout(timer);
+    };
+  }, deps);
 }
 
 export function Failure({ message }: { message: string | undefined }) {

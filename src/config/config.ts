@@ -42,6 +42,17 @@ export interface Config {
    * read models to reach the token's position before answering UNAVAILABLE (src/http/consistency.ts).
    */
   consistencyWaitMs: number;
+  /**
+   * `/v2/changes/get`'s stream (`GET /v2/changes/stream`, src/http/routes/changes-stream.ts):
+   * open streams per API key (its user tokens' included) in this process; past it 429.
+   */
+  changesStreamMaxPerTenant: number;
+  /** A comment line on every open stream this often, so proxies and clients know it lives. */
+  changesStreamHeartbeatMs: number;
+  /** How long a stream whose socket buffer is full may stay so before it is dropped with a final event. */
+  changesStreamStallMs: number;
+  /** The safety net of a stream's wake-ups: it looks for applied changes this often even without a notice. */
+  changesStreamPollMs: number;
   /** Idle time after which a presence entry without an update expires. */
   presenceTtlSeconds: number;
   /** Requests per second allowed per API key (or workspace), per process; 0 turns limiting off. */
@@ -441,6 +452,23 @@ function webhookLimits(env: Env) {
 }
 
 /** The request, header and idle-socket timeouts, each checked against the others. */
+/**
+ * The change stream's bounds. A heartbeat must come before the connection's idle timeout
+ * (CONNECTION_TIMEOUT_MS) closes a quiet stream.
+ */
+function changesStream(env: Env, connectionTimeoutMs: number) {
+  const changesStreamHeartbeatMs = integer(env, 'CHANGES_STREAM_HEARTBEAT_MS', 15_000, 100, 3_600_000);
+  if (connectionTimeoutMs !== 0 && changesStreamHeartbeatMs >= connectionTimeoutMs) {
+    throw new ConfigError('CHANGES_STREAM_HEARTBEAT_MS', `must be less than CONNECTION_TIMEOUT_MS (${connectionTimeoutMs}), got ${changesStreamHeartbeatMs}: a quiet stream would be closed as idle`);
+  }
+  return {
+    changesStreamMaxPerTenant: integer(env, 'CHANGES_STREAM_MAX_PER_TENANT', 100, 1, 100_000),
+    changesStreamHeartbeatMs,
+    changesStreamStallMs: integer(env, 'CHANGES_STREAM_STALL_MS', 30_000, 10, 3_600_000),
+    changesStreamPollMs: integer(env, 'CHANGES_STREAM_POLL_MS', 1000, 10, 600_000),
+  };
+}
+
 function timeouts(env: Env) {
   const readYourWritesTimeoutMs = integer(env, 'READ_YOUR_WRITES_TIMEOUT_MS', 5000, 0, 60_000);
   const requestTimeoutMs = integer(env, 'REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
@@ -528,6 +556,7 @@ export function loadConfig(env: Env = process.env): Config {
     folderMaxDepth: integer(env, 'FOLDER_MAX_DEPTH', 100, 1, 1000),
     queryDeadlineMs: integer(env, 'QUERY_DEADLINE_MS', 5000, 1, 600_000),
     consistencyWaitMs: integer(env, 'CONSISTENCY_WAIT_MS', 5000, 0, 60_000),
+    ...changesStream(env, connectionTimeoutMs),
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', requestTimeoutMs, 0, 3_600_000),
     postgresPreparedStatements: boolean(env, 'POSTGRES_PREPARED_STATEMENTS', true),
     postgresPoolSize: integer(env, 'POSTGRES_POOL_SIZE', 10, 1, 1000),

@@ -106,6 +106,9 @@ function validateWithZod(app: FastifyInstance): void {
     // The API routes' header schema (x-consistency-token) documents the header; the
     // consistency hook reads and checks it (src/http/consistency.ts).
     if (httpPart === 'headers') return (headers: unknown) => ({ value: headers });
+    // The change stream's query (GET): documented by its schema, checked by the route itself
+    // (src/http/routes/changes-stream.ts), which names the parameter as semantics §1 does.
+    if (httpPart === 'querystring') return (query: unknown) => ({ value: query });
     const data = (schema as Partial<z.ZodObject>).shape?.data as z.ZodType | undefined;
     if (!data) throw new BugError(`route ${url} has a body schema that is not a request envelope`);
     return function validateBody(body: unknown) {

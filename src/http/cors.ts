@@ -37,7 +37,7 @@ import { shared } from './plugin.js';
 import type {} from './route-config.js';
 
 /** The request headers a browser page may send: a user token, JSON, and this API's own. */
-const CORS_ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id, x-consistency-token';
+const CORS_ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id, x-consistency-token, last-event-id';
 /** The answer headers a page may read besides the CORS-safelisted ones. */
 const CORS_EXPOSE_HEADERS = 'x-request-id, retry-after, www-authenticate, idempotent-replayed, x-consistency-token';
 /**
@@ -61,11 +61,41 @@ function addVary(reply: FastifyReply, value: string): void {
 }
 
 /**
- * Registers the preflight route of each user-token route (`paths`: their paths) and the hook
- * that answers their real requests. Register before the routes are added.
+ * Whether the answer to `req` (a user-token route's) may be read by its page: the caller's
+ * API key admits the request's Origin (a caller not established yet: some key does). Resolves
+ * the origin to allow, or undefined (no Origin, a server's call, an origin not admitted).
  */
-export const cors = shared<{ services: Services; paths: readonly string[] }>('cors', async (app, { services, paths }) => {
-  for (const path of paths) {
+async function admittedOrigin(services: Services, req: FastifyRequest): Promise<string | undefined> {
+  const origin = single(req, 'origin');
+  const candidates = origin === undefined ? null : originCandidates(origin);
+  if (!candidates) return undefined;
+  const caller = req.caller;
+  const ok = caller
+    ? caller.userId !== undefined && caller.tenant !== undefined
+      ? await keyAdmits(services.read, caller.tenant.apiKey, candidates)
+      : false
+    : await someKeyAdmits(services.read, candidates);
+  return ok ? origin : undefined;
+}
+
+/**
+ * The CORS headers of an answer a route writes itself, outside the onSend hooks (the change
+ * stream, src/http/routes/changes-stream.ts): `Vary: Origin`, and the allowed origin under
+ * the same rule as every user-token route's answer.
+ */
+export async function corsHeaders(services: Services, req: FastifyRequest): Promise<Record<string, string>> {
+  const origin = await admittedOrigin(services, req);
+  return { vary: 'Origin', ...(origin !== undefined ? { 'access-control-allow-origin': origin, 'access-control-expose-headers': CORS_EXPOSE_HEADERS } : {}) };
+}
+
+/**
+ * Registers the preflight route of each user-token route (`paths`: their paths, POST; `getPaths`:
+ * the GET ones, the change stream) and the hook that answers their real requests. Register
+ * before the routes are added.
+ */
+export const cors = shared<{ services: Services; paths: readonly string[]; getPaths?: readonly string[] }>('cors', async (app, { services, paths, getPaths = [] }) => {
+  const methodOf = new Map<string, 'GET' | 'POST'>([...paths.map((p) => [p, 'POST'] as const), ...getPaths.map((p) => [p, 'GET'] as const)]);
+  for (const [path, allowed] of methodOf) {
     app.options(path, { schema: { hide: true } }, async (req, reply) => {
       addVary(reply, 'Origin, Access-Control-Request-Method, Access-Control-Request-Headers');
       // Read caches re-validate against other processes' commits (as the authentication hook does).
@@ -75,14 +105,20 @@ export const cors = shared<{ services: Services; paths: readonly string[] }>('co
       if (origin === undefined || method === undefined) {
         throw invalidArgument('OPTIONS here answers CORS preflights only: send Origin and Access-Control-Request-Method.');
       }
-      if (method !== 'POST') throw invalidArgument(`Access-Control-Request-Method ${quoted(method)}: every route of this API is POST.`);
+      if (method !== allowed) {
+        throw invalidArgument(
+          allowed === 'POST'
+            ? `Access-Control-Request-Method ${quoted(method)}: every route of this API is POST but the change stream (GET).`
+            : `Access-Control-Request-Method ${quoted(method)}: ${path} is GET.`,
+        );
+      }
       const candidates = originCandidates(origin);
       if (!candidates || !(await someKeyAdmits(services.read, candidates))) {
         throw permissionDenied(`Origin ${quoted(origin)} is not an allowed domain of any API key (add it with /v2/workspace/domains/add; only https pages, or http on localhost and 127.0.0.1).`);
       }
       void reply
         .header('access-control-allow-origin', origin)
-        .header('access-control-allow-methods', 'POST')
+        .header('access-control-allow-methods', allowed)
         .header('access-control-allow-headers', CORS_ALLOW_HEADERS)
         .header('access-control-max-age', String(CORS_MAX_AGE_SECONDS));
       return reply.status(204).send();
@@ -92,20 +128,13 @@ export const cors = shared<{ services: Services; paths: readonly string[] }>('co
   // Every route's answers pass here; only the user-token routes' POSTs are looked at, and
   // only one with an Origin header waits for a read (a server calling without one does not).
   app.addHook('onSend', (req, reply, payload, done) => {
-    if (req.method !== 'POST' || !req.routeOptions.config.api?.userToken) return done(null, payload);
+    // The change stream's refusals (429, 401...) come here too; its stream writes its own (corsHeaders).
+    if ((req.method !== 'POST' && req.method !== 'GET') || !req.routeOptions.config.api?.userToken) return done(null, payload);
     addVary(reply, 'Origin');
-    const origin = single(req, 'origin');
-    const candidates = origin === undefined ? null : originCandidates(origin);
-    if (!candidates) return done(null, payload);
-    const caller = req.caller;
-    const admitted = caller
-      ? caller.userId !== undefined && caller.tenant !== undefined
-        ? keyAdmits(services.read, caller.tenant.apiKey, candidates)
-        : Promise.resolve(false)
-      : someKeyAdmits(services.read, candidates);
-    admitted.then(
-      (ok) => {
-        if (ok) void reply.header('access-control-allow-origin', origin!).header('access-control-expose-headers', CORS_EXPOSE_HEADERS);
+    if (single(req, 'origin') === undefined) return done(null, payload);
+    admittedOrigin(services, req).then(
+      (origin) => {
+        if (origin !== undefined) void reply.header('access-control-allow-origin', origin).header('access-control-expose-headers', CORS_EXPOSE_HEADERS);
         done(null, payload);
       },
       (err: unknown) => {

@@ -58,7 +58,8 @@ const securityOf = (auth: AuthMode, userToken = false): OpenAPIV3_1.SecurityRequ
   }
 };
 
-const description = (config: Config) => `Every call is a POST whose JSON body is \`{ "data": { ... } }\`.
+const description = (config: Config) => `Every call is a POST whose JSON body is \`{ "data": { ... } }\`, but one: \`GET /v2/changes/stream\`
+(Server-Sent Events).
 Answers are envelopes: \`{ "result": { "status": "success", "message", "data" } }\` on success,
 \`{ "error": { "status", "message", "details"? } }\` on failure, with the HTTP status of the
 error's \`status\` (INVALID_ARGUMENT and FAILED_PRECONDITION 400, UNAUTHENTICATED 401,

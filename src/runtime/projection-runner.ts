@@ -61,6 +61,8 @@ export class ProjectionRunner {
   private readonly checkpointPollMs: number;
   private readonly log: RunnerLogger;
   private waiters: Waiter[] = [];
+  /** Told whenever the position may have moved (onAdvanced): the change streams. */
+  private readonly advanceListeners = new Set<() => void>();
   private running = false;
   private loop: Promise<void> | null = null;
   private readonly wakeup = new Wakeup();
@@ -148,6 +150,19 @@ export class ProjectionRunner {
     });
   }
 
+  /**
+   * `listener` is called whenever `position` may have moved: after a batch this runner
+   * applied, after it re-read the checkpoints another process stored, after a notice of
+   * another process's applied position (`observed`). A follower told of moved checkpoints
+   * (`checkpointsMoved`) re-reads them at once while a listener is registered, as it does
+   * while a request waits. For the change streams (src/http/routes/changes-stream.ts), which
+   * read whatever is applied after their cursor; returns the unsubscribe.
+   */
+  onAdvanced(listener: () => void): () => void {
+    this.advanceListeners.add(listener);
+    return () => this.advanceListeners.delete(listener);
+  }
+
   /** Applies everything up to the log's head; returns the number of events read. `onBatch` sees each batch (rebuild progress). */
   async catchUp(onBatch?: (read: number, position: LogPosition) => void): Promise<number> {
     let total = 0;
@@ -178,7 +193,7 @@ export class ProjectionRunner {
    * request waits; otherwise the next `waitFor` reads them anyway.
    */
   checkpointsMoved(): void {
-    if (!this.applying && this.waiters.length > 0) this.poke();
+    if (!this.applying && (this.waiters.length > 0 || this.advanceListeners.size > 0)) this.poke();
   }
 
   async isCaughtUp(): Promise<boolean> {
@@ -324,5 +339,6 @@ export class ProjectionRunner {
       } else still.push(w);
     }
     this.waiters = still;
+    for (const l of this.advanceListeners) l();
   }
 }

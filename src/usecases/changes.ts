@@ -36,8 +36,12 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 /** Categories whose stream ids start with the organization's. */
 const IN_ORGANIZATION = new Set(['organization', 'document', 'documentMigration', 'grants', 'usergroup']);
 
+/** The organization a change happened in, when any. */
+export const organizationOf = (e: AuditEventDoc): string | undefined =>
+  str(e.data.organizationId) ?? (IN_ORGANIZATION.has(e.category) ? e.streamIds[0] : undefined);
+
 /** The resource a change is about (a grant: the resource granted), from its data and stream. */
-function resourceOf(e: AuditEventDoc, family: ChangeFamily): { type: string; id: string | undefined } | undefined {
+export function resourceOf(e: AuditEventDoc, family: ChangeFamily): { type: string; id: string | undefined } | undefined {
   const d = e.data;
   const ids = e.streamIds;
   switch (family) {
@@ -64,7 +68,7 @@ function resourceOf(e: AuditEventDoc, family: ChangeFamily): { type: string; id:
   }
 }
 
-type ChangesContext = TenantReadContext & {
+export type ChangesContext = TenantReadContext & {
   readonly services: TenantReadContext['services'] & Pick<Services, 'projections' | 'clock'>;
   readonly signal?: AbortSignal;
 };
@@ -81,10 +85,11 @@ async function withPersonal(ctx: ChangesContext, e: AuditEventDoc, data: Record<
   return out;
 }
 
-async function view(ctx: ChangesContext, scope: string, e: AuditEventDoc): Promise<ChangeView> {
+/** A row of the audit index as the feed shows it (changes/get and the stream alike). */
+export async function changeView(ctx: ChangesContext, scope: string, e: AuditEventDoc): Promise<ChangeView> {
   const family = e.family ?? changeFamily(e.category, e.type);
   const resource = resourceOf(e, family);
-  const organizationId = str(e.data.organizationId) ?? (IN_ORGANIZATION.has(e.category) ? e.streamIds[0] : undefined);
+  const organizationId = organizationOf(e);
   return {
     token: ctx.services.secrets.positions.seal(scope, e.position),
     type: e.type,
@@ -107,6 +112,6 @@ export async function getChanges(ctx: ChangesContext, input: { since: LogPositio
   const pacer = new Pacer(new Deadline(config.queryDeadlineMs, clock, ctx.now, ctx.signal), 'changes/get');
   const page = await changesPage(read, ctx.apiKey, { after: input.since, bound: projections.position, pageSize: input.pageSize, families: input.types, pacer });
   const changes: ChangeView[] = [];
-  for (const row of page.rows) changes.push(await view(ctx, scope, row));
+  for (const row of page.rows) changes.push(await changeView(ctx, scope, row));
   return { changes, nextToken: ctx.services.secrets.positions.seal(scope, page.next) };
 }

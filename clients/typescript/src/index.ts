@@ -6,8 +6,10 @@
  * What the layer adds to openapi-fetch, all of it the API's own conventions (every call a
  * POST of `{ "data": ... }`, answers in envelopes): the credential headers of each mode, the
  * `result` of a success as the return value, a failure envelope as a thrown `CollabApiError`,
- * `pages()` / `all()` that follow `result.pageToken`, and consistency tokens: the last one a
- * write answered (`consistencyToken()`), and `withConsistency(token)` to send one on every call.
+ * `pages()` / `all()` that follow `result.pageToken`, consistency tokens: the last one a
+ * write answered (`consistencyToken()`), and `withConsistency(token)` to send one on every call,
+ * and `streamChanges()`, the change stream (`GET /v2/changes/stream`, Server-Sent Events over
+ * fetch streaming) as an async iterator that resumes with `Last-Event-ID`.
  */
 import createFetchClient, { type Client } from 'openapi-fetch';
 import type { components, paths } from './schema.js';
@@ -37,6 +39,33 @@ export type PagedPath = {
 
 /** One row of a list route's `result.data` (`unknown` where the document does not say). */
 export type Row<P extends ApiPath> = ResultData<P> extends ReadonlyArray<infer R> ? R : unknown;
+
+/** A change of `/v2/changes/get` and of the change stream. */
+export type Change = NonNullable<ResultData<'/v2/changes/get'>>['changes'][number];
+
+/** A kind of change (`types` of changes/get and of the stream). */
+export type ChangeFamily = Change['family'];
+
+/** What `streamChanges` takes. */
+export interface StreamChangesOptions {
+  /**
+   * Start strictly after this token (a change's, a `nextToken`, a write's consistency token), or
+   * `'now'` (after what the service has applied when the stream opens); from the start without it.
+   */
+  since?: string;
+  /** Only these kinds of change. */
+  types?: readonly ChangeFamily[];
+  /** Ends the stream: the iterator returns. */
+  signal?: AbortSignal;
+  /**
+   * Reconnect when the connection drops or the service ends the stream (a restart, a reader
+   * too slow), going on after the last change received (`Last-Event-ID`): nothing is lost or
+   * repeated. Default true.
+   */
+  reconnect?: boolean;
+  /** Wait before a reconnection, doubled after each failed one up to 30 s. Default 1000 ms. */
+  retryMs?: number;
+}
 
 /** Every `error.status` the document names (`NOT_FOUND`, `INVALID_ARGUMENT`...). */
 export type ApiStatus = {
@@ -150,9 +179,44 @@ export interface CollabClient {
    * `withConsistency`, or to `/v2/changes/get` as `since`.
    */
   consistencyToken(): string | undefined;
+  /**
+   * The change stream (`GET /v2/changes/stream`): the changes `/v2/changes/get` pages, as they
+   * are applied, for as long as the caller iterates. With API-key credentials the key's changes;
+   * with a user token only its user's own access and what it can open (a front end closes a
+   * document when a change ends its access). Each change's `token` is its place: pass the last
+   * one as `since` to go on later. A refusal (429 past the service's open streams per key, an
+   * invalid token, 401) is thrown as a `CollabApiError`; a dropped stream is resumed (see
+   * `reconnect`). Example:
+   * `for await (const change of client.streamChanges({ types: ['grant'] })) console.log(change.type);`
+   */
+  streamChanges(options?: StreamChangesOptions): AsyncGenerator<Change, void, undefined>;
   /** The underlying openapi-fetch client (no envelope handling), for what the layer does not cover. */
   readonly raw: Client<paths>;
 }
+
+/** One Server-Sent Events block (the text between blank lines) as its fields. */
+function sseFields(block: string): { id?: string; event: string; data?: string } {
+  const out: { id?: string; event: string; data?: string } = { event: 'message' };
+  for (const line of block.split(/\r?\n/)) {
+    if (line === '' || line.startsWith(':')) continue;
+    const at = line.indexOf(':');
+    const field = at < 0 ? line : line.slice(0, at);
+    const value = at < 0 ? '' : line.slice(at + 1).replace(/^ /, '');
+    if (field === 'id') out.id = value;
+    else if (field === 'event') out.event = value;
+    else if (field === 'data') out.data = out.data === undefined ? value : `${out.data}\n${value}`;
+  }
+  return out;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
 
 function credentialHeaders(credentials: Credentials | undefined): Record<string, string> {
   if (!credentials) return {};
@@ -273,6 +337,94 @@ export function createClient(options: ClientOptions): CollabClient {
     },
     consistencyToken() {
       return lastToken;
+    },
+    async *streamChanges(streamOptions: StreamChangesOptions = {}) {
+      const { signal, reconnect = true, retryMs = 1000 } = streamOptions;
+      const doFetch = options.fetch ?? ((request: Request) => fetch(request));
+      const base = options.baseUrl.replace(/\/+$/, '');
+      let last = streamOptions.since;
+      let resumed = false;
+      let wait = retryMs;
+      while (!signal?.aborted) {
+        const query = new URLSearchParams();
+        if (last !== undefined && !resumed) query.set('since', last);
+        if (streamOptions.types?.length) query.set('types', streamOptions.types.join(','));
+        const headers: Record<string, string> = { ...options.headers, ...credentialHeaders(options.credentials), accept: 'text/event-stream' };
+        if (resumed && last !== undefined) headers['last-event-id'] = last;
+        const path = '/v2/changes/stream';
+        let response: Response;
+        try {
+          const search = query.toString();
+          response = await doFetch(new Request(`${base}${path}${search ? `?${search}` : ''}`, { headers, ...(signal ? { signal } : {}) }));
+        } catch (error) {
+          if (signal?.aborted) return;
+          if (!reconnect) throw error;
+          await sleep(wait, signal);
+          wait = Math.min(30_000, wait * 2);
+          continue;
+        }
+        if (!response.ok || !response.body) {
+          let body: unknown;
+          try {
+            body = await response.json();
+          } catch {
+            body = undefined;
+          }
+          const error = errorOf(path, response, body);
+          // Shutting down or overloaded: come back later; any other refusal is the caller's to see.
+          if (!reconnect || response.status !== 503) throw error;
+          await sleep(wait, signal);
+          wait = Math.min(30_000, wait * 2);
+          continue;
+        }
+        wait = retryMs;
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = '';
+        let endedBy: string | undefined;
+        try {
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            buffer += value;
+            let at: number;
+            while ((at = buffer.search(/\r?\n\r?\n/)) >= 0) {
+              const block = buffer.slice(0, at);
+              buffer = buffer.slice(at).replace(/^\r?\n\r?\n/, '');
+              const e = sseFields(block);
+              if (e.data === undefined) {
+                // An id alone (a stream from `now`): its place, to go on from after a reconnection.
+                if (e.id !== undefined) {
+                  last = e.id;
+                  resumed = true;
+                }
+                continue;
+              }
+              if (e.event === 'change') {
+                const change = JSON.parse(e.data) as Change;
+                last = e.id ?? change.token;
+                resumed = true;
+                yield change;
+              } else if (e.event === 'end') {
+                const end = JSON.parse(e.data) as { reason?: string; lastEventId?: string };
+                endedBy = end.reason;
+                if (end.lastEventId !== undefined) {
+                  last = end.lastEventId;
+                  resumed = true;
+                }
+              }
+            }
+          }
+        } catch (error) {
+          if (signal?.aborted) return;
+          if (!reconnect) throw error;
+        } finally {
+          // Also when the caller stops iterating: the connection closes, its place on the service is freed.
+          await reader.cancel().catch(() => {});
+        }
+        if (signal?.aborted || !reconnect) return;
+        // The service restarting: give it a moment; a reader it found too slow goes on at once.
+        if (endedBy !== 'slow-reader') await sleep(wait, signal);
+      }
     },
   };
   return client;

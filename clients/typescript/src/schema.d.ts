@@ -2064,6 +2064,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/changes/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow the API key's changes live, as Server-Sent Events
+         * @description The changes `/v2/changes/get` pages, as they are applied, as `text/event-stream`: each change is an event with `id:` its change token, `event: change` and `data:` the change as changes/get shows it (one line of JSON).
+         *
+         *     Starts strictly after the `Last-Event-ID` header (a reconnect), else after `since` (any token changes/get takes: a change's, a `nextToken`, a write's `x-consistency-token`; or `now`, what is applied when it opens), else from the start: resumed with its last id, a stream loses and repeats nothing.
+         *
+         *     A comment line (`: heartbeat`) comes every CHANGES_STREAM_HEARTBEAT_MS. The server may end a stream with `event: end`, `data: { reason, message, lastEventId? }`: `slow-reader` (the socket stayed full for CHANGES_STREAM_STALL_MS), `shutdown`, `error`, `unauthenticated` (the credentials, checked again with every heartbeat, no longer authenticate: an expired user token, say); reconnect with `Last-Event-ID: <lastEventId>`.
+         *
+         *     With a user token (`Authorization: Bearer`, browsers read it with `fetch` streaming), only the changes to the user's own access (grants and revocations of the user or of its groups, its group memberships, its organization memberships, its profile) and to the documents, folders and organizations it can open, or could when the change was made (so a deletion or a revocation that closes one shows). An expiry is no event: `GrantAdded` carries `expiresAt`.
+         *
+         *     At most CHANGES_STREAM_MAX_PER_TENANT streams per API key (its user tokens included) on one server: past it, 429 RESOURCE_EXHAUSTED before any event. Refusals (400, 401, 403, 429) are JSON envelopes like every answer.
+         */
+        get: operations["changesStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -15287,6 +15315,88 @@ export interface operations {
                 };
             };
             /** @description UNAVAILABLE */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure503"];
+                };
+            };
+        };
+    };
+    changesStream: {
+        parameters: {
+            query?: {
+                /** @description Start strictly after this token; `now`: after what the read models hold now (the stream's first block is then an `id:` alone, its place). `Last-Event-ID` wins over it. */
+                since?: string;
+                /** @description Families of change to keep, separated by commas (`grant,document`); all when absent. API-key callers and user tokens alike. */
+                types?: string;
+            };
+            header?: {
+                /** @description The id of the last event received: the stream starts strictly after it (what an EventSource sends on reconnecting). */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description INVALID_ARGUMENT: a token of another caller or changed, an unknown family */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure400"];
+                };
+            };
+            /** @description UNAUTHENTICATED: missing credentials, an invalid user token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure401"];
+                };
+            };
+            /** @description PERMISSION_DENIED: wrong credentials */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure403"];
+                };
+            };
+            /** @description RESOURCE_EXHAUSTED: the rate limit, or CHANGES_STREAM_MAX_PER_TENANT streams open already */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure429"];
+                };
+            };
+            /** @description INTERNAL */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Failure500"];
+                };
+            };
+            /** @description UNAVAILABLE: overloaded, or shutting down */
             503: {
                 headers: {
                     [name: string]: unknown;

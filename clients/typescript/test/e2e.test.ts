@@ -127,6 +127,10 @@ export function typeChecks(client: CollabClient): void {
   const known: Array<CollabApiError['status']> = ['NOT_FOUND', 'INVALID_ARGUMENT', 'FAILED_PRECONDITION', 'UNAUTHENTICATED', 'PERMISSION_DENIED'];
   void status;
   void known;
+  // @ts-expect-error the stream is no POST route: streamChanges reads it
+  void client.call('/v2/changes/stream', {});
+  // @ts-expect-error an unknown kind of change
+  void client.streamChanges({ types: ['nothing'] });
 }
 
 const E = suite<Ctx>('TypeScript client against a running service');
@@ -281,6 +285,53 @@ E('consistency tokens: a write\'s token read back with withConsistency, and the 
   assert.is(bad.status, 'INVALID_ARGUMENT');
   assert.match(bad.message, /x-consistency-token/);
   assert.is((await reader.withConsistency(undefined).call('/v2/organizations/get', {})).status, 'success');
+});
+
+E('streamChanges: the key\'s changes as they are applied, each once, in order, going on after a token; a user token\'s stream shows its own grant and revocation', async ({ client, anonymous }) => {
+  const start = client.consistencyToken();
+  const seen: string[] = [];
+  const stream = client.streamChanges({ since: start, types: ['document'] });
+  const writes = (async () => {
+    for (const id of ['doc-s1', 'doc-s2', 'doc-s3']) await client.call('/v2/organizations/documents/add', { organizationId: 'acme', documents: [{ documentId: id }] });
+  })();
+  let last: string | undefined;
+  for await (const change of stream) {
+    assert.is(change.family, 'document');
+    seen.push(change.resourceId!);
+    last = change.token;
+    if (seen.length === 3) break;
+  }
+  await writes;
+  assert.equal(seen, ['doc-s1', 'doc-s2', 'doc-s3']);
+  // Later, from the last token: only what came after.
+  await client.call('/v2/organizations/documents/add', { organizationId: 'acme', documents: [{ documentId: 'doc-s4' }] });
+  for await (const change of client.streamChanges({ since: last, types: ['document'] })) {
+    assert.is(change.resourceId, 'doc-s4');
+    break;
+  }
+
+  // A front end with its user's token: it learns the moment its access to a document ends.
+  const generated = await client.call('/v2/auth/generate_token', { userId: 'ada', userProperties: { name: 'Ada Lovelace', email: 'ada@example.com' } });
+  const front = anonymous.withCredentials({ userToken: view<{ token: string }>(generated.data).token });
+  const controller = new AbortController();
+  const types: string[] = [];
+  const following = (async () => {
+    for await (const change of front.streamChanges({ since: last, signal: controller.signal })) {
+      types.push(`${change.type}:${change.resourceId}`);
+      if (change.type === 'GrantRevoked' && change.resourceId === 'doc-s1') controller.abort();
+    }
+  })();
+  await client.call('/v2/auth/permissions/add', { userId: 'ada', permissions: { resources: [{ type: 'document', id: 'doc-s1', organizationId: 'acme', accessRole: 'viewer' }] } });
+  await client.call('/v2/auth/permissions/remove', { userId: 'ada', permissions: { resources: [{ type: 'document', id: 'doc-s1', organizationId: 'acme' }] } });
+  await following;
+  assert.ok(types.includes('GrantAdded:doc-s1'), types.join(', '));
+  assert.is(types.at(-1), 'GrantRevoked:doc-s1');
+
+  // Past the service's bound or with a bad token: a CollabApiError, as any call.
+  const bad = await apiError(async () => {
+    for await (const _ of client.streamChanges({ since: 'not-a-token' })) break;
+  });
+  assert.is(bad.status, 'INVALID_ARGUMENT');
 });
 
 E.run();

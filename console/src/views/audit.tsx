@@ -1,11 +1,12 @@
 /**
  * A document's changes from the log (audit/events/get): time, event, who, and the event's
- * data as the service gives it (secrets already read `__redacted__`). Paged.
+ * data as the service gives it (secrets already read `__redacted__`). Paged, and live: a change
+ * to the document arriving on the change stream reloads the page.
  */
 import { useState } from 'preact/hooks';
 import type { CollabClient } from '../api.js';
 import { useDocumentName, useOrgName } from '../names.js';
-import { Crumbs, Show, useLoad, when } from '../ui.js';
+import { Crumbs, Show, useLive, useLoad, when } from '../ui.js';
 
 export function Audit({ client, org, doc }: { client: CollabClient; org: string; doc: string }) {
   const [tokens, setTokens] = useState<(string | undefined)[]>([undefined]);
@@ -13,6 +14,8 @@ export function Audit({ client, org, doc }: { client: CollabClient; org: string;
   const orgName = useOrgName(client, org);
   const docName = useDocumentName(client, org, doc);
   const page = useLoad(() => client.call('/v2/audit/events/get', { organizationId: org, documentId: doc, pageSize: 50, ...(token ? { pageToken: token } : {}) }), [org, doc, token]);
+  // Live: a change to the document (its own, or a grant on it) reloads the page shown.
+  useLive(client, (c) => c.organizationId === org && c.resourceId === doc, page.reload, [client, org, doc]);
   return (
     <div>
       <Crumbs org={org} orgName={orgName} trail={[{ to: { view: 'document', org, doc }, label: docName.data ?? doc, loading: docName.loading }, { label: 'audit' }]} />

@@ -8,7 +8,7 @@ import { useState } from 'preact/hooks';
 import type { CollabClient } from '../api.js';
 import { navigate, type Route } from '../route.js';
 import { useOrgName } from '../names.js';
-import { Crumbs, Link, Show, named, useLoad } from '../ui.js';
+import { Crumbs, Link, Show, named, useLive, useLoad } from '../ui.js';
 
 /**
  * The picker's value is read as UTC, as the service's instants are: `<input type="datetime-local">`
@@ -96,6 +96,9 @@ function Change({ c }: { c: Interval['openedBy'] | null }) {
 
 export function Timeline({ client, org, kind, id }: { client: CollabClient; org: string; kind: 'document' | 'folder'; id: string }) {
   const history = useLoad(() => client.all('/v2/auth/access/history', { organizationId: org, ...(kind === 'document' ? { documentId: id } : { folderId: id }) }), [org, kind, id]);
+  // Live: access changes anywhere in the organization (a grant on a folder above, a group's
+  // members) may change the timeline; the resource's own changes too.
+  useLive(client, (c) => c.organizationId === org && (c.family === 'grant' || c.family === 'group' || c.resourceId === id), history.reload, [client, org, kind, id]);
   const orgName = useOrgName(client, org);
   const name = useLoad(
     () =>
