@@ -88,7 +88,12 @@ export async function streamFanout(url: string, pid: number, headers: Record<str
       });
       if (!r.ok) throw new Error(`write ${w}: HTTP ${r.status} ${await r.text()}`);
       writeMs.push(performance.now() - t0);
-      await Promise.race([all, new Promise((_, reject) => setTimeout(() => reject(new Error(`write ${w} reached ${arrivals.get(marker)!.length} of ${streams} streams in 60 s`)), 60_000))]);
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([all, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`write ${w} reached ${arrivals.get(marker)?.length ?? 0} of ${streams} streams in 60 s`)), 60_000)))]);
+      } finally {
+        clearTimeout(timer);
+      }
       const seen = arrivals.get(marker)!;
       lastMs.push(Math.max(...seen) - t0);
       for (const at of seen) allMs.push(at - t0);
