@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { httpStatusOf, type StatusCode } from '../shared/errors.js';
 import type { AnyRoute, AuthMode } from './route.js';
+import { dryRunRefusal } from './dry-run.js';
 
 /** A secret the answer carries once: nothing shows it again (semantics §0). */
 export const shownOnce = (what: string) =>
@@ -64,8 +65,10 @@ function commonErrors(auth: AuthMode, mutates: boolean): StatusCode[] {
 }
 
 /** A route's failure statuses by HTTP status, in order (400 holds INVALID_ARGUMENT and FAILED_PRECONDITION). */
-function errorsByHttpStatus(route: Pick<AnyRoute, 'auth' | 'mutates' | 'errors'>): Map<number, StatusCode[]> {
-  const all = new Set<StatusCode>([...commonErrors(route.auth, route.mutates), ...(route.errors ?? [])]);
+function errorsByHttpStatus(route: Pick<AnyRoute, 'path' | 'auth' | 'mutates' | 'errors'>): Map<number, StatusCode[]> {
+  // A mutating route that does more than append refuses `x-dry-run: true` (src/http/dry-run.ts).
+  const dryRun: StatusCode[] = route.mutates && dryRunRefusal(route.path) ? ['FAILED_PRECONDITION'] : [];
+  const all = new Set<StatusCode>([...commonErrors(route.auth, route.mutates), ...dryRun, ...(route.errors ?? [])]);
   const out = new Map<number, StatusCode[]>([[413, ['INVALID_ARGUMENT']]]);
   if (route.mutates) out.set(422, ['INVALID_ARGUMENT']);
   for (const s of all) {

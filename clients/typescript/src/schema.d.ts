@@ -2224,7 +2224,10 @@ export interface operations {
     workspaceCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2291,7 +2294,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2380,6 +2383,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2679,6 +2684,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2731,7 +2738,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2829,6 +2836,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2975,6 +2984,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3235,6 +3246,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3274,7 +3287,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3363,6 +3376,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3412,7 +3427,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3510,6 +3525,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3553,7 +3570,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3651,6 +3668,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3923,6 +3942,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4068,6 +4089,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4208,6 +4231,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4350,6 +4375,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4511,6 +4538,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4669,6 +4698,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4808,6 +4839,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5093,6 +5126,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5400,6 +5435,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5561,6 +5598,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5712,6 +5751,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5855,6 +5896,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6017,6 +6060,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6171,6 +6216,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6452,6 +6499,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6522,7 +6571,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6620,6 +6669,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6686,7 +6737,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6784,6 +6835,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -7264,6 +7317,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -7314,7 +7369,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7524,6 +7579,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -7811,6 +7868,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -7963,6 +8022,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -8324,6 +8385,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -8496,6 +8559,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -9545,6 +9610,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -9733,7 +9800,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9822,6 +9889,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10001,7 +10070,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10099,6 +10168,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10229,6 +10300,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10400,6 +10473,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10558,6 +10633,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10697,6 +10774,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10856,6 +10935,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -11286,6 +11367,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -11350,7 +11433,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11439,6 +11522,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -11501,7 +11586,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11716,6 +11801,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -11764,7 +11851,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11853,6 +11940,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -11912,7 +12001,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12001,6 +12090,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -12057,7 +12148,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12400,6 +12491,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -12660,6 +12753,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -12718,7 +12813,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13032,6 +13127,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13464,6 +13561,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13605,6 +13704,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13766,6 +13867,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13933,6 +14036,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -14327,6 +14432,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -15001,7 +15108,10 @@ export interface operations {
     adminParkedRetry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -15143,7 +15253,10 @@ export interface operations {
     adminParkedSkip: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
+            };
             path?: never;
             cookie?: never;
         };

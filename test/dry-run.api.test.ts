@@ -1,0 +1,151 @@
+/**
+ * `x-dry-run: true` on the mutating routes (issue 38, the mechanism): a dry run answers what
+ * the real call then answers (status, data, per-item outcomes, refusals), and leaves the log's
+ * head and the read models as they were; the Idempotency-Key is neither read nor stored; any
+ * other value of the header is INVALID_ARGUMENT; the routes that do more than append refuse
+ * it with FAILED_PRECONDITION and change nothing; every mutating route is classified.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { harness, type Harness, type Tenant } from './support/app.js';
+import { allRoutes } from '../src/app.js';
+import { DRY_RUN_PREVIEWS, DRY_RUN_REFUSALS } from '../src/http/dry-run.js';
+
+let h: Harness;
+let t: Tenant;
+const DRY = { 'x-dry-run': 'true' };
+const post = (url: string, data: unknown, headers: Record<string, string> = {}) => h.post(url, data, { ...t.headers, ...headers });
+const ok = (url: string, data: unknown) => h.ok(url, data, t.headers);
+const doc = (id: string, extra: object = {}) => ({ type: 'document', id, organizationId: 'o', ...extra });
+const USERS = ['m', 'n', 'p'];
+const DOCS = ['d', 'e', 'x', 'y', 'new'];
+
+/** What a client can read of organization o: the read models' answers the writes below change. */
+async function observe() {
+  const reads: Array<[string, object]> = [
+    ['/v2/organizations/get', { organizationIds: ['o', 'o2'] }],
+    ['/v2/organizations/folders/get', { organizationId: 'o' }],
+    ['/v2/organizations/documents/get', { organizationId: 'o' }],
+    ['/v2/organizations/usergroups/get', { organizationId: 'o' }],
+    ['/v2/auth/permissions/get', { organizationId: 'o', userIds: USERS, documentIds: DOCS }],
+  ];
+  const out: Record<string, unknown> = { head: await h.services.events.headPosition() };
+  for (const [url, data] of reads) {
+    const r = await post(url, data);
+    out[url] = [r.status, r.body];
+  }
+  return out;
+}
+
+test.before(async () => {
+  h = await harness();
+  t = await h.tenant();
+  await ok('/v2/organizations/folders/add', { organizationId: 'o', createOrganization: true, folders: [{ folderId: 'f', accessType: 'restricted' }, { folderId: 'g' }] });
+  await ok('/v2/organizations/documents/add', { organizationId: 'o', folderId: 'f', documents: [{ documentId: 'd' }, { documentId: 'e' }] });
+  await ok('/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: 'x', accessType: 'restricted' }] });
+  await ok('/v2/organizations/usergroups/add', { organizationId: 'o', organizationUserGroups: [{ groupId: 'gr', groupName: 'G' }] });
+  await ok('/v2/users/add', { organizationId: 'o', users: USERS.map((userId) => ({ userId })) });
+  await ok('/v2/auth/permissions/add', { userId: 'm', permissions: { resources: [doc('d', { accessRole: 'viewer' })] } });
+});
+test.after(async () => h.close());
+
+test('every mutating route either previews or refuses, and the lists name only mutating routes', () => {
+  const mutating = allRoutes(h.services).filter((r) => r.mutates).map((r) => r.path);
+  for (const path of mutating) {
+    const previews = DRY_RUN_PREVIEWS.has(path);
+    const refuses = path in DRY_RUN_REFUSALS;
+    assert.ok(previews !== refuses, `${path}: previews ${previews}, refuses ${refuses} (exactly one)`);
+  }
+  for (const path of [...DRY_RUN_PREVIEWS, ...Object.keys(DRY_RUN_REFUSALS)]) assert.ok(mutating.includes(path), `${path} is a mutating route`);
+});
+
+/**
+ * The writes previewed: each is sent with the header, must leave everything as it was, and
+ * must answer what the same write then answers for real (which changes the state for the next).
+ */
+const writes: Array<[string, string, object]> = [
+  ['a grant', '/v2/auth/permissions/add', { userId: 'n', permissions: { resources: [doc('e', { accessRole: 'viewer' }), doc('x')] } }],
+  ['a batch with per-item outcomes: one new, one existing', '/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: 'new' }, { documentId: 'd' }] }],
+  ['a folder and its child in one batch (the second decision sees the first)', '/v2/organizations/folders/add', { organizationId: 'o', folders: [{ folderId: 'h' }, { folderId: 'h2', parentFolderId: 'h' }] }],
+  ['an organization created with its documents', '/v2/organizations/documents/add', { organizationId: 'o2', createOrganization: true, documents: [{ documentId: 'y' }] }],
+  ['a folder\'s access type', '/v2/organizations/folders/access/update', { organizationId: 'o', folderIds: ['f'], accessType: 'organizationPrivate' }],
+  ['a document\'s access type', '/v2/organizations/documents/access/update', { organizationId: 'o', documentIds: ['x', 'missing'], accessType: 'public' }],
+  ['a move', '/v2/organizations/documents/move', { organizationId: 'o', documentIds: ['e'], folderId: 'g' }],
+  ['a group member', '/v2/organizations/usergroups/users/add', { organizationId: 'o', organizationUserGroupId: 'gr', userIds: ['p'] }],
+  ['a group grant', '/v2/auth/permissions/add', { group: { groupId: 'gr' }, permissions: { resources: [doc('d')] } }],
+  ['a revocation', '/v2/auth/permissions/remove', { userId: 'm', permissions: { resources: [doc('d')] } }],
+  ['a refusal (unknown organization)', '/v2/organizations/documents/delete', { organizationId: 'nope', documentIds: ['d'] }],
+  ['a user removed', '/v2/users/delete', { organizationId: 'o', userIds: ['n'] }],
+  ['a disabled flag', '/v2/organizations/access/disablestate/update', { organizationIds: ['o'], disabled: true }],
+  ['a document deleted', '/v2/organizations/documents/delete', { organizationId: 'o', documentIds: ['d', 'missing'] }],
+  ['a folder deleted', '/v2/organizations/folders/delete', { organizationId: 'o', folderId: 'g' }],
+  ['an organization deleted', '/v2/organizations/delete', { organizationIds: ['o2'] }],
+];
+for (const [name, url, data] of writes) {
+  test(`dry run of ${name} (${url}): answers what the real call answers, changes nothing`, async () => {
+    const before = await observe();
+    const dry = await post(url, data, DRY);
+    assert.is(dry.headers['x-dry-run'], 'true');
+    assert.equal(await observe(), before, 'log head and read models as they were');
+    const real = await post(url, data);
+    assert.is(real.status, name.startsWith('a refusal') ? 404 : 200, JSON.stringify(real.body));
+    assert.is(dry.status, real.status, JSON.stringify({ dry: dry.body, real: real.body }));
+    assert.equal(dry.body, real.body);
+    if (real.status === 200) assert.not.equal(await observe(), before, 'the real call changed something');
+  });
+}
+
+test('the Idempotency-Key of a dry run is neither read nor stored', async () => {
+  const data = { organizationId: 'o', documents: [{ documentId: 'idem' }] };
+  const key = { 'idempotency-key': 'dry-run-key-1' };
+  const dry = await post('/v2/organizations/documents/add', data, { ...DRY, ...key });
+  assert.is(dry.status, 200);
+  assert.is(dry.headers['idempotent-replayed'], undefined);
+  const real = await post('/v2/organizations/documents/add', data, key);
+  assert.is(real.headers['idempotent-replayed'], undefined, 'the real call ran: no record was stored by the dry run');
+  assert.equal(real.body, dry.body);
+  // A dry run after the real call is decided anew (the document exists now), not replayed.
+  const again = await post('/v2/organizations/documents/add', data, { ...DRY, ...key });
+  assert.is(again.headers['idempotent-replayed'], undefined);
+  assert.not.equal(again.body, real.body, 'decided on the current state');
+  const replay = await post('/v2/organizations/documents/add', data, key);
+  assert.is(replay.headers['idempotent-replayed'], 'true');
+});
+
+test('any other value of x-dry-run is INVALID_ARGUMENT, nothing stored', async () => {
+  for (const value of ['false', 'yes', '1', 'TRUE', '']) {
+    const head = await h.services.events.headPosition();
+    const r = await post('/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: `bad-${value}` }] }, { 'x-dry-run': value });
+    assert.is(r.status, 400, `${value}: ${JSON.stringify(r.body)}`);
+    assert.is(r.body.error.status, 'INVALID_ARGUMENT');
+    assert.match(r.body.error.message, /x-dry-run/);
+    assert.is(await h.services.events.headPosition(), head);
+  }
+});
+
+test('a read ignores the header (it changes nothing anyway)', async () => {
+  const r = await post('/v2/organizations/documents/get', { organizationId: 'o' }, DRY);
+  assert.is(r.status, 200);
+});
+
+test('authentication comes first: a dry run without credentials is 401', async () => {
+  const r = await h.post('/v2/organizations/documents/add', { organizationId: 'o', documents: [{ documentId: 'z' }] }, DRY);
+  assert.is(r.status, 401);
+});
+
+test('every refusing route refuses with FAILED_PRECONDITION and a reason, and nothing is stored', async () => {
+  const routes = allRoutes(h.services).filter((r) => r.path in DRY_RUN_REFUSALS);
+  for (const route of routes) {
+    const headers = route.auth === 'apiKey' ? t.headers : route.auth === 'workspace' ? t.workspaceHeaders : {};
+    const before = await observe();
+    const r = await h.post(route.path, route.doc.example ?? {}, { ...headers, ...DRY });
+    assert.is(r.status, 400, `${route.path}: ${JSON.stringify(r.body)}`);
+    assert.is(r.body.error.status, 'FAILED_PRECONDITION', route.path);
+    assert.ok(r.body.error.message.includes(DRY_RUN_REFUSALS[route.path]!), `${route.path}: ${r.body.error.message}`);
+    assert.equal(await observe(), before, `${route.path} changed nothing`);
+  }
+  // The tenant still works with its credentials: no key was rotated or deleted for real.
+  assert.is((await post('/v2/organizations/documents/get', { organizationId: 'o' })).status, 200);
+});
+
+test.run();
