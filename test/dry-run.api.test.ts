@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Harness, type Tenant } from './support/app.js';
 import { allRoutes } from '../src/app.js';
-import { DRY_RUN_PREVIEWS, DRY_RUN_REFUSALS } from '../src/http/dry-run.js';
+import { DRY_RUN_CHANGES_PAGE, DRY_RUN_PREVIEWS, DRY_RUN_REFUSALS } from '../src/http/dry-run.js';
 
 let h: Harness;
 let t: Tenant;
@@ -59,6 +59,41 @@ test('every mutating route either previews or refuses, and the lists name only m
   for (const path of [...DRY_RUN_PREVIEWS, ...Object.keys(DRY_RUN_REFUSALS)]) assert.ok(mutating.includes(path), `${path} is a mutating route`);
 });
 
+const FOLDER_IDS = ['f', 'g', 'h', 'h2'];
+const ROLE_OF = (e: any): string | undefined => (e && 'accessRole' in e ? e.accessRole : undefined);
+
+/**
+ * Access as permissions/get answers it, measured one resource at a time (a missing resource
+ * fails the whole question: it is denied here), keyed by resource type, id and user.
+ */
+async function measure(organizationId: string): Promise<Map<string, string | undefined>> {
+  const out = new Map<string, string | undefined>();
+  const cells: Array<[string, string, object]> = [['organization', organizationId, {}], ...FOLDER_IDS.map((f) => ['folder', f, { folderIds: [f] }] as [string, string, object]), ...DOCS.map((d) => ['document', d, { documentIds: [d] }] as [string, string, object])];
+  for (const [type, id, ask] of cells) {
+    const r = await post('/v2/auth/permissions/get', { organizationId, userIds: USERS, ...ask });
+    for (const u of USERS) {
+      const entries = r.status === 200 ? r.body.result.data[u] : undefined;
+      const e = type === 'organization' ? entries?.organization?.[organizationId] : entries?.[`${type}s`]?.[id];
+      out.set(JSON.stringify([type, id, u]), ROLE_OF(e));
+    }
+  }
+  return out;
+}
+
+const ORDER = ['organization', 'folder', 'document'];
+/** The changes between two measurements, in the order a dry run lists them. */
+function differences(organizationId: string, before: Map<string, string | undefined>, after: Map<string, string | undefined>) {
+  const out: any[] = [];
+  for (const [k, was] of before) {
+    const is = after.get(k);
+    if (was === is) continue;
+    const [resourceType, resourceId, userId] = JSON.parse(k) as string[];
+    out.push({ resourceType, resourceId, organizationId, userId, change: was === undefined ? 'gain' : is === undefined ? 'lose' : 'role', ...(was ? { before: was } : {}), ...(is ? { after: is } : {}) });
+  }
+  const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return out.sort((a, b) => ORDER.indexOf(a.resourceType) - ORDER.indexOf(b.resourceType) || cmp(a.resourceId, b.resourceId) || cmp(a.userId, b.userId));
+}
+
 /**
  * The writes previewed: each is sent with the header, must leave everything as it was, and
  * must answer what the same write then answers for real (which changes the state for the next).
@@ -84,16 +119,50 @@ const writes: Array<[string, string, object]> = [
 for (const [name, url, data] of writes) {
   test(`dry run of ${name} (${url}): answers what the real call answers, changes nothing`, async () => {
     const before = await observe();
+    const accessBefore = await measure('o');
     const dry = await post(url, data, DRY);
     assert.is(dry.headers['x-dry-run'], 'true');
     assert.equal(await observe(), before, 'log head and read models as they were');
     const real = await post(url, data);
     assert.is(real.status, name.startsWith('a refusal') ? 404 : 200, JSON.stringify(real.body));
     assert.is(dry.status, real.status, JSON.stringify({ dry: dry.body, real: real.body }));
-    assert.equal(dry.body, real.body);
-    if (real.status === 200) assert.not.equal(await observe(), before, 'the real call changed something');
+    const { accessChanges, ...answer } = dry.body.result ?? {};
+    assert.equal(dry.body.result ? { result: answer } : dry.body, real.body);
+    if (real.status !== 200) return;
+    assert.not.equal(await observe(), before, 'the real call changed something');
+    // What the dry run predicted for organization o is what permissions/get measures.
+    const expected = differences('o', accessBefore, await measure('o'));
+    const predicted = accessChanges.changes.filter((c: any) => c.organizationId === 'o');
+    assert.equal(predicted, expected, JSON.stringify({ predicted, expected }));
+    const counts = { gain: 0, lose: 0, role: 0 };
+    for (const c of accessChanges.changes) counts[c.change as 'gain']++;
+    assert.equal(accessChanges.counts, counts);
   });
 }
+
+test('the changes are paged: counts whole, the first page, the rest with x-dry-run-page-token', async () => {
+  const users = Array.from({ length: 30 }, (_, i) => `pu${i}`);
+  const docs = Array.from({ length: 40 }, (_, i) => ({ documentId: `pd${i}` }));
+  await ok('/v2/organizations/documents/add', { organizationId: 'paged', createOrganization: true, documents: docs });
+  await ok('/v2/users/add', { organizationId: 'paged', users: users.map((userId) => ({ userId })) });
+  const data = { organizationId: 'paged', documentIds: docs.map((d) => d.documentId), accessType: 'restricted' };
+  const first = await post('/v2/organizations/documents/access/update', data, DRY);
+  assert.is(first.status, 200, JSON.stringify(first.body).slice(0, 500));
+  const a = first.body.result.accessChanges;
+  assert.is(a.changes.length, DRY_RUN_CHANGES_PAGE);
+  assert.type(a.pageToken, 'string');
+  const second = await post('/v2/organizations/documents/access/update', data, { ...DRY, 'x-dry-run-page-token': a.pageToken });
+  const b = second.body.result.accessChanges;
+  assert.equal(b.counts, a.counts);
+  assert.is(b.pageToken, undefined);
+  const all = [...a.changes, ...b.changes];
+  assert.is(all.length, a.counts.gain + a.counts.lose + a.counts.role);
+  assert.is(new Set(all.map((c: any) => JSON.stringify(c))).size, all.length, 'no change twice');
+  // A token opens only for the same route and body.
+  const other = await post('/v2/organizations/documents/access/update', { ...data, accessType: 'organizationPrivate' }, { ...DRY, 'x-dry-run-page-token': a.pageToken });
+  assert.is(other.status, 400);
+  assert.match(other.body.error.message, /x-dry-run-page-token/);
+});
 
 test('the Idempotency-Key of a dry run is neither read nor stored', async () => {
   const data = { organizationId: 'o', documents: [{ documentId: 'idem' }] };
@@ -103,7 +172,7 @@ test('the Idempotency-Key of a dry run is neither read nor stored', async () => 
   assert.is(dry.headers['idempotent-replayed'], undefined);
   const real = await post('/v2/organizations/documents/add', data, key);
   assert.is(real.headers['idempotent-replayed'], undefined, 'the real call ran: no record was stored by the dry run');
-  assert.equal(real.body, dry.body);
+  assert.equal(real.body.result.data, dry.body.result.data);
   // A dry run after the real call is decided anew (the document exists now), not replayed.
   const again = await post('/v2/organizations/documents/add', data, { ...DRY, ...key });
   assert.is(again.headers['idempotent-replayed'], undefined);

@@ -16,9 +16,14 @@
  * Every mutating route is in exactly one of the two lists below (test/dry-run.api.test.ts
  * checks it); a mutating route in neither refuses, so a new route is safe before it is classified.
  */
+import type { FastifyRequest } from 'fastify';
 import type { Services } from '../composition/services.js';
 import { DryRunCommandHandler } from '../runtime/dry-run.js';
 import { BugError, failedPrecondition, invalidArgument } from '../shared/errors.js';
+import { predictAccessChanges } from '../usecases/access-changes.js';
+import { Deadline, Pacer } from '../../queries/cost.js';
+import { decodePageToken, encodePageToken } from '../../queries/paging.js';
+import type { Success } from './route.js';
 import { shared } from './plugin.js';
 import type {} from './route-config.js';
 
@@ -30,6 +35,10 @@ declare module 'fastify' {
 }
 
 const DRY_RUN_HEADER = 'x-dry-run';
+
+const PAGE_TOKEN_HEADER = 'x-dry-run-page-token';
+/** Changes in one answer of a dry run; the rest by sending it again with `x-dry-run-page-token`. */
+export const DRY_RUN_CHANGES_PAGE = 1_000;
 
 /** Mutating routes whose use cases only decide and append events: they preview under `x-dry-run: true`. */
 export const DRY_RUN_PREVIEWS: ReadonlySet<string> = new Set([
@@ -131,6 +140,24 @@ export function dryRunServices(services: Services): { services: Services; comman
   const secrets = new Proxy(secretsGuarded, { get: (t, prop) => (prop === 'personal' ? personal : Reflect.get(t, prop, t)) });
   const read = withoutWrites(services.read, 'read', ['transaction', 'dropCollection', 'ensureIndexes']);
   return { services: { ...services, commands, secrets, read }, commands };
+}
+
+/**
+ * A dry run's answer: the handler's, plus `accessChanges` (src/usecases/access-changes.ts):
+ * the counts, one page of changes from the offset `x-dry-run-page-token` carries (sealed for
+ * this route and body, queries/paging.ts), and `pageToken` while more follow.
+ */
+export async function withAccessChanges(req: FastifyRequest, services: Services, commands: DryRunCommandHandler, apiKey: string | undefined, out: Success): Promise<Success> {
+  const query = { dryRun: req.routeOptions.config.api?.path, body: req.body };
+  const raw = req.headers[PAGE_TOKEN_HEADER];
+  const from = typeof raw === 'string' ? Number(decodePageToken(raw, query, `the ${PAGE_TOKEN_HEADER} header`)!.value) : 0;
+  const pacer = new Pacer(new Deadline(services.config.queryDeadlineMs, services.clock, services.clock(), req.workSignal), 'a dry run\'s access changes');
+  const all = apiKey && commands.decided.length > 0
+    ? await predictAccessChanges(services.read, apiKey, services.clock(), commands.decided, await services.events.headPosition(), pacer)
+    : { counts: { gain: 0, lose: 0, role: 0 }, changes: [] };
+  const changes = all.changes.slice(from, from + DRY_RUN_CHANGES_PAGE);
+  const next = from + DRY_RUN_CHANGES_PAGE < all.changes.length ? encodePageToken(query, { value: from + DRY_RUN_CHANGES_PAGE, id: '' }) : undefined;
+  return { ...out, extra: { ...out.extra, accessChanges: { counts: all.counts, changes, ...(next ? { pageToken: next } : {}) } } };
 }
 
 export const dryRun = shared<Record<string, unknown>>('dry-run', async (app) => {

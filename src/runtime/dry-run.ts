@@ -22,6 +22,8 @@ import type { Decider, DomainEvent, PlanningDecider } from './decider.js';
 /** An event a dry run decided and did not append, with its stream. */
 export interface DecidedEvent {
   stream: string;
+  /** The revision the event would have had in its stream. */
+  revision: number;
   type: string;
   data: unknown;
   metadata: EventMetadata;
@@ -49,9 +51,9 @@ export class DryRunCommandHandler extends CommandHandler {
 
   override handle<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string, command: C, metadata: EventMetadata): Promise<HandleResult<S, E>> {
     return this.queued(stream, async () => {
-      const { state } = await this.load(decider, stream);
+      const { state, revision } = await this.load(decider, stream);
       const events = decider.decide(command, state);
-      return { state: this.keep(decider, stream, state, events, metadata), events };
+      return { state: this.keep(decider, stream, { state, revision }, events, metadata), events };
     });
   }
 
@@ -62,18 +64,19 @@ export class DryRunCommandHandler extends CommandHandler {
     metadata: EventMetadata,
   ): Promise<PlannedResult<S, E, O>> {
     return this.queued(stream, async () => {
-      const { state } = await this.load(decider, stream);
+      const { state, revision } = await this.load(decider, stream);
       const { events, outcomes } = decider.plan(command, state);
-      return { state: this.keep(decider, stream, state, events, metadata), events, outcomes };
+      return { state: this.keep(decider, stream, { state, revision }, events, metadata), events, outcomes };
     });
   }
 
   /** Records `events` as appended to `stream` for the rest of the request; answers the state after them. */
-  private keep<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string, state: S, events: E[], metadata: EventMetadata): S {
+  private keep<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string, loaded: { state: S; revision: number }, events: E[], metadata: EventMetadata): S {
+    const { state, revision } = loaded;
     if (events.length === 0) return state;
     const pending = this.overlay.get(stream) ?? [];
     this.overlay.set(stream, [...pending, ...events]);
-    for (const e of events) this.decided.push({ stream, type: e.type, data: e.data, metadata });
+    events.forEach((e, i) => this.decided.push({ stream, revision: revision + 1 + i, type: e.type, data: e.data, metadata }));
     return events.reduce(decider.evolve, state);
   }
 

@@ -2188,6 +2188,31 @@ export interface components {
                 details?: unknown;
             };
         };
+        /** @description Present on a dry run only (`x-dry-run: true`): who would gain and who would lose access, as permissions/get answers it. */
+        AccessChanges: {
+            /** @description Every change, counted: gain (denied to allowed), lose (allowed to denied), role (allowed with another accessRole). */
+            counts: {
+                gain: number;
+                lose: number;
+                role: number;
+            };
+            /** @description One page of the changes, ordered by organization, resource type, resource id and user id. */
+            changes: {
+                /** @enum {string} */
+                resourceType: "organization" | "folder" | "document";
+                resourceId: string;
+                organizationId: string;
+                userId: string;
+                /** @enum {string} */
+                change: "gain" | "lose" | "role";
+                /** @description The accessRole before, when allowed before. */
+                before?: string;
+                /** @description The accessRole after, when allowed after. */
+                after?: string;
+            }[];
+            /** @description Present while more changes follow: send the same request again with `x-dry-run: true` and `x-dry-run-page-token: <pageToken>`. */
+            pageToken?: string;
+        };
         FolderRow: {
             folderId: string;
             folderName: string;
@@ -2876,6 +2901,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 /** @description The entries added, in stored form. */
                                 domainsAdded: string[];
@@ -3022,6 +3048,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 /** @description The entries removed, in stored form. */
                                 domainsRemoved: string[];
@@ -3712,6 +3739,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -3986,6 +4014,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -4128,6 +4157,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -4272,6 +4302,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -4426,6 +4457,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -4586,6 +4618,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -4736,6 +4769,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: null;
                         };
                     };
@@ -4884,6 +4918,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -5179,6 +5214,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -5484,6 +5520,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -5639,6 +5676,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -5794,6 +5832,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                         };
                     };
                 };
@@ -5941,6 +5980,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -6102,6 +6142,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -6256,6 +6297,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 /** @description For documents/migrate/status. */
                                 migrationId: string;
@@ -6878,6 +6920,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -7626,6 +7669,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -7910,6 +7954,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this user's change went through; a failed user leaves the others as they are. */
@@ -8065,6 +8110,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this user's change went through; a failed user leaves the others as they are. */
@@ -8455,6 +8501,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             /** @description Only when a resource failed: every resource's outcome, keyed by resource id. Absent when all went through. */
                             data?: {
                                 [key: string]: {
@@ -8630,6 +8677,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             /** @description Only when a resource failed: every resource's outcome, keyed by resource id. Absent when all went through. */
                             data?: {
                                 [key: string]: {
@@ -10204,6 +10252,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 agentId: string;
                             };
@@ -10353,6 +10402,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 group: {
                                     id: string;
@@ -10513,6 +10563,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 group: {
                                     id: string;
@@ -10669,6 +10720,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 groupId: string;
                             };
@@ -10815,6 +10867,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 group: {
                                     id: string;
@@ -10975,6 +11028,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 group: {
                                     id: string;
@@ -12529,6 +12583,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: null;
                         };
                     };
