@@ -9,6 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, type Harness, type Tenant } from './support/app.js';
 import { allRoutes } from '../src/app.js';
+import { allProjections } from '../projections/index.js';
 import { DRY_RUN_CHANGES_PAGE, DRY_RUN_PREVIEWS, DRY_RUN_REFUSALS } from '../src/http/dry-run.js';
 
 let h: Harness;
@@ -162,6 +163,31 @@ test('the changes are paged: counts whole, the first page, the rest with x-dry-r
   const other = await post('/v2/organizations/documents/access/update', { ...data, accessType: 'organizationPrivate' }, { ...DRY, 'x-dry-run-page-token': a.pageToken });
   assert.is(other.status, 400);
   assert.match(other.body.error.message, /x-dry-run-page-token/);
+});
+
+/** Every read-store collection but the leases (renewed on a timer), every projection's checkpoint, and the log's head. */
+async function snapshot() {
+  const out: Record<string, unknown> = { head: await h.services.events.headPosition() };
+  for (const c of await h.services.read.listCollections()) if (c !== 'leases') out[c] = await h.services.read.find(c, {});
+  for (const p of allProjections) out[`checkpoint:${p.name}`] = await h.services.read.getCheckpoint(p.name);
+  return JSON.stringify(out);
+}
+
+test('dry runs leave the log, every read-store collection (idempotency records, outbox, cascade work) and the checkpoints as they were', async () => {
+  await ok('/v2/organizations/folders/add', { organizationId: 'snap', createOrganization: true, folders: [{ folderId: 'sf' }] });
+  await ok('/v2/organizations/documents/add', { organizationId: 'snap', folderId: 'sf', documents: [{ documentId: 'sd' }] });
+  const before = await snapshot();
+  const key = (k: string) => ({ ...DRY, 'idempotency-key': k });
+  const runs: Array<[string, object]> = [
+    ['/v2/auth/permissions/add', { userId: 'm', permissions: { resources: [{ type: 'document', id: 'sd', organizationId: 'snap' }] } }],
+    ['/v2/organizations/documents/add', { organizationId: 'snap', documents: [{ documentId: 'sd2' }] }],
+    ['/v2/organizations/folders/delete', { organizationId: 'snap', folderId: 'sf' }],
+    ['/v2/organizations/delete', { organizationIds: ['snap'] }],
+    ['/v2/users/delete', { organizationId: 'snap', userIds: ['m'] }],
+  ];
+  for (const [i, [url, data]] of runs.entries()) assert.is((await post(url, data, key(`snap-${i}`))).status, 200, url);
+  await h.services.projections.waitFor(await h.services.events.headPosition(), 5_000);
+  assert.is(await snapshot(), before);
 });
 
 test('the Idempotency-Key of a dry run is neither read nor stored', async () => {
