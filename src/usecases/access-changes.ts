@@ -11,8 +11,12 @@
  * - resources: the organization itself, and its folders and documents, before or after. A
  *   resource missing on one side is denied there (a deletion loses access; a creation can gain).
  * Bounds: the request's query deadline (QUERY_DEADLINE_MS, queries/cost.ts) over the whole
- * comparison, resolution in chunks within permissions/get's own limits; the changes are
- * sorted (resource type, resource id, user id) and paged, the counts always whole.
+ * comparison, checked by the pacer between chunks of reads, so no lookup-cost bound per chunk
+ * (a chunk of many groups' grants is slow, not refused); resolution in chunks of at most 100
+ * users and 10,000 cells, as permissions/get. The changes are sorted (organization, resource
+ * type, resource id, user id) and paged, the counts always whole. Measured (one core of a
+ * shared machine, SQLite): 10,000 documents x 100 users, 2,000,000 cells resolved, about 20 s,
+ * so at the default 5 s deadline such a dry run answers RESOURCE_EXHAUSTED.
  */
 import type { ReadView, Doc } from '../ports/read-store.js';
 import type { RecordedEvent } from '../ports/event-store.js';
@@ -90,7 +94,7 @@ async function resolveAll(view: ReadView, apiKey: string, nowMs: number, organiz
   if ((await view.get(ORGANIZATIONS, key(apiKey, organizationId))) === null) return out;
   const resources: Array<['folder' | 'document', string]> = [...folders.map((f) => ['folder', f] as ['folder', string]), ...documents.map((d) => ['document', d] as ['document', string])];
   const userChunk = Math.min(MAX_PERMISSION_USERS, users.length || 1);
-  const resourceChunk = Math.max(1, Math.floor(MAX_PERMISSION_CELLS / userChunk / 2));
+  const resourceChunk = Math.max(1, Math.floor(MAX_PERMISSION_CELLS / userChunk));
   for (let u = 0; u < users.length; u += userChunk) {
     const userIds = users.slice(u, u + userChunk);
     for (let r = 0; r === 0 || r < resources.length; r += resourceChunk) {
@@ -101,7 +105,7 @@ async function resolveAll(view: ReadView, apiKey: string, nowMs: number, organiz
         userIds,
         folderIds: part.filter(([t]) => t === 'folder').map(([, id]) => id),
         documentIds: part.filter(([t]) => t === 'document').map(([, id]) => id),
-      }, { pacer });
+      }, { pacer, maxCost: Infinity });
       for (const [userId, e] of Object.entries(data)) {
         for (const [, entry] of Object.entries(e.organization)) out.set(cell('organization', organizationId, userId), entry);
         for (const [id, entry] of Object.entries(e.folders ?? {})) out.set(cell('folder', id, userId), entry);
