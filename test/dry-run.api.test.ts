@@ -142,7 +142,8 @@ for (const [name, url, data] of writes) {
     assert.not.equal(await observe(), before, 'the real call changed something');
     // What the dry run predicted for organization o is what permissions/get measures.
     const expected = differences('o', accessBefore, await measure('o'));
-    const predicted = accessChanges.changes.filter((c: any) => c.organizationId === 'o');
+    const predicted = accessChanges.changes.filter((c: any) => c.organizationId === 'o').map(({ via: _, ...c }: any) => c);
+    for (const c of accessChanges.changes) if (c.change !== 'lose' && c.resourceType !== 'organization') assert.type(c.via?.rule, 'string', JSON.stringify(c));
     assert.equal(predicted, expected, JSON.stringify({ predicted, expected }));
     const counts = { gain: 0, lose: 0, role: 0 };
     for (const c of accessChanges.changes) counts[c.change as 'gain']++;

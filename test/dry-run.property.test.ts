@@ -128,8 +128,23 @@ test('predicted access changes equal the measured difference of permissions/get'
       // A folder's or organization's deletion goes on in the cascade worker: compare with the end state.
       await h.services.cascade.settle();
       const expected = differences(o, before, await measure(o));
-      const predicted = dry.body.result.accessChanges.changes;
+      const changes = dry.body.result.accessChanges.changes;
+      const predicted = changes.map(({ via: _, ...c }: any) => c);
       assert.equal(predicted, expected, JSON.stringify({ url, data: data(o), predicted, expected }));
+      // `via` is what permissions/explain answers after the real write.
+      for (const c of changes) {
+        if (c.resourceType === 'organization') continue;
+        const ref = c.resourceType === 'document' ? { documentId: c.resourceId } : { folderId: c.resourceId };
+        const r = await post('/v2/auth/permissions/explain', { organizationId: o, userId: c.userId, ...ref });
+        if (r.status === 404) {
+          assert.is(c.via, undefined, 'no via for a resource gone after the write');
+          continue;
+        }
+        assert.is(r.status, 200, JSON.stringify(r.body));
+        const d = r.body.result.data.decidedBy;
+        const grant = d.candidate !== undefined ? r.body.result.data.candidates[d.candidate] : undefined;
+        assert.equal(c.via, { rule: d.rule, ...(grant ? { grant } : {}) }, JSON.stringify({ change: c, explain: r.body.result.data }));
+      }
       if (expected.length > 0) changed++;
     }),
     { numRuns: Number(process.env.DRY_RUN_PROPERTY_RUNS ?? 40) },

@@ -152,12 +152,12 @@ export async function withAccessChanges(req: FastifyRequest, services: Services,
   const raw = req.headers[PAGE_TOKEN_HEADER];
   const from = typeof raw === 'string' ? Number(decodePageToken(raw, query, `the ${PAGE_TOKEN_HEADER} header`)!.value) : 0;
   const pacer = new Pacer(new Deadline(services.config.queryDeadlineMs, services.clock, services.clock(), req.workSignal), 'a dry run\'s access changes');
-  const all = apiKey && commands.decided.length > 0
-    ? await predictAccessChanges(services.read, apiKey, services.clock(), commands.decided, await services.events.headPosition(), pacer)
-    : { counts: { gain: 0, lose: 0, role: 0 }, changes: [] };
-  const changes = all.changes.slice(from, from + DRY_RUN_CHANGES_PAGE);
-  const next = from + DRY_RUN_CHANGES_PAGE < all.changes.length ? encodePageToken(query, { value: from + DRY_RUN_CHANGES_PAGE, id: '' }) : undefined;
-  return { ...out, extra: { ...out.extra, accessChanges: { counts: all.counts, changes, ...(next ? { pageToken: next } : {}) } } };
+  const page = { from, size: DRY_RUN_CHANGES_PAGE };
+  const { counts, changes, total } = apiKey && commands.decided.length > 0
+    ? await predictAccessChanges(services.read, apiKey, services.clock(), commands.decided, await services.events.headPosition(), pacer, page)
+    : { counts: { gain: 0, lose: 0, role: 0 }, changes: [], total: 0 };
+  const next = from + DRY_RUN_CHANGES_PAGE < total ? encodePageToken(query, { value: from + DRY_RUN_CHANGES_PAGE, id: '' }) : undefined;
+  return { ...out, extra: { ...out.extra, accessChanges: { counts, changes, ...(next ? { pageToken: next } : {}) } } };
 }
 
 export const dryRun = shared<Record<string, unknown>>('dry-run', async (app) => {

@@ -91,6 +91,13 @@ const ACCESS_CHANGES = z
         change: z.enum(['gain', 'lose', 'role']),
         before: z.string().optional().describe('The accessRole before, when allowed before.'),
         after: z.string().optional().describe('The accessRole after, when allowed after.'),
+        via: z
+          .object({
+            rule: z.string().describe('The rule of semantics §3 that decides the new answer, as permissions/explain names it.'),
+            grant: z.unknown().optional().describe('The grant the new role comes from, as a permissions/explain candidate.'),
+          })
+          .optional()
+          .describe('Why the new answer is what it is (a folder or document that still exists after the write).'),
       }),
     ).describe('One page of the changes, ordered by organization, resource type, resource id and user id.'),
     pageToken: z.string().optional().describe('Present while more changes follow: send the same request again with `x-dry-run: true` and `x-dry-run-page-token: <pageToken>`.'),

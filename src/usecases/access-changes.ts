@@ -32,6 +32,8 @@ import { ORGANIZATIONS } from '../../projections/organizations.js';
 import { key } from '../shared/ids.js';
 import { MAX_PERMISSION_CELLS, MAX_PERMISSION_USERS, resolvePermissions, type Entry } from '../../queries/permissions.js';
 import type { Pacer } from '../../queries/cost.js';
+import { explainAccess } from '../../queries/access.js';
+import { ApiError } from '../shared/errors.js';
 
 type AccessChangeKind = 'gain' | 'lose' | 'role';
 
@@ -46,6 +48,8 @@ interface AccessChange {
   before?: string;
   /** The accessRole after, when allowed after. */
   after?: string;
+  /** The rule and grant that decide the new answer (permissions/explain's `decidedBy`). */
+  via?: { rule: string; grant?: unknown };
 }
 
 export interface AccessChanges {
@@ -119,11 +123,20 @@ async function resolveAll(view: ReadView, apiKey: string, nowMs: number, organiz
 const roleOf = (e: Entry | undefined): string | undefined => (e && 'accessRole' in e ? e.accessRole : undefined);
 
 /** The access changes the would-be events `decided` make, read from `read` before and from its overlay after. */
-export async function predictAccessChanges(read: ReadView, apiKey: string, nowMs: number, decided: readonly DecidedEvent[], position: string, pacer: Pacer): Promise<AccessChanges> {
+export async function predictAccessChanges(
+  read: ReadView,
+  apiKey: string,
+  nowMs: number,
+  decided: readonly DecidedEvent[],
+  position: string,
+  pacer: Pacer,
+  page: { from: number; size: number },
+): Promise<AccessChanges & { total: number }> {
+  let overlay: ReadOverlay | null = null;
   const changes: AccessChange[] = [];
   const orgs = touchedOrganizations(apiKey, decided);
   if (orgs.length > 0) {
-    const overlay = await overlayOf(read, decided, position);
+    overlay = await overlayOf(read, decided, position);
     const views = [read, overlay];
     for (const organizationId of orgs) {
       const scope = { apiKey, organizationId };
@@ -157,7 +170,27 @@ export async function predictAccessChanges(read: ReadView, apiKey: string, nowMs
   changes.sort((a, b) => a.organizationId.localeCompare(b.organizationId) || order.indexOf(a.resourceType) - order.indexOf(b.resourceType) || cmp(a.resourceId, b.resourceId) || cmp(a.userId, b.userId));
   const counts = { gain: 0, lose: 0, role: 0 };
   for (const c of changes) counts[c.change]++;
-  return { counts, changes };
+  const shown = changes.slice(page.from, page.from + page.size);
+  if (overlay) for (const c of shown) await explainChange(overlay, apiKey, nowMs, c, pacer);
+  return { counts, changes: shown, total: changes.length };
+}
+
+/**
+ * `via` of a change on a folder or document that still exists after the write: the rule and
+ * the grant that decide its new answer, as permissions/explain names them (queries/access.ts),
+ * asked of the overlay. None for the organization's own entry or a deleted resource.
+ */
+async function explainChange(overlay: ReadView, apiKey: string, nowMs: number, c: AccessChange, pacer: Pacer): Promise<void> {
+  if (c.resourceType === 'organization') return;
+  pacer.check();
+  const ref = c.resourceType === 'document' ? { documentId: c.resourceId } : { folderId: c.resourceId };
+  const why = await explainAccess(overlay, apiKey, nowMs, { organizationId: c.organizationId, userId: c.userId, ...ref }).catch((error: unknown) => {
+    if (error instanceof ApiError && error.status === 'NOT_FOUND') return null;
+    throw error;
+  });
+  if (!why) return;
+  const grant = why.decidedBy.candidate !== undefined ? why.candidates[why.decidedBy.candidate] : undefined;
+  c.via = { rule: why.decidedBy.rule, ...(grant ? { grant } : {}) };
 }
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

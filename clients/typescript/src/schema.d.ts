@@ -2209,6 +2209,13 @@ export interface components {
                 before?: string;
                 /** @description The accessRole after, when allowed after. */
                 after?: string;
+                /** @description Why the new answer is what it is (a folder or document that still exists after the write). */
+                via?: {
+                    /** @description The rule of semantics §3 that decides the new answer, as permissions/explain names it. */
+                    rule: string;
+                    /** @description The grant the new role comes from, as a permissions/explain candidate. */
+                    grant?: unknown;
+                };
             }[];
             /** @description Present while more changes follow: send the same request again with `x-dry-run: true` and `x-dry-run-page-token: <pageToken>`. */
             pageToken?: string;
