@@ -14,8 +14,15 @@
  *   and the first `limit` kept.
  * - `count`: the store's count, minus the overlaid documents that matched in the store, plus
  *   those that match in the overlay.
- * Order: null and missing first, then booleans, numbers, strings by their UTF-8 bytes (SQLite's
- * BINARY collation and PostgreSQL's "C" order of the adapters' sort keys).
+ * Order: null and missing first, then booleans, numbers, strings by their UTF-8 bytes, then
+ * `_id` by its bytes: SQLite's order (BINARY collation), and PostgreSQL's for `_id` (COLLATE
+ * "C") and numbers. Not PostgreSQL's for a sort on a string field (jsonb compares strings under
+ * the database's collation) or on a field mixing types (jsonb ranks null < string < number <
+ * boolean): a merged page there may list the overlay's documents in another order than the
+ * store would. Permission resolution sorts by neither (unsorted finds page by `_id`, sorted
+ * ones by numbers), so access changes do not depend on it; the one string sort a projection
+ * applies under a dry run (grants' cascade work, by userId) only shapes cascade work, which
+ * resolution never reads.
  *
  * Nothing is ever written to the store: `setCheckpoint` is a no-op, and the overlay lives as
  * long as the request that made it.
