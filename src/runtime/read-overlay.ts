@@ -15,15 +15,16 @@
  * - `count`: the store's count, minus the overlaid documents that matched in the store, plus
  *   those that match in the overlay.
  * Order: null and missing first, then booleans, numbers, strings by their UTF-8 bytes, then
- * `_id` by its bytes: SQLite's order (BINARY collation), and PostgreSQL's for `_id` (COLLATE
- * "C") and numbers. Not PostgreSQL's for a sort on a string field (jsonb compares strings under
- * the database's collation) or on a field mixing types (jsonb ranks null < string < number <
- * boolean): a merged page there may list the overlay's documents in another order than the
- * store would. Permission resolution sorts by neither (unsorted finds page by `_id`, sorted
- * ones by numbers), so access changes do not depend on it; the one string sort a projection
- * applies under a dry run (grants' cascade work, by userId) only shapes cascade work, which
- * resolution never reads.
- *
+ * `_id` by its bytes: the order the service assumes of its stores everywhere it merges pages
+ * in memory (queries/access.ts `storeOrder`): SQLite's BINARY collation, PostgreSQL's `_id`
+ * (COLLATE "C") and numbers. Two cases it does not mirror on PostgreSQL: a sort on a field that
+ * mixes types (jsonb ranks null < string < number < boolean; no read model does that), and a
+ * sort on a string field in a database whose default collation is not "C" (jsonb compares
+ * strings under it), where a merged page may order the overlay's documents differently. The
+ * string sorts under a dry run are by groupId (a user's groups, whose limit binds only in a
+ * race, queries/group-grants.ts) and by userId (grants' cascade work, which resolution never
+ * reads). test/dry-run.overlay.test.ts checks the merge against SQLite.
+
  * Nothing is ever written to the store: `setCheckpoint` is a no-op, and the overlay lives as
  * long as the request that made it.
  */
