@@ -3,6 +3,7 @@
  * random documents in a real store and random writes (upserts, patches, deletes, deleteMany),
  * every read of the overlay over the untouched store answers what the store answers once the
  * same writes are committed: get, getMany, count, and find with filters, sort, cursor and limit.
+ * On SQLite, and with TEST_STORE=postgres on PostgreSQL (two fresh databases per run).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -10,6 +11,7 @@ import fc from 'fast-check';
 import fs from 'node:fs';
 import path from 'node:path';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
+import { PostgresReadStore } from '../src/adapters/postgres-read-store.js';
 import type { Doc, Filter, FindOptions, ReadStore, WriteOp } from '../src/ports/read-store.js';
 import { ReadOverlay } from '../src/runtime/read-overlay.js';
 import { tempDir } from './support/app.js';
@@ -17,8 +19,11 @@ import { tempDir } from './support/app.js';
 const C = 'things';
 const dir = tempDir('collab-overlay-');
 let n = 0;
+/** A fresh store: SQLite, or with TEST_STORE=postgres a fresh database of the run's server. */
 async function open(): Promise<ReadStore> {
-  const s = new SqliteReadStore(path.join(dir, `r-${n++}.db`));
+  const s = process.env.TEST_STORE === 'postgres'
+    ? new PostgresReadStore(await (await import('./support/postgres.js')).freshDatabase('overlay'))
+    : new SqliteReadStore(path.join(dir, `r-${n++}.db`));
   await s.ensureIndexes([{ collection: C, fields: ['kind', 'seq'] }, { collection: C, fields: ['kind', 'name'] }]);
   return s;
 }
@@ -79,7 +84,7 @@ test('the overlay over a store answers what the store answers after the same wri
         await after.close();
       }
     }),
-    { numRuns: Number(process.env.OVERLAY_RUNS ?? 150) },
+    { numRuns: Number(process.env.OVERLAY_RUNS ?? (process.env.TEST_STORE === 'postgres' ? 40 : 150)) },
   );
 });
 
