@@ -38,6 +38,8 @@ export const userDataJobKey = (apiKey: string, jobId: string) => key(apiKey, job
 
 export const usersProjection = defineProjection<UserEvent>({
   name: 'users',
+  // The users of an API key: whom a dry run's access changes are reported for (src/usecases/access-changes.ts).
+  indexes: [{ collection: USERS, fields: ['apiKey', 'userId'] }],
   handlers: {
     async UserAdded(e, tx) {
       const d = e.data;

@@ -38,6 +38,7 @@ import { rateLimits } from './http/rate-limits.js';
 import { idempotency } from './http/idempotency.js';
 import { consistency } from './http/consistency.js';
 import { apiRoutes } from './http/api-routes.js';
+import { dryRun } from './http/dry-run.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { installConsole } from './http/console.js';
 
@@ -57,6 +58,8 @@ const collabApp: FastifyPluginAsync<{ services: Services; streams: ChangeStreams
   // preValidation hooks run in this order: who calls, then how often it may.
   await app.register(authentication, { services });
   await app.register(rateLimits, { services });
+  // x-dry-run: after the caller is known, before the Idempotency-Key is read (a dry run ignores it).
+  await app.register(dryRun);
   await app.register(idempotency, { services });
   // x-consistency-token: a read waits for the read models to reach it; a write answers one.
   await app.register(consistency, { services });

@@ -19,14 +19,18 @@ import { answersOf } from './schema.js';
 import { shared } from './plugin.js';
 import type {} from './consistency.js';
 import { describeHeldBack } from '../runtime/held-back.js';
+import { dryRunServices, withAccessChanges } from './dry-run.js';
 
 /** Runs `route` for the authenticated caller; a write waits for the read models first. */
 async function run(route: AnyRoute, req: FastifyRequest, services: Services, metrics: AppMetrics): Promise<Success> {
   const caller = req.caller;
   if (!caller) throw new BugError(`route ${route.path} ran without its authentication hook`);
   const data = (req.body as { data: unknown }).data;
-  const ctx = new RequestContext(services, req.id, services.clock(), req.log, caller.actor, caller.tenant, caller.workspaceId, caller.userId, req.workSignal);
+  // x-dry-run: true (src/http/dry-run.ts): decided into an overlay, nothing appended, so no wait below.
+  const dry = req.dryRun ? dryRunServices(services) : null;
+  const ctx = new RequestContext(dry?.services ?? services, req.id, services.clock(), req.log, caller.actor, caller.tenant, caller.workspaceId, caller.userId, req.workSignal);
   const out = await route.handler(data, ctx);
+  if (dry) return withAccessChanges(req, services, dry.commands, caller.tenant?.apiKey, out);
   // The position of the answer's consistency token (src/http/consistency.ts).
   req.appendedPosition = ctx.lastPosition ?? null;
   if (ctx.lastPosition) {

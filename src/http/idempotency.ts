@@ -55,6 +55,8 @@ const withHook = <H>(current: H | H[] | undefined, hook: H): H[] => [...(current
 
 function hooks(services: Services, store: IdempotencyStore, path: string) {
   const readKey = async (req: FastifyRequest) => {
+    // A dry run (src/http/dry-run.ts) neither reads nor stores a record: its key is ignored.
+    if (req.dryRun) return;
     const key = readIdempotencyKey(req.headers['idempotency-key']);
     if (key) req.idempotency = { key, hash: bodyHash(req.body) };
   };

@@ -71,6 +71,7 @@ ${MAX_JSON_DEPTH} levels, ids of 1 to 256 characters, request arrays of at most 
 unless a field says less. Lists are paged: \`pageSize\` and \`pageToken\` in, \`result.pageToken\`
 out while another page may follow. Mutating calls accept an \`Idempotency-Key\` header: a
 retry with the same key and body gets the first answer back (header \`idempotent-replayed\`).
+With the header \`x-dry-run: true\` a mutating call answers what it would do and stores nothing.
 
 The repository's \`docs/api.md\` explains these conventions; \`docs/compatibility.md\` lists
 where this service differs from the hosted API it replaces.`;
@@ -148,6 +149,22 @@ const consistencyRequest = z.object({
   ),
 });
 
+/** The request header of every mutating route (src/http/dry-run.ts). */
+const dryRunRequest = z.object({
+  'x-dry-run': z.string().optional().describe(
+    '`true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer ' +
+      '(status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). ' +
+      'The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) ' +
+      'refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT.',
+  ),
+});
+
+/** The request headers `route` documents: consistency tokens, a dry run. */
+function requestHeaders(route: AnyRoute): z.ZodObject | undefined {
+  const shape = { ...(takesTokens(route.auth) ? consistencyRequest.shape : {}), ...(route.mutates ? dryRunRequest.shape : {}) };
+  return Object.keys(shape).length > 0 ? z.object(shape) : undefined;
+}
+
 /** The answer header of every successful mutating call (plain JSON Schema: the zod transform keeps only `content`). */
 const consistencyResponseHeader = {
   'x-consistency-token': {
@@ -168,7 +185,7 @@ export function fastifySchema(route: AnyRoute) {
     };
   }
   return {
-    ...(takesTokens(route.auth) ? { headers: consistencyRequest } : {}),
+    ...(requestHeaders(route) ? { headers: requestHeaders(route) } : {}),
     tags: [route.tag],
     summary: route.doc.summary,
     ...(route.doc.description || route.userToken ? { description: [route.doc.description, route.userToken ? USER_TOKEN_NOTE : undefined].filter(Boolean).join('\n\n') } : {}),

@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import { httpStatusOf, type StatusCode } from '../shared/errors.js';
 import type { AnyRoute, AuthMode } from './route.js';
+import { dryRunRefusal } from './dry-run.js';
 
 /** A secret the answer carries once: nothing shows it again (semantics §0). */
 export const shownOnce = (what: string) =>
@@ -64,8 +65,10 @@ function commonErrors(auth: AuthMode, mutates: boolean): StatusCode[] {
 }
 
 /** A route's failure statuses by HTTP status, in order (400 holds INVALID_ARGUMENT and FAILED_PRECONDITION). */
-function errorsByHttpStatus(route: Pick<AnyRoute, 'auth' | 'mutates' | 'errors'>): Map<number, StatusCode[]> {
-  const all = new Set<StatusCode>([...commonErrors(route.auth, route.mutates), ...(route.errors ?? [])]);
+function errorsByHttpStatus(route: Pick<AnyRoute, 'path' | 'auth' | 'mutates' | 'errors'>): Map<number, StatusCode[]> {
+  // A mutating route that does more than append refuses `x-dry-run: true` (src/http/dry-run.ts).
+  const dryRun: StatusCode[] = route.mutates && dryRunRefusal(route.path) ? ['FAILED_PRECONDITION'] : [];
+  const all = new Set<StatusCode>([...commonErrors(route.auth, route.mutates), ...dryRun, ...(route.errors ?? [])]);
   const out = new Map<number, StatusCode[]>([[413, ['INVALID_ARGUMENT']]]);
   if (route.mutates) out.set(422, ['INVALID_ARGUMENT']);
   for (const s of all) {
@@ -75,12 +78,42 @@ function errorsByHttpStatus(route: Pick<AnyRoute, 'auth' | 'mutates' | 'errors'>
   return new Map([...out].sort(([a], [b]) => a - b));
 }
 
+/** `result.accessChanges` of a dry run (src/usecases/access-changes.ts). */
+const ACCESS_CHANGES = z
+  .object({
+    counts: z.object({ gain: z.number().int(), lose: z.number().int(), role: z.number().int() }).describe('Every change, counted: gain (denied to allowed), lose (allowed to denied), role (allowed with another accessRole).'),
+    changes: z.array(
+      z.object({
+        resourceType: z.enum(['organization', 'folder', 'document']),
+        resourceId: z.string(),
+        organizationId: z.string(),
+        userId: z.string(),
+        change: z.enum(['gain', 'lose', 'role']),
+        before: z.string().optional().describe('The accessRole before, when allowed before.'),
+        after: z.string().optional().describe('The accessRole after, when allowed after.'),
+        via: z
+          .object({
+            rule: z.string().describe('The rule of semantics §3 that decides the new answer, as permissions/explain names it.'),
+            grant: z.unknown().optional().describe('The grant the new role comes from, as a permissions/explain candidate.'),
+          })
+          .optional()
+          .describe('Why the new answer is what it is (a folder or document that still exists after the write).'),
+      }),
+    ).describe('One page of the changes, ordered by organization, resource type, resource id and user id.'),
+    pageToken: z.string().optional().describe('Present while more changes follow: send the same request again with `x-dry-run: true` and `x-dry-run-page-token: <pageToken>`.'),
+  })
+  .optional()
+  .describe('Present on a dry run only (`x-dry-run: true`): who would gain and who would lose access, as permissions/get answers it.')
+  .meta({ id: 'AccessChanges' });
+
 /** `{ result: { status, message, data?, pageToken?, nextPageToken? } }` for `route`. */
-export function successEnvelope(route: Pick<AnyRoute, 'response' | 'paged'>) {
+export function successEnvelope(route: Pick<AnyRoute, 'path' | 'mutates' | 'response' | 'paged'>) {
   const result: Record<string, z.ZodType> = {
     status: z.literal('success'),
     message: z.string(),
   };
+  // A dry run's answer (x-dry-run: true, src/http/dry-run.ts) on the routes that preview.
+  if (route.mutates && !dryRunRefusal(route.path)) result.accessChanges = ACCESS_CHANGES;
   if (route.response !== NO_DATA) result.data = route.response;
   if (route.paged) {
     result.pageToken = z.string().optional().describe('Present while another page may follow: send it back as `data.pageToken`.');

@@ -2216,6 +2216,38 @@ export interface components {
                 details?: unknown;
             };
         };
+        /** @description Present on a dry run only (`x-dry-run: true`): who would gain and who would lose access, as permissions/get answers it. */
+        AccessChanges: {
+            /** @description Every change, counted: gain (denied to allowed), lose (allowed to denied), role (allowed with another accessRole). */
+            counts: {
+                gain: number;
+                lose: number;
+                role: number;
+            };
+            /** @description One page of the changes, ordered by organization, resource type, resource id and user id. */
+            changes: {
+                /** @enum {string} */
+                resourceType: "organization" | "folder" | "document";
+                resourceId: string;
+                organizationId: string;
+                userId: string;
+                /** @enum {string} */
+                change: "gain" | "lose" | "role";
+                /** @description The accessRole before, when allowed before. */
+                before?: string;
+                /** @description The accessRole after, when allowed after. */
+                after?: string;
+                /** @description Why the new answer is what it is (a folder or document that still exists after the write). */
+                via?: {
+                    /** @description The rule of semantics §3 that decides the new answer, as permissions/explain names it. */
+                    rule: string;
+                    /** @description The grant the new role comes from, as a permissions/explain candidate. */
+                    grant?: unknown;
+                };
+            }[];
+            /** @description Present while more changes follow: send the same request again with `x-dry-run: true` and `x-dry-run-page-token: <pageToken>`. */
+            pageToken?: string;
+        };
         FolderRow: {
             folderId: string;
             folderName: string;
@@ -2252,7 +2284,10 @@ export interface operations {
     workspaceCreate: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2319,7 +2354,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2408,6 +2443,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2707,6 +2744,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2759,7 +2798,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2857,6 +2896,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2895,6 +2936,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 /** @description The entries added, in stored form. */
                                 domainsAdded: string[];
@@ -3003,6 +3045,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3039,6 +3083,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 /** @description The entries removed, in stored form. */
                                 domainsRemoved: string[];
@@ -3263,6 +3308,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3302,7 +3349,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3391,6 +3438,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3440,7 +3489,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3538,6 +3587,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3581,7 +3632,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3679,6 +3730,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3721,6 +3774,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -3951,6 +4005,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3993,6 +4049,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -4096,6 +4153,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4133,6 +4192,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -4236,6 +4296,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4275,6 +4337,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -4378,6 +4441,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4427,6 +4492,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -4539,6 +4605,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4585,6 +4653,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -4697,6 +4766,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4733,6 +4804,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: null;
                         };
                     };
@@ -4836,6 +4908,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4879,6 +4953,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -5121,6 +5196,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5172,6 +5249,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -5428,6 +5506,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5475,6 +5555,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -5589,6 +5670,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5628,6 +5711,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -5740,6 +5824,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5781,6 +5867,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                         };
                     };
                 };
@@ -5883,6 +5970,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -5926,6 +6015,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -6045,6 +6135,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6085,6 +6177,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -6199,6 +6292,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6237,6 +6332,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 /** @description For documents/migrate/status. */
                                 migrationId: string;
@@ -6480,6 +6576,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6550,7 +6648,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6648,6 +6746,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6714,7 +6814,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6812,6 +6912,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6853,6 +6955,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -7292,6 +7395,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -7342,7 +7447,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7552,6 +7657,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -7597,6 +7704,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -7839,6 +7947,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -7879,6 +7989,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this user's change went through; a failed user leaves the others as they are. */
@@ -7991,6 +8102,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -8032,6 +8145,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this user's change went through; a failed user leaves the others as they are. */
@@ -8352,6 +8466,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -8420,6 +8536,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             /** @description Only when a resource failed: every resource's outcome, keyed by resource id. Absent when all went through. */
                             data?: {
                                 [key: string]: {
@@ -8524,6 +8641,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -8593,6 +8712,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             /** @description Only when a resource failed: every resource's outcome, keyed by resource id. Absent when all went through. */
                             data?: {
                                 [key: string]: {
@@ -9573,6 +9693,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -9761,7 +9883,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9850,6 +9972,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10029,7 +10153,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10127,6 +10251,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10161,6 +10287,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 agentId: string;
                             };
@@ -10257,6 +10384,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10308,6 +10437,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 group: {
                                     id: string;
@@ -10428,6 +10558,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10466,6 +10598,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 group: {
                                     id: string;
@@ -10586,6 +10719,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10620,6 +10755,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 groupId: string;
                             };
@@ -10725,6 +10861,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10764,6 +10902,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 group: {
                                     id: string;
@@ -10884,6 +11023,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -10922,6 +11063,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 group: {
                                     id: string;
@@ -11314,6 +11456,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -11378,7 +11522,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11467,6 +11611,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -11529,7 +11675,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11744,6 +11890,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -11792,7 +11940,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11881,6 +12029,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -11940,7 +12090,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12029,6 +12179,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -12085,7 +12237,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12428,6 +12580,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -12464,6 +12618,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: null;
                         };
                     };
@@ -12688,6 +12843,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -12746,7 +12903,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT */
+            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -13060,6 +13217,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13492,6 +13651,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13633,6 +13794,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13794,6 +13957,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -13961,6 +14126,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -14355,6 +14522,8 @@ export interface operations {
             header?: {
                 /** @description A consistency token a write of the same caller answered (or a change token of `/v2/changes/get`): the call is answered only once the read models have applied at least that write, after waiting at most CONSISTENCY_WAIT_MS (then 503 UNAVAILABLE naming the wait, never a stale answer). A token of another API key or workspace, of another deployment, or changed: 400 INVALID_ARGUMENT. */
                 "x-consistency-token"?: string;
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
             };
             path?: never;
             cookie?: never;
@@ -15044,7 +15213,10 @@ export interface operations {
     adminParkedRetry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -15186,7 +15358,10 @@ export interface operations {
     adminParkedSkip: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `true`: a dry run. The call is authenticated, validated and decided exactly as without the header, and answers what it would answer (status, data, per-item outcomes, refusals), but nothing is stored: no event, no webhook, no Idempotency-Key record (the key is ignored). The answer carries the header `x-dry-run: true`. A route that does more than record events (credentials, secrets, presence, personal data keys) refuses it with 400 FAILED_PRECONDITION. Any other value: 400 INVALID_ARGUMENT. */
+                "x-dry-run"?: string;
+            };
             path?: never;
             cookie?: never;
         };
