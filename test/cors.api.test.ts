@@ -54,7 +54,7 @@ S('a preflight from an allowed origin is answered with the CORS headers, before 
     assert.is(res.statusCode, 204, `${origin}: ${res.body}`);
     assert.is(res.headers['access-control-allow-origin'], origin);
     assert.is(res.headers['access-control-allow-methods'], 'POST');
-    assert.is(res.headers['access-control-allow-headers'], 'authorization, content-type, idempotency-key, x-request-id, x-consistency-token, last-event-id');
+    assert.is(res.headers['access-control-allow-headers'], 'authorization, content-type, idempotency-key, x-request-id, x-consistency-token, last-event-id, x-dry-run, x-dry-run-page-token');
     assert.is(res.headers['access-control-max-age'], '600');
     assert.not.ok(res.headers['access-control-allow-credentials'], 'no credentials mode');
     assert.ok(varies(res.headers, 'Origin'), `Vary: ${res.headers.vary}`);

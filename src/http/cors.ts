@@ -37,9 +37,9 @@ import { shared } from './plugin.js';
 import type {} from './route-config.js';
 
 /** The request headers a browser page may send: a user token, JSON, and this API's own. */
-const CORS_ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id, x-consistency-token, last-event-id';
+const CORS_ALLOW_HEADERS = 'authorization, content-type, idempotency-key, x-request-id, x-consistency-token, last-event-id, x-dry-run, x-dry-run-page-token';
 /** The answer headers a page may read besides the CORS-safelisted ones. */
-const CORS_EXPOSE_HEADERS = 'x-request-id, retry-after, www-authenticate, idempotent-replayed, x-consistency-token';
+const CORS_EXPOSE_HEADERS = 'x-request-id, retry-after, www-authenticate, idempotent-replayed, x-consistency-token, x-dry-run';
 /**
  * How long a browser may reuse a preflight answer. Bounds how long a removed domain's pages
  * can still send requests (never read their answers: the real request is checked each time).
