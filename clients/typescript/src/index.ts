@@ -8,8 +8,9 @@
  * `result` of a success as the return value, a failure envelope as a thrown `CollabApiError`,
  * `pages()` / `all()` that follow `result.pageToken`, consistency tokens: the last one a
  * write answered (`consistencyToken()`), and `withConsistency(token)` to send one on every call,
- * and `streamChanges()`, the change stream (`GET /v2/changes/stream`, Server-Sent Events over
- * fetch streaming) as an async iterator that resumes with `Last-Event-ID`.
+ * `streamChanges()`, the change stream (`GET /v2/changes/stream`, Server-Sent Events over
+ * fetch streaming) as an async iterator that resumes with `Last-Event-ID`, and dry runs
+ * (`{ dryRun: true }`: the `x-dry-run` header, the answer typed with its `accessChanges`).
  */
 import createFetchClient, { type Client } from 'openapi-fetch';
 import type { components, paths } from './schema.js';
@@ -31,6 +32,27 @@ export type Result<P extends ApiPath> = Operation<P>['responses'][200]['content'
 
 /** A route's `result.data`. */
 export type ResultData<P extends ApiPath> = Result<P> extends { data: infer D } ? D : undefined;
+
+/**
+ * A dry run's `result.accessChanges`: who would gain access, lose it, or change role
+ * (`counts`, and one page of `changes`; `pageToken` while more follow).
+ */
+export type AccessChanges = components['schemas']['AccessChanges'];
+
+/** One entry of `AccessChanges['changes']`. */
+export type AccessChange = AccessChanges['changes'][number];
+
+/**
+ * The routes that preview under a dry run (`{ dryRun: true }`): those whose success `result`
+ * the document gives an `accessChanges`. Every other mutating route refuses a dry run
+ * (FAILED_PRECONDITION): it does more than record events (credentials, secrets, presence).
+ */
+export type DryRunPath = {
+  [P in ApiPath]: 'accessChanges' extends keyof Result<P> ? P : never;
+}[ApiPath];
+
+/** A dry run's `result`: what the real call would answer now, and the `accessChanges` it would make. */
+export type DryRunResult<P extends DryRunPath> = Result<P> & { accessChanges: AccessChanges };
 
 /** The routes that take a `pageToken`: the lists that `pages()` and `all()` walk. */
 export type PagedPath = {
@@ -115,12 +137,42 @@ export interface CallOptions {
   /** Sent as `x-consistency-token` on this call only (in place of the client's own). */
   consistencyToken?: string;
   signal?: AbortSignal;
+  /**
+   * `true`: a dry run (`x-dry-run: true`), on a route that previews (`DryRunPath`): the call is
+   * decided as the real one and nothing is stored; see `DryRunOptions`.
+   */
+  dryRun?: false;
+}
+
+/**
+ * A dry run (`x-dry-run: true`): the call is authenticated, validated and decided exactly as
+ * the real one, and nothing is stored (no event, no webhook; an `idempotencyKey` is ignored).
+ * It answers what the real call would answer now, plus `accessChanges`; a refusal the real
+ * call would meet is thrown as a `CollabApiError` the same way.
+ */
+export interface DryRunOptions extends Omit<CallOptions, 'dryRun'> {
+  dryRun: true;
+  /**
+   * A previous answer's `accessChanges.pageToken` (sent as `x-dry-run-page-token`), with the
+   * same route and `data`: the next page of `accessChanges.changes`.
+   */
+  dryRunPageToken?: string;
 }
 
 /** `data` may be left out when the route requires none of its fields. */
 type CallArgs<P extends ApiPath> = {} extends RequestData<P>
   ? [data?: RequestData<P>, options?: CallOptions]
   : [data: RequestData<P>, options?: CallOptions];
+
+/** `call`'s arguments for a dry run: the options are required. */
+type DryRunCallArgs<P extends DryRunPath> = {} extends RequestData<P>
+  ? [data: RequestData<P> | undefined, options: DryRunOptions]
+  : [data: RequestData<P>, options: DryRunOptions];
+
+/** `call`'s arguments with `dryRun` a boolean known only at run time (a `--dry-run` flag, say). */
+type MaybeDryRunCallArgs<P extends DryRunPath> = {} extends RequestData<P>
+  ? [data: RequestData<P> | undefined, options: Omit<DryRunOptions, 'dryRun'> & { dryRun: boolean }]
+  : [data: RequestData<P>, options: Omit<DryRunOptions, 'dryRun'> & { dryRun: boolean }];
 
 /** A failure answer of the service: its error envelope, with the HTTP status and request id. */
 export class CollabApiError extends Error {
@@ -155,6 +207,15 @@ export interface CollabClient {
    * or throws a `CollabApiError`. Network failures are thrown as fetch throws them.
    */
   call<P extends ApiPath>(path: P, ...args: CallArgs<P>): Promise<Result<P>>;
+  /**
+   * A dry run of `path` (`{ dryRun: true }`, routes that preview only: `DryRunPath`): the
+   * `result` the real call would answer now, with `accessChanges`, and nothing stored. Later
+   * pages of the changes: the same call with `dryRunPageToken: result.accessChanges.pageToken`.
+   * A route that does not preview answers FAILED_PRECONDITION, thrown as a `CollabApiError`.
+   */
+  call<P extends DryRunPath>(path: P, ...args: DryRunCallArgs<P>): Promise<DryRunResult<P>>;
+  /** `dryRun` decided at run time: `accessChanges` is there when it was a dry run. */
+  call<P extends DryRunPath>(path: P, ...args: MaybeDryRunCallArgs<P>): Promise<Result<P>>;
   /**
    * The pages of a list: calls `path` with `data`, then again with each answer's
    * `result.pageToken` until an answer carries none, yielding each page's `result`.
@@ -286,9 +347,14 @@ export function createClient(options: ClientOptions): CollabClient {
   const post = raw.POST as unknown as UntypedPost;
   let lastToken: string | undefined;
 
-  async function send(path: string, data: unknown, callOptions: CallOptions = {}): Promise<unknown> {
+  async function send(path: string, data: unknown, callOptions: CallOptions | (Omit<DryRunOptions, 'dryRun'> & { dryRun?: boolean }) = {}): Promise<unknown> {
     const headers: Record<string, string> = { ...callOptions.headers };
     if (callOptions.idempotencyKey !== undefined) headers['idempotency-key'] = callOptions.idempotencyKey;
+    const dryRun = callOptions.dryRun === true;
+    if (dryRun) {
+      headers['x-dry-run'] = 'true';
+      if ('dryRunPageToken' in callOptions && callOptions.dryRunPageToken !== undefined) headers['x-dry-run-page-token'] = callOptions.dryRunPageToken;
+    }
     const consistency = callOptions.consistencyToken ?? options.consistencyToken;
     if (consistency !== undefined) headers['x-consistency-token'] = consistency;
     const { data: body, error, response } = await post(path, {
@@ -300,14 +366,17 @@ export function createClient(options: ClientOptions): CollabClient {
     if (token) lastToken = token;
     if (!response.ok) throw errorOf(path, response, error);
     if (!isObject(body) || !isObject(body.result)) throw errorOf(path, response, body);
+    if (dryRun && !isObject(body.result.accessChanges)) {
+      // A service from before dry runs ignores the header: the call was performed, not previewed.
+      throw new Error(`${path}: asked for a dry run (x-dry-run: true), the service answered without accessChanges: it may not support dry runs, and the call may have been applied`);
+    }
     return body.result;
   }
 
   const client: CollabClient = {
     raw,
-    call<P extends ApiPath>(path: P, ...args: CallArgs<P>): Promise<Result<P>> {
-      const [data, callOptions] = args;
-      return send(path, data, callOptions) as Promise<Result<P>>;
+    call(path: ApiPath, data?: unknown, callOptions?: CallOptions | (Omit<DryRunOptions, 'dryRun'> & { dryRun?: boolean })): Promise<never> {
+      return send(path, data, callOptions) as Promise<never>;
     },
     async *pages<P extends PagedPath>(path: P, data: RequestData<P>, callOptions?: Omit<CallOptions, 'idempotencyKey'>) {
       let pageToken: string | undefined;

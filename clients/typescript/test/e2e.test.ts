@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { CollabApiError, createClient, type CollabClient } from '../src/index.js';
+import { CollabApiError, createClient, type AccessChanges, type CollabClient } from '../src/index.js';
 
 /** The service's repository: this package lives in its clients/typescript/. */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -133,6 +133,29 @@ export function typeChecks(client: CollabClient): void {
   void client.streamChanges({ types: ['nothing'] });
 }
 
+/** Never run, as typeChecks: what dry runs' types accept and reject. */
+export async function dryRunTypeChecks(client: CollabClient, flag: boolean): Promise<void> {
+  const grant = { userId: 'u', permissions: { resources: [{ type: 'document' as const, id: 'd', organizationId: 'o', accessRole: 'viewer' as const }] } };
+  // A dry run's answer has its accessChanges...
+  const dry = await client.call('/v2/auth/permissions/add', grant, { dryRun: true });
+  const changes: AccessChanges = dry.accessChanges;
+  const next: string | undefined = dry.accessChanges.pageToken;
+  void [changes, next, dry.data];
+  // ...a real call's has none to count on...
+  const real = await client.call('/v2/auth/permissions/add', grant);
+  // @ts-expect-error accessChanges is possibly undefined on a real call
+  void real.accessChanges.counts;
+  // ...nor one decided at run time.
+  const maybe = await client.call('/v2/auth/permissions/add', grant, { dryRun: flag });
+  void maybe.accessChanges?.counts.gain;
+  // @ts-expect-error users/add does not preview (it creates personal data keys): no dry run
+  void client.call('/v2/users/add', { organizationId: 'o', users: [{ userId: 'u' }] }, { dryRun: true });
+  // @ts-expect-error a read is no dry run
+  void client.call('/v2/auth/permissions/get', { organizationId: 'o', userIds: ['u'] }, { dryRun: true });
+  // @ts-expect-error a page token belongs to a dry run
+  void client.call('/v2/auth/permissions/add', grant, { dryRunPageToken: 'x' });
+}
+
 const E = suite<Ctx>('TypeScript client against a running service');
 E.before(async (ctx) => {
   ctx.service = await startService();
@@ -236,6 +259,51 @@ E('failures are thrown as CollabApiError: status, HTTP status, message, request 
   const wrong = await apiError(() => anonymous.withCredentials({ apiKey: workspace.apiKey, authToken: 'not-the-token' }).call('/v2/organizations/get', {}));
   assert.is(wrong.status, 'PERMISSION_DENIED');
   assert.is(wrong.httpStatus, 403);
+});
+
+E('dry runs: permissions/add previewed (the user\'s gain, nothing stored), then performed; a route that does not preview throws FAILED_PRECONDITION', async ({ client }) => {
+  const grant = { userId: 'ada', permissions: { resources: [{ type: 'document' as const, id: 'doc-2', organizationId: 'acme', accessRole: 'viewer' as const }] } };
+  const ask = { organizationId: 'acme', userIds: ['ada'], documentIds: ['doc-2'] };
+  const doc2 = async () => view<Record<string, { documents: Record<string, { accessRole?: string; errorCode?: string }> }>>((await client.call('/v2/auth/permissions/get', ask)).data).ada.documents['doc-2'];
+  assert.is((await doc2()).errorCode, 'permission_denied', 'doc-2 is restricted and Ada holds no grant on it');
+
+  const dry = await client.call('/v2/auth/permissions/add', grant, { dryRun: true, idempotencyKey: 'client-e2e-dry' });
+  assert.is(dry.status, 'success');
+  assert.equal(dry.accessChanges.counts, { gain: 1, lose: 0, role: 0 });
+  assert.equal(
+    dry.accessChanges.changes.map(({ resourceType, resourceId, organizationId, userId, change, after }) => ({ resourceType, resourceId, organizationId, userId, change, after })),
+    [{ resourceType: 'document', resourceId: 'doc-2', organizationId: 'acme', userId: 'ada', change: 'gain', after: 'viewer' }],
+  );
+  assert.is(dry.accessChanges.changes[0].before, undefined, 'denied before');
+  assert.is(dry.accessChanges.pageToken, undefined, 'one page');
+  const after = await doc2();
+  assert.is(after.accessRole, undefined, 'the dry run stored nothing');
+  assert.is(after.errorCode, 'permission_denied');
+
+  // The page token travels as x-dry-run-page-token: one that is not the service's is refused.
+  const badPage = await apiError(() => client.call('/v2/auth/permissions/add', grant, { dryRun: true, dryRunPageToken: 'not-a-token' }));
+  assert.is(badPage.status, 'INVALID_ARGUMENT');
+  assert.match(badPage.message, /x-dry-run-page-token/);
+
+  // The real call, with the key the dry run sent (ignored by it): performed now, and no accessChanges.
+  const real = await client.call('/v2/auth/permissions/add', grant, { idempotencyKey: 'client-e2e-dry' });
+  assert.is(real.status, 'success');
+  assert.is(real.accessChanges, undefined);
+  assert.is((await doc2()).accessRole, 'viewer');
+  // Previewed again, the same grant changes nothing any more.
+  assert.equal((await client.call('/v2/auth/permissions/add', grant, { dryRun: true })).accessChanges.counts, { gain: 0, lose: 0, role: 0 });
+
+  // users/add creates personal data keys outside the event log: it refuses a dry run, and nothing runs.
+  const refused = await apiError(() =>
+    // @ts-expect-error users/add is no DryRunPath: a dry run of it does not compile either
+    client.call('/v2/users/add', { organizationId: 'acme', documentId: 'doc-1', users: [{ userId: 'dry-grace', name: 'Grace', accessRole: 'viewer' }] }, { dryRun: true }),
+  );
+  assert.is(refused.status, 'FAILED_PRECONDITION');
+  assert.is(refused.httpStatus, 400);
+  assert.match(refused.message, /users\/add cannot be dry-run/);
+  const users = view<Array<{ userId: string }>>((await client.call('/v2/users/get', { organizationId: 'acme', documentId: 'doc-1' })).data).map((u) => u.userId);
+  assert.ok(users.includes('ada'), `doc-1's users: ${users.join(', ')}`);
+  assert.not.ok(users.includes('dry-grace'), 'the refused call added no user');
 });
 
 E('workspace mode: apikey/create, and the new key works in API-key mode', async ({ anonymous, workspace }) => {
