@@ -57,6 +57,7 @@ import {
 } from '../ports/read-store.js';
 import { BugError } from '../shared/errors.js';
 import { evictOldest } from '../shared/evict.js';
+import { deepFreeze } from '../shared/freeze.js';
 import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, isPreparedRefusal, isRetryable, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
 
 /** `rm_` + the name must fit PostgreSQL's 63-byte identifiers. */
@@ -603,15 +604,6 @@ const BUMP = `INSERT INTO checkpoints (name, position) VALUES ('${UNLOGGED_WRITE
 
 /** Distinct `find` queries whose ids are kept (a page token is part of the query). */
 const QUERIES_KEPT = 10_000;
-
-/** Freezes a parsed document and everything in it: cached documents are shared by every reader. */
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value as Record<string, unknown>)) deepFreeze(v);
-  }
-  return value;
-}
 
 const EPOCH_SQL = 'SELECT coalesce(sum(version), 0)::bigint AS n FROM checkpoints';
 

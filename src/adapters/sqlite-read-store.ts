@@ -28,6 +28,7 @@ import {
   type WriteOp,
 } from '../ports/read-store.js';
 import { evictOldest } from '../shared/evict.js';
+import { deepFreeze } from '../shared/freeze.js';
 import { BugError } from '../shared/errors.js';
 
 const NAME = /^[a-z][a-z0-9_]{0,62}$/;
@@ -266,15 +267,6 @@ function unsetPath(doc: Record<string, unknown>, path: string) {
     cur = (cur as Record<string, unknown>)[p];
   }
   if (cur !== null && typeof cur === 'object') delete (cur as Record<string, unknown>)[parts[parts.length - 1]!];
-}
-
-/** Freezes a parsed document and everything in it: cached documents are shared by every reader. */
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value as Record<string, unknown>)) deepFreeze(v);
-  }
-  return value;
 }
 
 export interface SqliteReadStoreOptions {
