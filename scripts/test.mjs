@@ -35,6 +35,27 @@ const AS_OF_PASS = '^(permissions\\.resolution|permissions\\.groups\\.resolution
  */
 const INDEX_OFF_PASS = '^(permissions\\.resolution|permissions\\.groups\\.resolution|access-context\\.resolution|access-queries\\.property)\\.test\\.ts$';
 
+/**
+ * uvu prints a failure's details where its file ran, which in a 20-minute log is far above the
+ * end; CI often keeps only the end. Each failure is repeated before the last line: the file it
+ * ran in, uvu's FAIL line and the assertion under it (up to the stack).
+ */
+function failureBlocks(plain) {
+  const blocks = [];
+  let file = '';
+  const lines = plain.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    if (/^\S+\.test\.ts$/.test(lines[i].trim())) file = lines[i].trim();
+    if (!/^\s+FAIL\s/.test(lines[i])) continue;
+    const block = [`${file}: ${lines[i].trim()}`];
+    for (let j = i + 1; j < lines.length && j < i + 16 && !/^\s+at /.test(lines[j]); j++) {
+      if (lines[j].trim()) block.push(`    ${lines[j].trim()}`);
+    }
+    blocks.push(block.join('\n'));
+  }
+  return blocks;
+}
+
 /** One uvu run; resolves to its counts. */
 function pass(filePattern, extraEnv) {
   return new Promise((resolve) => {
@@ -60,7 +81,7 @@ function pass(filePattern, extraEnv) {
       let failed = Math.max(0, total - passed - skipped);
       // A crash before uvu's summary (a file that throws at import) is a failure too.
       if (code !== 0 && failed === 0) failed = 1;
-      resolve({ passed, failed, skipped, code });
+      resolve({ passed, failed, skipped, code, failures: failureBlocks(plain) });
     });
   });
 }
@@ -89,6 +110,8 @@ if (!process.argv[2] && !process.env.TEST_ACCESS_INDEX) {
     process.stdout.write(`\nAnswers that do not match their route's declared schema (src/http/schema.ts):\n${mismatches.map((m) => `  ${m}`).join('\n')}\n`);
     failed += mismatches.length;
   }
+  const failures = runs.flatMap((r) => r.failures);
+  if (failures.length > 0) process.stdout.write(`\nFailed, as printed above:\n${failures.join('\n')}\n`);
   process.stdout.write(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
   process.exit(failed === 0 && code === 0 ? 0 : 1);
 }
