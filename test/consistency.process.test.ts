@@ -36,20 +36,27 @@ function fresh(s: Service, route: string, data: unknown, headers: Record<string,
   });
 }
 
-/** The pid that completed each named request (pino's `pid`), waiting for the log lines to arrive. */
+/** Every request completed so far, by request id: the pid that answered it and its status (pino's lines). */
+function completions(s: Service): Map<string, { pid: number; status: number }> {
+  const done = new Map<string, { pid: number; status: number }>();
+  for (const line of s.output().split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const l = JSON.parse(line) as { msg?: string; reqId?: string; pid?: number; res?: { statusCode?: number } };
+      if (l.msg === 'request completed' && l.reqId && typeof l.pid === 'number') done.set(l.reqId, { pid: l.pid, status: l.res?.statusCode ?? 0 });
+    } catch {
+      /* a line still being written */
+    }
+  }
+  return done;
+}
+
+/** The pid that completed each named request, waiting for the log lines to arrive. */
 async function servedBy(s: Service, ids: string[]): Promise<Map<string, number>> {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const pids = new Map<string, number>();
-    for (const line of s.output().split('\n')) {
-      if (!line.startsWith('{')) continue;
-      try {
-        const l = JSON.parse(line) as { msg?: string; reqId?: string; pid?: number };
-        if (l.msg === 'request completed' && l.reqId && ids.includes(l.reqId) && typeof l.pid === 'number') pids.set(l.reqId, l.pid);
-      } catch {
-        /* a line still being written */
-      }
-    }
+    const done = completions(s);
+    const pids = new Map(ids.filter((id) => done.has(id)).map((id) => [id, done.get(id)!.pid] as const));
     if (pids.size === ids.length || Date.now() > deadline) return pids;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -64,10 +71,15 @@ test('serve --workers 2: a write through one API process, read with its token th
     assert.is(ws.status, 200, JSON.stringify(ws.body));
     const [apiKey, key] = Object.entries(ws.body.result.data.apiKeyList)[0] as [string, { authToken: string }];
     const h = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
-    // The key's credentials are read from the read models: wait until both processes know it.
-    for (let i = 0; i < 200; i++) {
-      const r = await fresh(s, '/v2/organizations/get', {}, h, `auth-${i}`);
-      if (r.status === 200) break;
+    // The key's credentials are read from the read models, and on a loaded machine the second
+    // API process may start listening seconds after the first: wait until both have answered
+    // it (the condition the rounds below need), not for a number of tries.
+    const ready = Date.now() + 60_000;
+    for (let i = 0; ; i++) {
+      await fresh(s, '/v2/organizations/get', {}, h, `auth-${i}`);
+      const answered = new Set([...completions(s)].filter(([id, c]) => id.startsWith('auth-') && c.status === 200).map(([, c]) => c.pid));
+      if (answered.size === 2) break;
+      assert.ok(Date.now() < ready, `both API processes did not answer the key within 60 s:\n${s.output()}`);
       await new Promise((res) => setTimeout(res, 50));
     }
     const org = await fresh(s, '/v2/organizations/add', { organizations: [{ organizationId: 'o' }] }, h, 'org');
