@@ -116,6 +116,11 @@ const writes: Array<[string, string, object]> = [
   ['a group member', '/v2/organizations/usergroups/users/add', { organizationId: 'o', organizationUserGroupId: 'gr', userIds: ['p'] }],
   ['a group grant', '/v2/auth/permissions/add', { group: { groupId: 'gr' }, permissions: { resources: [doc('d')] } }],
   ['a revocation', '/v2/auth/permissions/remove', { userId: 'm', permissions: { resources: [doc('d')] } }],
+  ['a user added with a role on a document (a grant, a profile sealed)', '/v2/users/add', { organizationId: 'o', documentId: 'x', users: [{ userId: 'p', name: 'Pat', email: 'pat@example.org', accessRole: 'viewer' }, { userId: 'n', accessRole: 'editor' }] }],
+  ['a user\'s role changed through users/update', '/v2/users/update', { organizationId: 'o', documentId: 'x', users: [{ userId: 'p', name: 'Pat P', accessRole: 'editor' }, { userId: 'm', accessRole: 'viewer' }] }],
+  ['a user\'s data erased (every grant and membership revoked)', '/v2/users/data/delete', { userIds: ['p'] }],
+  // Known again (an erased user has no profile row, and a dry run compares the key's known users).
+  ['a user added again after an erasure', '/v2/users/add', { organizationId: 'o', users: [{ userId: 'p' }] }],
   ['a refusal (unknown organization)', '/v2/organizations/documents/delete', { organizationId: 'nope', documentIds: ['d'] }],
   ['a user removed', '/v2/users/delete', { organizationId: 'o', userIds: ['n'] }],
   ['a disabled flag', '/v2/organizations/access/disablestate/update', { organizationIds: ['o'], disabled: true }],
@@ -136,7 +141,9 @@ for (const [name, url, data] of writes) {
     assert.is(real.status, name.startsWith('a refusal') ? 404 : 200, JSON.stringify(real.body));
     assert.is(dry.status, real.status, JSON.stringify({ dry: dry.body, real: real.body }));
     const { accessChanges, ...answer } = dry.body.result ?? {};
-    assert.equal(dry.body.result ? { result: answer } : dry.body, real.body);
+    // An erasure answers a new job id each time: the dry run's names no job (nothing was stored).
+    const job = (b: any) => (b.result?.data?.jobId ? { ...b, result: { ...b.result, data: { ...b.result.data, jobId: 'job' } } } : b);
+    assert.equal(job(dry.body.result ? { result: answer } : dry.body), job(real.body));
     if (real.status !== 200) return;
     await settled();
     assert.not.equal(await observe(), before, 'the real call changed something');
@@ -150,6 +157,47 @@ for (const [name, url, data] of writes) {
     assert.equal(accessChanges.counts, counts);
   });
 }
+
+test('a dry run of an erasure lists every access the user loses, in every organization, and only that', async () => {
+  await ok('/v2/users/add', { organizationId: 'e1', createOrganization: true, users: [{ userId: 'ez', name: 'Ezra' }, { userId: 'ey' }] });
+  await ok('/v2/organizations/documents/add', { organizationId: 'e1', documents: [{ documentId: 'ed', accessType: 'restricted' }] });
+  await ok('/v2/users/add', { organizationId: 'e1', documentId: 'ed', users: [{ userId: 'ez', accessRole: 'viewer' }] });
+  await ok('/v2/users/add', { organizationId: 'e2', createOrganization: true, users: [{ userId: 'ez', accessRole: 'viewer' }] });
+  await ok('/v2/organizations/documents/add', { organizationId: 'e2', documents: [{ documentId: 'ee', accessType: 'restricted' }] });
+  await ok('/v2/organizations/usergroups/add', { organizationId: 'e2', organizationUserGroups: [{ groupId: 'eg', groupName: 'E' }] });
+  await ok('/v2/organizations/usergroups/users/add', { organizationId: 'e2', organizationUserGroupId: 'eg', userIds: ['ez'] });
+  await ok('/v2/auth/permissions/add', { group: { groupId: 'eg' }, permissions: { resources: [{ type: 'document', id: 'ee', organizationId: 'e2', accessRole: 'editor' }] } });
+  await settled();
+  /** ez's and ey's roles in e1 and e2 as permissions/get answers them, in a dry run's order. */
+  const roles = async () => {
+    const out: any[] = [];
+    for (const [organizationId, documentId] of [['e1', 'ed'], ['e2', 'ee']] as const) {
+      const r = await ok('/v2/auth/permissions/get', { organizationId, userIds: ['ey', 'ez'], documentIds: [documentId] });
+      for (const [userId, e] of Object.entries<any>(r.data)) {
+        out.push({ resourceType: 'organization', resourceId: organizationId, organizationId, userId, role: ROLE_OF(e.organization[organizationId]) });
+        out.push({ resourceType: 'document', resourceId: documentId, organizationId, userId, role: ROLE_OF(e.documents[documentId]) });
+      }
+    }
+    const order = (c: any) => `${c.organizationId}/${ORDER.indexOf(c.resourceType)}/${c.userId}`;
+    return out.filter((c) => c.role !== undefined).sort((a, b) => (order(a) < order(b) ? -1 : 1));
+  };
+  const before = await roles();
+  // ez can open both organizations and both (restricted) documents: by own grants, and ee through the group.
+  assert.equal(before.filter((c) => c.userId === 'ez').map((c) => [c.resourceId, c.role]), [['e1', 'editor'], ['ed', 'viewer'], ['e2', 'viewer'], ['ee', 'editor']]);
+  const dry = await post('/v2/users/data/delete', { userIds: ['ez'] }, DRY);
+  assert.is(dry.status, 200, JSON.stringify(dry.body));
+  const lost = before.filter((c) => c.userId === 'ez').map(({ role, ...c }) => ({ ...c, change: 'lose', before: role }));
+  assert.equal(dry.body.result.accessChanges.changes.map(({ via: _, ...c }: any) => c), lost);
+  assert.equal(dry.body.result.accessChanges.counts, { gain: 0, lose: 4, role: 0 });
+  // Nothing was erased: the name still opens, the membership and every access still hold.
+  assert.is((await ok('/v2/users/data/get', { organizationId: 'e1', userId: 'ez' })).data.profile.name, 'Ezra');
+  assert.equal((await ok('/v2/users/data/get', { organizationId: 'e2', userId: 'ez' })).data.groups, ['eg']);
+  assert.equal(await roles(), before);
+  // The real erasure takes exactly what the dry run listed: ey keeps hers.
+  await ok('/v2/users/data/delete', { userIds: ['ez'] });
+  await settled();
+  assert.equal(await roles(), before.filter((c) => c.userId !== 'ez'));
+});
 
 test('the changes are paged: counts whole, the first page, the rest with x-dry-run-page-token', async () => {
   const users = Array.from({ length: 30 }, (_, i) => `pu${i}`);
@@ -186,6 +234,11 @@ async function snapshot() {
 test('dry runs leave the log, every read-store collection (idempotency records, outbox, cascade work) and the checkpoints as they were', async () => {
   await ok('/v2/organizations/folders/add', { organizationId: 'snap', createOrganization: true, folders: [{ folderId: 'sf' }] });
   await ok('/v2/organizations/documents/add', { organizationId: 'snap', folderId: 'sf', documents: [{ documentId: 'sd' }] });
+  // A user with a data key, a group and presence: what an erasure would destroy outside the log.
+  await ok('/v2/users/add', { organizationId: 'snap', users: [{ userId: 'sq', name: 'Quinn', email: 'quinn@example.org' }] });
+  await ok('/v2/organizations/usergroups/add', { organizationId: 'snap', organizationUserGroups: [{ groupId: 'sg', groupName: 'S' }] });
+  await ok('/v2/organizations/usergroups/users/add', { organizationId: 'snap', organizationUserGroupId: 'sg', userIds: ['sq'] });
+  await ok('/v2/presence/add', { organizationId: 'snap', documentId: 'sd', users: [{ userId: 'sq', name: 'Quinn' }] });
   await settled();
   const before = await snapshot();
   const key = (k: string) => ({ ...DRY, 'idempotency-key': k });
@@ -195,6 +248,11 @@ test('dry runs leave the log, every read-store collection (idempotency records, 
     ['/v2/organizations/folders/delete', { organizationId: 'snap', folderId: 'sf' }],
     ['/v2/organizations/delete', { organizationIds: ['snap'] }],
     ['/v2/users/delete', { organizationId: 'snap', userIds: ['m'] }],
+    // A new user with personal fields (a data key would be created) and one who has a key.
+    ['/v2/users/add', { organizationId: 'snap', documentId: 'sd', users: [{ userId: 'sr', name: 'Robin', email: 'robin@example.org', accessRole: 'viewer' }, { userId: 'sq', name: 'Quinn Q' }] }],
+    ['/v2/users/update', { organizationId: 'snap', users: [{ userId: 'sq', name: 'Quinn R', accessRole: 'viewer' }] }],
+    // The erasure: its data key, presence rows, grants, membership and profile all stay.
+    ['/v2/users/data/delete', { userIds: ['sq'] }],
   ];
   for (const [i, [url, data]] of runs.entries()) assert.is((await post(url, data, key(`snap-${i}`))).status, 200, url);
   await settled();

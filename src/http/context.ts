@@ -6,6 +6,7 @@
 import type { EventMetadata, LogPosition } from '../ports/event-store.js';
 import { stamp, type Decider, type DomainEvent, type PlanningDecider, type Unstamped } from '../runtime/decider.js';
 import type { HandleResult, PlannedResult } from '../runtime/command-handler.js';
+import { DryRunCommandHandler } from '../runtime/dry-run.js';
 import type { Services } from '../composition/services.js';
 
 /** The API key a request in API-key mode acts for: the tenant every read and write is scoped to. */
@@ -51,6 +52,11 @@ export class RequestContext {
    */
   actingUser(): string | undefined {
     return this.userId;
+  }
+
+  /** A dry run's context (src/http/dry-run.ts): its commands are decided into an overlay, never appended. */
+  get dryRun(): boolean {
+    return this.services.commands instanceof DryRunCommandHandler;
   }
 
   /** The tenant of an API-key route; a route declared `apiKey` always has one. */

@@ -19,6 +19,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Services } from '../composition/services.js';
 import { DryRunCommandHandler } from '../runtime/dry-run.js';
+import { unstoredSealer } from '../secrets/personal.js';
 import { BugError, failedPrecondition, invalidArgument } from '../shared/errors.js';
 import { predictAccessChanges } from '../usecases/access-changes.js';
 import { Deadline, Pacer } from '../../queries/cost.js';
@@ -57,7 +58,10 @@ export const DRY_RUN_PREVIEWS: ReadonlySet<string> = new Set([
   '/v2/organizations/documents/access/update',
   '/v2/organizations/documents/access/disablestate/update',
   '/v2/organizations/documents/migrate',
+  '/v2/users/add',
+  '/v2/users/update',
   '/v2/users/delete',
+  '/v2/users/data/delete',
   '/v2/organizations/usergroups/add',
   '/v2/organizations/usergroups/users/add',
   '/v2/organizations/usergroups/users/delete',
@@ -74,7 +78,6 @@ export const DRY_RUN_PREVIEWS: ReadonlySet<string> = new Set([
   '/v2/workspace/apikey/update',
 ]);
 
-const PERSONAL_KEYS = 'it creates data keys for the users\' personal fields (docs/privacy.md), which a dry run must not store';
 const KEY_MATERIAL = 'it creates or destroys credentials or key material outside the event log';
 const SEALED = 'it seals secrets with the API key\'s data key, which is created on first use outside the event log';
 
@@ -86,9 +89,6 @@ export const DRY_RUN_REFUSALS: Readonly<Record<string, string>> = {
   '/v2/workspace/workspaceauthtoken/rotate': KEY_MATERIAL,
   '/v2/workspace/apikey/signingkey/rotate': KEY_MATERIAL,
   '/v2/workspace/apikey/delete': 'it destroys the API key\'s data keys (crypto-shredding) outside the event log',
-  '/v2/users/add': PERSONAL_KEYS,
-  '/v2/users/update': PERSONAL_KEYS,
-  '/v2/users/data/delete': 'it destroys the user\'s personal data key (crypto-shredding) outside the event log',
   '/v2/auth/generate_token': 'it signs a token (key material, created on first use) and creates personal data keys',
   '/v2/agents/create': SEALED,
   '/v2/agents/update': SEALED,
@@ -135,7 +135,13 @@ function withoutWrites<T extends object>(target: T, what: string, methods: reado
  */
 export function dryRunServices(services: Services): { services: Services; commands: DryRunCommandHandler } {
   const commands = new DryRunCommandHandler(services.commands, services.events);
-  const personal = withoutWrites(services.secrets.personal, 'secrets.personal', ['sealer', 'prepare', 'shred', 'shredAll']);
+  // users/add and users/update seal personal fields with the user's data key, created on
+  // first use: a dry run creates none and seals with a key of its own that dies with the
+  // request. Destroying keys (users/data/delete) is skipped by the use case under a dry run
+  // (UseCaseContext.dryRun), so reaching shred here is a bug.
+  const personalGuarded = withoutWrites(services.secrets.personal, 'secrets.personal', ['shred', 'shredAll']);
+  const previewPersonal: Record<string, unknown> = { prepare: async () => undefined, sealer: async () => unstoredSealer() };
+  const personal = new Proxy(personalGuarded, { get: (t, prop) => (typeof prop === 'string' && Object.hasOwn(previewPersonal, prop) ? previewPersonal[prop] : Reflect.get(t, prop, t)) });
   const secretsGuarded = withoutWrites(services.secrets, 'secrets', ['seal', 'sealer', 'shred']);
   const secrets = new Proxy(secretsGuarded, { get: (t, prop) => (prop === 'personal' ? personal : Reflect.get(t, prop, t)) });
   const read = withoutWrites(services.read, 'read', ['transaction', 'dropCollection', 'ensureIndexes']);

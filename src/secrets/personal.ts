@@ -197,6 +197,17 @@ export class PersonalData {
   }
 }
 
+/**
+ * A sealer for a dry run (x-dry-run: true, src/http/dry-run.ts): a fresh data key kept in
+ * memory only and dropped with the request, so a previewed users/add or users/update seals
+ * its fields as the real call would (the same form and length) and stores no key.
+ */
+export function unstoredSealer(): (value: string) => string {
+  const { key: k, bytes } = DataKey.generate(newId());
+  bytes.fill(0);
+  return (value) => k.seal('dry-run', value);
+}
+
 /** Key documents removed per transaction when an API key goes. */
 const SHRED_BATCH = 1000;
 

@@ -11,6 +11,12 @@ export interface UseCaseContext {
   /** The clock reading every event of the call is stamped with. */
   readonly now: number;
   readonly services: Pick<Services, 'commands' | 'secrets' | 'read' | 'config'>;
+  /**
+   * True under `x-dry-run: true` (src/http/dry-run.ts): commands are decided and not appended,
+   * and a use case must skip whatever it does outside the log (destroying a data key, writing
+   * the read store directly). Left out by callers that never dry-run (the CLI).
+   */
+  readonly dryRun?: boolean;
   /** Runs a command with the caller's metadata (who, which request), `metadata.now` stamped from `now` when left out. */
   execute<S, C, E extends DomainEvent>(decider: Decider<S, C, E>, stream: string, command: Unstamped<C>): Promise<HandleResult<S, E>>;
   /** `execute` for a planning decider: the result carries the outcomes of the decision that was appended. */

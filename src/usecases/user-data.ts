@@ -5,6 +5,8 @@
  * key is destroyed (crypto-shredding: every name, e-mail and initial they ever had, in the
  * log and in any copy or rebuild of it, becomes unreadable), their presence entries are
  * removed, and a `UserErased` event removes their profile row and counts the job's task.
+ * A dry run (`x-dry-run: true`) decides the same revocations and erasure events and does
+ * neither of the two things outside the log: no key destroyed, no presence row removed.
  *
  * Where the user is comes from the read models (grants, group members), and the revocations
  * are decided by each aggregate on its own state (RevokeAll on the user's grants stream,
@@ -90,9 +92,13 @@ async function eraseUser(ctx: TenantReadContext, userId: string, organizationIds
   const orgs = await userOrganizations(ctx.services.read, ctx.apiKey, userId);
   for (const o of organizationIds) orgs.add(o);
   for (const organizationId of orgs) await leaveOrganization(ctx, organizationId, userId);
-  // The key first: once it is gone, nothing anyone kept of the log opens the user's fields.
-  await ctx.services.secrets.personal.shred(ctx.apiKey, userId);
-  await eraseUserPresence(ctx.services.read, ctx.apiKey, userId);
+  // A dry run stops at the log: the key and the presence rows live outside it, and a
+  // preview must leave both (the erasure's access changes are the revocations above).
+  if (!ctx.dryRun) {
+    // The key first: once it is gone, nothing anyone kept of the log opens the user's fields.
+    await ctx.services.secrets.personal.shred(ctx.apiKey, userId);
+    await eraseUserPresence(ctx.services.read, ctx.apiKey, userId);
+  }
   await ctx.execute(userDecider, userStream(ctx.apiKey, userId), { type: 'EraseUser', data: { userId, ...job } });
 }
 

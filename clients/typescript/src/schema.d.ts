@@ -6634,6 +6634,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -6648,7 +6649,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
+            /** @description INVALID_ARGUMENT */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6800,6 +6801,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 [key: string]: {
                                     /** @description Whether this item went through. A failed item changes nothing and leaves the other items as they are. */
@@ -6814,7 +6816,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
+            /** @description INVALID_ARGUMENT */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7439,6 +7441,7 @@ export interface operations {
                             /** @enum {string} */
                             status: "success";
                             message: string;
+                            accessChanges?: components["schemas"]["AccessChanges"];
                             data: {
                                 jobId: string;
                                 tasksCount: number;
@@ -7447,7 +7450,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description INVALID_ARGUMENT or FAILED_PRECONDITION */
+            /** @description INVALID_ARGUMENT */
             400: {
                 headers: {
                     [name: string]: unknown;
