@@ -276,8 +276,22 @@ E('grant access: it appears; a refused grant shows the envelope\'s message; revo
   assert.match(await refusal.innerText(), /user group does not exist/i);
 
   await page.waitForFunction((t) => Date.now() > t, ctx.between);
+  // The dialog asks the service first, with a dry run of the same call: dave would lose his access.
+  const head = await ctx.h.services.events.headPosition();
   await page.getByRole('button', { name: 'Revoke dave' }).click();
-  await page.getByRole('dialog').getByRole('button', { name: 'Confirm' }).click();
+  const revoke = page.getByRole('dialog');
+  const counts = revoke.locator('.preview .impact');
+  await counts.waitFor();
+  assert.is(await counts.innerText(), '0 gain, 1 lose access');
+  await revoke.getByText('List the 1 change').click();
+  assert.equal(await revoke.locator('.changes li').allInnerTexts(), ['dave → document d1 → loses viewer']);
+  await axe(page, 'revoke dialog with its dry run');
+  // Nothing changed before confirming: the log's head, dave's row, and dave's access as the API answers it.
+  assert.is(await ctx.h.services.events.headPosition(), head);
+  assert.is(await page.locator('tr[data-user="dave"]').count(), 1);
+  const dave = await ctx.h.ok('/v2/auth/permissions/get', { organizationId: 'o1', userIds: ['dave'], documentIds: ['d1'] }, ctx.t.headers);
+  assert.is(dave.data.dave.documents.d1.accessRole, 'viewer');
+  await revoke.getByRole('button', { name: 'Confirm' }).click();
   await page.locator('tr[data-user="dave"]').waitFor({ state: 'detached' });
 });
 
@@ -600,6 +614,12 @@ E('a fresh API key starts in the console: its first organization, a folder, a do
       await userForm.getByLabel('Email').fill(`${id}@example.com`);
       await userForm.getByLabel('Role in the organization').selectOption(role);
       await userForm.getByRole('button', { name: 'Add user' }).click();
+      // Asked first, with a dry run: the grant on the organization is the one access gained.
+      const adding = page.getByRole('dialog', { name: 'Add user' });
+      await adding.getByText(`Add ${id} to team as ${role}?`).waitFor();
+      await adding.locator('.preview .impact', { hasText: '1 gain, 0 lose access' }).waitFor();
+      assert.equal(await adding.locator('.changes li').allTextContents(), [`${id} → organization team → gains ${role}`]);
+      await adding.getByRole('button', { name: 'Confirm' }).click();
       await page.getByRole('row', { name: new RegExp(`^${id} ${name}`) }).waitFor();
     }
     await userForm.getByLabel('User id').fill('erin');
@@ -629,9 +649,17 @@ E('a fresh API key starts in the console: its first organization, a folder, a do
     const memberForm = page.getByRole('form', { name: 'Add a member' });
     await memberForm.getByLabel('Member user id').fill('erin');
     await memberForm.getByRole('button', { name: 'Add to group' }).click();
+    // The group holds no grant yet: joining it changes nobody's access, and the dialog says so.
+    const joining = page.getByRole('dialog', { name: 'Add to group' });
+    await joining.locator('.preview .impact', { hasText: '0 gain, 0 lose access' }).waitFor();
+    await axe(page, 'a member\'s confirmation with its dry run');
+    await joining.getByRole('button', { name: 'Confirm' }).click();
     await page.getByRole('region', { name: /Members/ }).getByRole('link', { name: 'erin' }).waitFor();
     await memberForm.getByLabel('Member user id').fill('nobody');
     await memberForm.getByRole('button', { name: 'Add to group' }).click();
+    // The dry run already meets the refusal; confirming sends it, and the form shows the service's message.
+    await joining.locator('.preview .warning', { hasText: /not a member of the organization/ }).waitFor();
+    await joining.getByRole('button', { name: 'Confirm' }).click();
     await memberForm.getByRole('alert').filter({ hasText: /not a member of the organization/ }).waitFor();
     const groups = (await api('/v2/organizations/usergroups/get', { organizationId: 'team' })).data as { groupId: string; memberCount: number }[];
     assert.equal(groups.map((g) => [g.groupId, g.memberCount]), [['writers', 1]]);

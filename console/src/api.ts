@@ -10,7 +10,7 @@
  */
 import { CollabApiError, createClient, type CollabClient } from '../../clients/typescript/src/index.js';
 
-export type { Change, CollabClient } from '../../clients/typescript/src/index.js';
+export type { AccessChange, AccessChanges, Change, CollabClient } from '../../clients/typescript/src/index.js';
 
 const KEY = 'collab-console-credentials';
 

@@ -5,7 +5,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { messageOf, type Change, type CollabClient } from './api.js';
+import { failedItems, messageOf, type AccessChange, type AccessChanges, type Change, type CollabClient } from './api.js';
 import { href, type Route } from './route.js';
 
 export interface Loaded<T> {
@@ -101,20 +101,122 @@ export interface ConfirmProps {
   question: string;
   /** The change; throws (a CollabApiError) when refused, or returns a refusal message. */
   run: () => Promise<string | void>;
+  /**
+   * The same call as a dry run (`x-dry-run: true`, the typed client's `{ dryRun: true }`): asked
+   * when the dialog opens, so it says who would gain or lose access before anything changes.
+   */
+  preview?: () => Promise<{ data?: unknown; accessChanges: AccessChanges }>;
   /** After a change went through: reload what shows it. */
   done: () => void;
   danger?: boolean;
   disabled?: boolean;
 }
 
+type Preview = { state: 'asking' } | { state: 'answered'; changes: AccessChanges; refused: string } | { state: 'refused'; message: string };
+
+const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+
+/** "2 gain, 1 lose access", and the role changes when there are any. */
+export const countsText = ({ gain, lose, role }: AccessChanges['counts']) => `${gain} gain, ${lose} lose access${role > 0 ? `, ${plural(role, 'changes role', 'change role')}` : ''}`;
+
+function changeText(c: AccessChange): string {
+  if (c.change === 'gain') return `gains ${c.after ?? 'access'}`;
+  if (c.change === 'lose') return `loses ${c.before ?? 'access'}`;
+  return `${c.before ?? ''} to ${c.after ?? ''}`;
+}
+
+/** What a dry run said the change would do: the counts, and the list one click away. */
+function AccessPreview({ preview }: { preview: Preview }) {
+  if (preview.state === 'asking') {
+    return (
+      <p class="muted" role="status" aria-busy="true">
+        Asking the service who would gain or lose access (a dry run)…
+      </p>
+    );
+  }
+  if (preview.state === 'refused') {
+    return (
+      <p class="warning" role="status">
+        The dry run was refused ({preview.message}); confirming sends the change all the same.
+      </p>
+    );
+  }
+  const { counts, changes, pageToken } = preview.changes;
+  const total = counts.gain + counts.lose + counts.role;
+  return (
+    <div class="preview" role="status">
+      <p>
+        <strong class="impact">{countsText(counts)}</strong> (a dry run: nothing has changed yet).
+      </p>
+      {preview.refused ? <p class="warning">It would be refused: {preview.refused}</p> : null}
+      {total > 0 ? (
+        <details>
+          <summary>{`List the ${plural(total, 'change', 'changes')}`}</summary>
+          <ul class="changes">
+            {changes.map((c) => (
+              <li key={`${c.organizationId}/${c.resourceType}/${c.resourceId}/${c.userId}`}>
+                {c.userId} → {c.resourceType} {c.resourceId} → {changeText(c)}
+              </li>
+            ))}
+          </ul>
+          {pageToken !== undefined ? <p class="muted">The first {changes.length} are listed.</p> : null}
+        </details>
+      ) : null}
+    </div>
+  );
+}
+
+/** A dry run's answer for a dialog: asked each time it opens, a stale answer dropped. */
+function usePreview() {
+  const [seen, setSeen] = useState<Preview | undefined>();
+  const asked = useRef(0);
+  const ask = (preview: ConfirmProps['preview']) => {
+    const n = ++asked.current;
+    if (!preview) return setSeen(undefined);
+    setSeen({ state: 'asking' });
+    preview().then(
+      (r) => n === asked.current && setSeen({ state: 'answered', changes: r.accessChanges, refused: failedItems(r.data).join('; ') }),
+      (err: unknown) => n === asked.current && setSeen({ state: 'refused', message: messageOf(err) }),
+    );
+  };
+  return { seen, ask, waiting: seen?.state === 'asking' };
+}
+
+/** The modal dialog of a change: the question, the dry run's answer when there is one, Confirm and Cancel. */
+function ConfirmDialog(props: { dialog: { current: HTMLDialogElement | null }; label: string; question: string; seen: Preview | undefined; danger?: boolean; disabled: boolean; confirm: () => void }) {
+  const { dialog, label, question, seen, danger, disabled, confirm } = props;
+  return (
+    <dialog
+      ref={(d) => {
+        dialog.current = d;
+      }}
+      aria-label={label}
+    >
+      <p>{question}</p>
+      {seen ? <AccessPreview preview={seen} /> : null}
+      <div class="row">
+        <button type="button" class={danger ? 'danger' : 'primary'} disabled={disabled} onClick={confirm}>
+          Confirm
+        </button>
+        <button type="button" onClick={() => dialog.current?.close()}>
+          Cancel
+        </button>
+      </div>
+    </dialog>
+  );
+}
+
 /**
  * A button that asks first (a modal `<dialog>`: focus moves into it, Escape cancels) and then
- * makes the change; a refusal shows the failure envelope's message next to the button.
+ * makes the change; a refusal shows the failure envelope's message next to the button. With
+ * `preview`, the dialog first shows what a dry run of the change answers (who would gain or
+ * lose access), and Confirm waits for it.
  */
-export function Confirm({ label, name, question, run, done, danger, disabled }: ConfirmProps) {
-  const dialog = useRef<HTMLDialogElement>(null);
+export function Confirm({ label, name, question, run, preview, done, danger, disabled }: ConfirmProps) {
+  const dialog = useRef<HTMLDialogElement | null>(null);
   const [error, setError] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
+  const { seen, ask, waiting } = usePreview();
   const confirm = async () => {
     setBusy(true);
     setError(undefined);
@@ -132,20 +234,10 @@ export function Confirm({ label, name, question, run, done, danger, disabled }: 
   };
   return (
     <span class="confirm">
-      <button type="button" class={danger ? 'danger' : undefined} aria-label={name} disabled={disabled} onClick={() => dialog.current?.showModal()}>
+      <button type="button" class={danger ? 'danger' : undefined} aria-label={name} disabled={disabled} onClick={() => (dialog.current?.showModal(), ask(preview))}>
         {label}
       </button>
-      <dialog ref={dialog} aria-label={label}>
-        <p>{question}</p>
-        <div class="row">
-          <button type="button" class={danger ? 'danger' : 'primary'} disabled={busy} onClick={() => void confirm()}>
-            Confirm
-          </button>
-          <button type="button" onClick={() => dialog.current?.close()}>
-            Cancel
-          </button>
-        </div>
-      </dialog>
+      <ConfirmDialog dialog={dialog} label={label} question={question} seen={seen} danger={danger} disabled={busy || waiting} confirm={() => void confirm()} />
       <Failure message={error} />
     </span>
   );
@@ -176,17 +268,40 @@ export function AddForm(props: {
   submit: string;
   /** The call; throws when refused, or returns a refusal message. */
   run: (values: Record<string, string>) => Promise<string | void>;
+  /**
+   * For an addition that changes access (a user with a role, a group member): it asks first in
+   * a dialog with `question`, showing what a dry run of the same call (`preview`) answers;
+   * `check` refuses before asking (returns the refusal).
+   */
+  confirm?: {
+    question: (values: Record<string, string>) => string;
+    preview: (values: Record<string, string>) => Promise<{ data?: unknown; accessChanges: AccessChanges }>;
+    check?: (values: Record<string, string>) => string | undefined;
+  };
   /** After a success: what it says, and what to reload or where to go. */
   done: (values: Record<string, string>) => string;
 }) {
-  const { id, title, hint, fields, submit, run, done } = props;
+  const { id, title, hint, fields, submit, run, confirm, done } = props;
   const initial = () => Object.fromEntries(fields.map((f) => [f.name, f.options?.[0]?.value ?? '']));
   const [values, setValues] = useState<Record<string, string>>(initial);
   const [error, setError] = useState<string | undefined>();
   const [ok, setOk] = useState('');
   const [busy, setBusy] = useState(false);
-  const send = async () => {
+  const dialog = useRef<HTMLDialogElement | null>(null);
+  const [asking, setAsking] = useState<Record<string, string>>({});
+  const { seen, ask, waiting } = usePreview();
+  const submitted = () => {
     const v = Object.fromEntries(Object.entries(values).map(([k, x]) => [k, x.trim()]));
+    if (!confirm) return void send(v);
+    setOk('');
+    const refused = confirm.check?.(v);
+    setError(refused);
+    if (refused !== undefined) return;
+    setAsking(v);
+    dialog.current?.showModal();
+    ask(() => confirm.preview(v));
+  };
+  const send = async (v: Record<string, string>) => {
     setBusy(true);
     setError(undefined);
     setOk('');
@@ -204,7 +319,7 @@ export function AddForm(props: {
     }
   };
   return (
-    <form class="add" aria-labelledby={`${id}-title`} onSubmit={(e) => (e.preventDefault(), void send())}>
+    <form class="add" aria-labelledby={`${id}-title`} onSubmit={(e) => (e.preventDefault(), submitted())}>
       <h2 id={`${id}-title`}>{title}</h2>
       {hint ? <p class="muted">{hint}</p> : null}
       {fields.map((f) => {
@@ -232,6 +347,16 @@ export function AddForm(props: {
           {submit}
         </button>
       </div>
+      {confirm ? (
+        <ConfirmDialog
+          dialog={dialog}
+          label={submit}
+          question={confirm.question(asking)}
+          seen={seen}
+          disabled={busy || waiting}
+          confirm={() => void send(asking).then(() => dialog.current?.close())}
+        />
+      ) : null}
       <Failure message={error} />
       <p class="ok" aria-live="polite">
         {ok}

@@ -34,18 +34,14 @@ function Revoke({ client, r, userId, via, done }: { client: CollabClient; r: Res
   if (via.level !== 'resource') return null;
   const group = via.type === 'group' && via.groupId !== undefined ? via.groupId : undefined;
   const who = group !== undefined ? `group ${group}` : userId;
+  const body = { ...(group !== undefined ? { group: { groupId: group } } : { userId }), permissions: { resources: [resource(r)] } };
   return (
     <Confirm
       label={`Revoke ${who}`}
       question={`Revoke the grant of ${who} on ${r.kind} ${r.id}?`}
       danger
-      run={async () => {
-        const res = await client.call('/v2/auth/permissions/remove', {
-          ...(group !== undefined ? { group: { groupId: group } } : { userId }),
-          permissions: { resources: [resource(r)] },
-        });
-        return failedItems(res.data).join('; ') || undefined;
-      }}
+      preview={() => client.call('/v2/auth/permissions/remove', body, { dryRun: true })}
+      run={async () => failedItems((await client.call('/v2/auth/permissions/remove', body)).data).join('; ') || undefined}
       done={done}
     />
   );
@@ -79,6 +75,7 @@ function Grant({ client, r, done }: { client: CollabClient; r: ResourceRef; done
   const [role, setRole] = useState<'editor' | 'viewer'>('viewer');
   const id = who.trim();
   const known = useKnownUser(client, r.org, to === 'user' && id !== '' ? id : undefined);
+  const grant = { ...(to === 'group' ? { group: { groupId: id } } : { userId: id }), permissions: { resources: [{ ...resource(r), accessRole: role }] } };
   const warning = known === 'unknown' ? `The organization has no user ${id} (users/get does not list them). The grant is given all the same; check the id, or add the user on the Users page first.` : '';
   return (
     <fieldset class="grant">
@@ -102,13 +99,8 @@ function Grant({ client, r, done }: { client: CollabClient; r: ResourceRef; done
         label="Grant"
         disabled={id === ''}
         question={`Give ${to} ${id} ${role} access to ${r.kind} ${r.id}?${warning ? ` ${warning}` : ''}`}
-        run={async () => {
-          const res = await client.call('/v2/auth/permissions/add', {
-            ...(to === 'group' ? { group: { groupId: id } } : { userId: id }),
-            permissions: { resources: [{ ...resource(r), accessRole: role }] },
-          });
-          return failedItems(res.data).join('; ') || undefined;
-        }}
+        preview={() => client.call('/v2/auth/permissions/add', grant, { dryRun: true })}
+        run={async () => failedItems((await client.call('/v2/auth/permissions/add', grant)).data).join('; ') || undefined}
         done={() => {
           setWho('');
           done();

@@ -53,6 +53,10 @@ const asRows = (data: unknown): UserRow[] => (Array.isArray(data) ? (data as Use
 export function Users({ client, org }: { client: CollabClient; org: string }) {
   const users = useLoad(() => client.all('/v2/users/get', { organizationId: org }), [org]);
   const orgName = useOrgName(client, org);
+  const addUser = (v: Record<string, string>) => ({
+    organizationId: org,
+    users: [{ userId: v.id ?? '', ...(v.name ? { name: v.name } : {}), ...(v.email ? { email: v.email } : {}), accessRole: v.role === 'editor' ? ('editor' as const) : ('viewer' as const) }],
+  });
   return (
     <div>
       <Crumbs org={org} orgName={orgName} trail={[{ label: 'Users' }]} />
@@ -77,12 +81,12 @@ export function Users({ client, org }: { client: CollabClient; org: string }) {
           ]}
           submit="Add user"
           // users/add updates a user that exists: here, an id the organization has is refused instead.
-          run={async (v) => {
-            const id = v.id ?? '';
-            if (asRows(users.data).some((u) => u.userId === id)) return `${id} is a user of this organization already.`;
-            const user = { userId: id, ...(v.name ? { name: v.name } : {}), ...(v.email ? { email: v.email } : {}), accessRole: v.role === 'editor' ? ('editor' as const) : ('viewer' as const) };
-            return failedItems((await client.call('/v2/users/add', { organizationId: org, users: [user] })).data).join('; ') || undefined;
+          confirm={{
+            check: (v) => (asRows(users.data).some((u) => u.userId === v.id) ? `${v.id ?? ''} is a user of this organization already.` : undefined),
+            question: (v) => `Add ${v.id ?? ''} to ${org} as ${v.role === 'editor' ? 'editor' : 'viewer'}?`,
+            preview: (v) => client.call('/v2/users/add', addUser(v), { dryRun: true }),
           }}
+          run={async (v) => failedItems((await client.call('/v2/users/add', addUser(v))).data).join('; ') || undefined}
           done={(v) => {
             users.reload();
             return `User ${v.id} added.`;
@@ -217,6 +221,7 @@ export function GroupView({ client, org, group }: { client: CollabClient; org: s
   const members = useLoad(() => client.all('/v2/users/get', { organizationId: org, organizationUserGroupIds: [group] }), [org, group]);
   const orgName = useOrgName(client, org);
   const groupName = useGroupName(client, org, group);
+  const member = (v: Record<string, string>) => ({ organizationId: org, organizationUserGroupId: group, userIds: [v.id ?? ''] });
   return (
     <div>
       <Crumbs org={org} orgName={orgName} trail={[{ to: { view: 'groups', org }, label: 'Groups' }, { label: groupName.data ?? group, loading: groupName.loading }]} />
@@ -236,7 +241,11 @@ export function GroupView({ client, org, group }: { client: CollabClient; org: s
           }
           fields={[{ name: 'id', label: 'Member user id', required: true }]}
           submit="Add to group"
-          run={async (v) => failedItems((await client.call('/v2/organizations/usergroups/users/add', { organizationId: org, organizationUserGroupId: group, userIds: [v.id ?? ''] })).data).join('; ') || undefined}
+          confirm={{
+            question: (v) => `Add ${v.id ?? ''} to group ${group}? The group's grants reach its members.`,
+            preview: (v) => client.call('/v2/organizations/usergroups/users/add', member(v), { dryRun: true }),
+          }}
+          run={async (v) => failedItems((await client.call('/v2/organizations/usergroups/users/add', member(v))).data).join('; ') || undefined}
           done={(v) => {
             members.reload();
             return `${v.id} added to the group.`;

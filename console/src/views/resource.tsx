@@ -3,7 +3,7 @@
  * user's explanation; changing the access type, disabling, moving (each confirmed first).
  */
 import { useState } from 'preact/hooks';
-import { failedItems, type CollabClient } from '../api.js';
+import { failedItems, type AccessChanges, type CollabClient } from '../api.js';
 import type { Route } from '../route.js';
 import { useFolderNames, useOrgName } from '../names.js';
 import { Confirm, Crumbs, Link, Show, useLoad } from '../ui.js';
@@ -18,7 +18,10 @@ const at = (asOf: string | undefined) => (asOf !== undefined ? { asOf } : {});
 /** A folder's `ancestors` start with `root`, the organization's top, which the path shows as the organization. */
 const withoutRoot = (ids: string[]) => ids.filter((id) => id !== 'root');
 
-function AccessTypeControl({ current, label, change, onDone }: { current: string; label: string; change: (t: AccessType) => Promise<string | void>; onDone: () => void }) {
+/** A change the dialog previews first: the same call as a dry run, then for real. */
+type Previewed = (t: AccessType) => { preview: () => Promise<{ data?: unknown; accessChanges: AccessChanges }>; run: () => Promise<string | void> };
+
+function AccessTypeControl({ current, label, change, onDone }: { current: string; label: string; change: Previewed; onDone: () => void }) {
   const [chosen, setChosen] = useState<AccessType>(TYPES.find((t) => t === current) ?? 'restricted');
   return (
     <div class="row">
@@ -30,7 +33,7 @@ function AccessTypeControl({ current, label, change, onDone }: { current: string
           </option>
         ))}
       </select>
-      <Confirm label="Change access type" disabled={chosen === current} question={`Set the access type of ${label} to ${chosen}?`} run={() => change(chosen)} done={onDone} />
+      <Confirm label="Change access type" disabled={chosen === current} question={`Set the access type of ${label} to ${chosen}?`} {...change(chosen)} done={onDone} />
     </div>
   );
 }
@@ -60,9 +63,12 @@ export function FolderAccess(props: {
         <AccessTypeControl
           current={row.accessType ?? ''}
           label={`folder ${row.folderName}`}
-          change={async (t) => {
-            const res = await client.call('/v2/organizations/folders/access/update', { organizationId: org, folderIds: [folder], accessType: t });
-            return failedItems(res.data).join('; ') || undefined;
+          change={(t) => {
+            const body = { organizationId: org, folderIds: [folder], accessType: t };
+            return {
+              preview: () => client.call('/v2/organizations/folders/access/update', body, { dryRun: true }),
+              run: async () => failedItems((await client.call('/v2/organizations/folders/access/update', body)).data).join('; ') || undefined,
+            };
           }}
           onDone={() => setVersion((v) => v + 1)}
         />
@@ -75,15 +81,20 @@ export function FolderAccess(props: {
 
 function DocumentControls({ client, org, doc, name, accessType, disabled, changed }: { client: CollabClient; org: string; doc: string; name: string; accessType: string; disabled: boolean; changed: () => void }) {
   const [target, setTarget] = useState('');
+  const flag = { organizationId: org, documentIds: [doc], disabled: !disabled };
+  const move = { organizationId: org, documentIds: [doc], folderId: target.trim() };
   return (
     <section aria-labelledby="change-title" class="panel">
       <h2 id="change-title">Change</h2>
       <AccessTypeControl
         current={accessType}
         label={`document ${name}`}
-        change={async (t) => {
-          const res = await client.call('/v2/organizations/documents/access/update', { organizationId: org, documentIds: [doc], accessType: t });
-          return failedItems(res.data).join('; ') || undefined;
+        change={(t) => {
+          const body = { organizationId: org, documentIds: [doc], accessType: t };
+          return {
+            preview: () => client.call('/v2/organizations/documents/access/update', body, { dryRun: true }),
+            run: async () => failedItems((await client.call('/v2/organizations/documents/access/update', body)).data).join('; ') || undefined,
+          };
         }}
         onDone={changed}
       />
@@ -92,7 +103,8 @@ function DocumentControls({ client, org, doc, name, accessType, disabled, change
           label={disabled ? 'Enable' : 'Disable'}
           danger={!disabled}
           question={`${disabled ? 'Enable' : 'Disable'} document ${name}? ${disabled ? '' : 'Nobody can open a disabled document.'}`}
-          run={async () => failedItems((await client.call('/v2/organizations/documents/access/disablestate/update', { organizationId: org, documentIds: [doc], disabled: !disabled })).data).join('; ') || undefined}
+          preview={() => client.call('/v2/organizations/documents/access/disablestate/update', flag, { dryRun: true })}
+          run={async () => failedItems((await client.call('/v2/organizations/documents/access/disablestate/update', flag)).data).join('; ') || undefined}
           done={changed}
         />
       </div>
@@ -103,8 +115,9 @@ function DocumentControls({ client, org, doc, name, accessType, disabled, change
           label="Move"
           disabled={target.trim() === ''}
           question={`Move document ${name} to folder ${target.trim()}?`}
+          preview={() => client.call('/v2/organizations/documents/move', move, { dryRun: true })}
           run={async () => {
-            await client.call('/v2/organizations/documents/move', { organizationId: org, documentIds: [doc], folderId: target.trim() });
+            await client.call('/v2/organizations/documents/move', move);
           }}
           done={changed}
         />
