@@ -148,8 +148,10 @@ export async function dryRunTypeChecks(client: CollabClient, flag: boolean): Pro
   // ...nor one decided at run time.
   const maybe = await client.call('/v2/auth/permissions/add', grant, { dryRun: flag });
   void maybe.accessChanges?.counts.gain;
-  // @ts-expect-error users/add does not preview (it creates personal data keys): no dry run
-  void client.call('/v2/users/add', { organizationId: 'o', users: [{ userId: 'u' }] }, { dryRun: true });
+  // @ts-expect-error generate_token does not preview (it signs a token): no dry run
+  void client.call('/v2/auth/generate_token', { userId: 'u' }, { dryRun: true });
+  // users/add previews (it grants): its dry run has accessChanges.
+  void (await client.call('/v2/users/add', { organizationId: 'o', users: [{ userId: 'u' }] }, { dryRun: true })).accessChanges.counts;
   // @ts-expect-error a read is no dry run
   void client.call('/v2/auth/permissions/get', { organizationId: 'o', userIds: ['u'] }, { dryRun: true });
   // @ts-expect-error a page token belongs to a dry run
@@ -293,14 +295,14 @@ E('dry runs: permissions/add previewed (the user\'s gain, nothing stored), then 
   // Previewed again, the same grant changes nothing any more.
   assert.equal((await client.call('/v2/auth/permissions/add', grant, { dryRun: true })).accessChanges.counts, { gain: 0, lose: 0, role: 0 });
 
-  // users/add creates personal data keys outside the event log: it refuses a dry run, and nothing runs.
+  // generate_token signs a token (key material outside the event log): it refuses a dry run, and nothing runs.
   const refused = await apiError(() =>
-    // @ts-expect-error users/add is no DryRunPath: a dry run of it does not compile either
-    client.call('/v2/users/add', { organizationId: 'acme', documentId: 'doc-1', users: [{ userId: 'dry-grace', name: 'Grace', accessRole: 'viewer' }] }, { dryRun: true }),
+    // @ts-expect-error generate_token is no DryRunPath: a dry run of it does not compile either
+    client.call('/v2/auth/generate_token', { userId: 'dry-grace', userProperties: { name: 'Grace' }, permissions: { resources: [{ type: 'document', id: 'doc-1', organizationId: 'acme', accessRole: 'viewer' }] } }, { dryRun: true }),
   );
   assert.is(refused.status, 'FAILED_PRECONDITION');
   assert.is(refused.httpStatus, 400);
-  assert.match(refused.message, /users\/add cannot be dry-run/);
+  assert.match(refused.message, /generate_token cannot be dry-run/);
   const users = view<Array<{ userId: string }>>((await client.call('/v2/users/get', { organizationId: 'acme', documentId: 'doc-1' })).data).map((u) => u.userId);
   assert.ok(users.includes('ada'), `doc-1's users: ${users.join(', ')}`);
   assert.not.ok(users.includes('dry-grace'), 'the refused call added no user');
