@@ -117,7 +117,7 @@ type Preview = { state: 'asking' } | { state: 'answered'; changes: AccessChanges
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
 /** "2 gain, 1 lose access", and the role changes when there are any. */
-export const countsText = ({ gain, lose, role }: AccessChanges['counts']) => `${gain} gain, ${lose} lose access${role > 0 ? `, ${plural(role, 'changes role', 'change role')}` : ''}`;
+const countsText = ({ gain, lose, role }: AccessChanges['counts']) => `${gain} gain, ${lose} lose access${role > 0 ? `, ${plural(role, 'changes role', 'change role')}` : ''}`;
 
 function changeText(c: AccessChange): string {
   if (c.change === 'gain') return `gains ${c.after ?? 'access'}`;
