@@ -177,7 +177,7 @@ const MIGRATION_LOCK = 0x636f6c6c6162;
  * transactional here): a half-migrated schema is never left behind.
  */
 export async function migrate(pool: pg.Pool, logger?: { warn(obj: unknown, msg?: string): void }): Promise<void> {
-  await withConnection(pool, async (client) => {
+  await withConnection(pool, (client) => unboundedAnswers(client, async () => {
     await client.query('BEGIN');
     // A migration over a large table, and the wait for another process's, is not a request's work: unbounded.
     await client.query('SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0');
@@ -219,7 +219,7 @@ export async function migrate(pool: pg.Pool, logger?: { warn(obj: unknown, msg?:
         "PostgreSQL: this server's transaction counter was behind the log (a logical restore onto another server?); the log's numbering now continues above it (docs/operations.md, Backup and restore)",
       );
     }
-  });
+  }));
 }
 
 const ROLE_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -252,6 +252,39 @@ async function currentSchema(client: pg.ClientBase): Promise<string> {
 
 /** See sessionSettings; our transactions never wait on their client this long. */
 export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000;
+
+/**
+ * How much longer than the statement timeout the process waits for a statement's answer before
+ * it gives the connection up. The server's statement_timeout bounds the server's work, not the
+ * wait: a statement sent as the host's link goes down is retransmitted by the kernel with
+ * exponential backoff (200 ms, 400 ms, ... up to two minutes between tries), so once the link is
+ * back the connection may stay silent for as long again as the cut lasted. Example: cut for 26 s
+ * with a query in flight since its start, the next try leaves at 51 s, 25 s after the link came
+ * back, and every request on that connection waits with it (test/postgres.stall.test.ts; the
+ * several-hosts suite's "api1 to acknowledge writes again once its link is back"). Nothing the
+ * server does takes longer than its own timeout, so an answer this late is not coming.
+ */
+const ANSWER_SLACK_MS = 5000;
+
+/** node-postgres's error for a query past the client's `query_timeout`. */
+const ANSWER_TIMEOUT_TEXT = 'Query read timeout';
+
+/**
+ * Statements of `client` wait for their answer without the pool's bound until `f` ends: a
+ * migration or an index build whose statement_timeout is 0 (SET LOCAL) may legitimately run
+ * for minutes. node-postgres reads the bound from the client's connection parameters at each
+ * query.
+ */
+export async function unboundedAnswers<T>(client: pg.ClientBase, f: () => Promise<T>): Promise<T> {
+  const params = (client as unknown as { connectionParameters?: { query_timeout?: number } }).connectionParameters;
+  const saved = params?.query_timeout;
+  if (params) params.query_timeout = 0;
+  try {
+    return await f();
+  } finally {
+    if (params) params.query_timeout = saved;
+  }
+}
 
 /** Connections of one pool (POSTGRES_POOL_SIZE); a process has two, and two notice connections. */
 const DEFAULT_POOL_SIZE = 10;
@@ -300,6 +333,7 @@ function sessionSettings(url: string): string[] {
  */
 export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string): void }, statementTimeoutMs = 0, size = DEFAULT_POOL_SIZE, lockTimeoutMs = 0): pg.Pool {
   const hasTimeout = /[?&]connect_timeout=/i.test(url);
+  const answerTimeoutMs = statementTimeoutMs > 0 ? statementTimeoutMs + ANSWER_SLACK_MS : 0;
   const settings = sessionSettings(url);
   if (statementTimeoutMs > 0) settings.push(`SET statement_timeout = ${Math.floor(statementTimeoutMs)}`);
   // A row or table lock another session holds (an operator's SELECT ... FOR UPDATE, a long
@@ -314,6 +348,9 @@ export function openPool(url: string, logger?: { warn(obj: unknown, msg?: string
     ...(hasTimeout ? {} : { connectionTimeoutMillis: 5000 }),
     max: size,
     idleTimeoutMillis: 30_000,
+    // The client's own bound on waiting for an answer (see ANSWER_SLACK_MS): node-postgres
+    // fails the query ('Query read timeout'), and the connection is discarded, never reused.
+    ...(answerTimeoutMs > 0 ? { query_timeout: answerTimeoutMs } : {}),
     // A process's connections are named in pg_stat_activity.
     application_name: 'collab',
     // Awaited before the pool hands the new connection out: a SET that fails fails the checkout.
@@ -341,6 +378,9 @@ export async function withConnection<T>(pool: pg.Pool, f: (client: pg.PoolClient
   try {
     return await f(client);
   } catch (error) {
+    // A statement whose answer never came still owns the connection: the late answer would be
+    // read as the next statement's. Discarded at once, never rolled back on (nor reused).
+    if ((error as { message?: unknown } | null)?.message === ANSWER_TIMEOUT_TEXT) broken = true;
     if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
     throw error;
   } finally {
@@ -357,7 +397,7 @@ export async function withConnection<T>(pool: pg.Pool, f: (client: pg.PoolClient
  */
 const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', '53100', '53200', '25006']);
 /** The client's own errors (no SQLSTATE) for a connection lost, refused or timed out. */
-const CONNECTION_TEXT = /Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Connection refused|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|the database system is|Client was closed|Cannot use a pool after calling end/i;
+const CONNECTION_TEXT = /Query read timeout|Connection terminated|connection error|not queryable|timeout exceeded when trying to connect|Connection refused|ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|the database system is|Client was closed|Cannot use a pool after calling end/i;
 
 function isUnavailable(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null;

@@ -58,7 +58,7 @@ import {
 import { BugError } from '../shared/errors.js';
 import { evictOldest } from '../shared/evict.js';
 import { deepFreeze } from '../shared/freeze.js';
-import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, isPreparedRefusal, isRetryable, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
+import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, isPreparedRefusal, isRetryable, migrate, openPool, translatePgError, unboundedAnswers, withConnection } from './postgres-common.js';
 
 /** `rm_` + the name must fit PostgreSQL's 63-byte identifiers. */
 const NAME = /^[a-z][a-z0-9_]{0,59}$/;
@@ -874,7 +874,7 @@ export class PostgresReadStore implements ReadStore {
 
   async ensureIndexes(specs: readonly IndexSpec[]): Promise<void> {
     if (specs.length === 0) return;
-    await this.withClient(async (c) => {
+    await this.withClient((c) => unboundedAnswers(c, async () => {
       await c.query('BEGIN');
       // Building an index over a large table is start-up work, not a request's: unbounded.
       await c.query('SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0');
@@ -890,7 +890,7 @@ export class PostgresReadStore implements ReadStore {
         await c.query(`CREATE ${spec.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${name} ON ${t} (${cols}${spec.unique ? '' : ', id'})`);
       }
       await c.query('COMMIT');
-    });
+    }));
   }
 
   /** A pooled connection for `f`, rolled back and released after; a broken one is discarded. */

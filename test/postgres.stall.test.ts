@@ -1,0 +1,118 @@
+/**
+ * A connection whose answer never comes (the host's link cut with a statement in flight: the
+ * kernel retransmits it with backoff and the answer may come minutes later, or never) must not
+ * hold the process: the statement fails after the statement timeout plus a slack, as the store
+ * being unavailable, and its connection is discarded, never reused, so the next statement goes
+ * on a new one and gets its own answer. Held deterministically with a TCP relay on loopback in
+ * front of a real PostgreSQL server that stops relaying on demand (bytes kept, none lost, as
+ * a link that is down), then relays what it kept (the late answer arrives).
+ *
+ * Before the fix (postgres-common.ts, ANSWER_SLACK_MS) both reads below waited for as long as
+ * the relay was frozen: the several-hosts suite's "api1 to acknowledge writes again once its
+ * link is back" failed that way.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import net from 'node:net';
+import { PostgresReadStore } from '../src/adapters/postgres-read-store.js';
+import { StoreUnavailableError } from '../src/adapters/unavailable.js';
+import type { LogPosition } from '../src/ports/event-store.js';
+import { freshDatabase } from './support/postgres.js';
+
+/** A relay to `host:port` that can stop passing bytes both ways (kept, passed on when thawed). */
+async function relay(host: string, port: number) {
+  let frozen = false;
+  const held: Array<() => void> = [];
+  let opened = 0;
+  let closed = 0;
+  const sockets = new Set<net.Socket>();
+  const pass = (from: net.Socket, to: net.Socket) =>
+    from.on('data', (chunk) => {
+      if (frozen) held.push(() => to.writable && to.write(chunk));
+      else if (to.writable) to.write(chunk);
+    });
+  const server = net.createServer((client) => {
+    opened++;
+    const upstream = net.connect(port, host);
+    sockets.add(client).add(upstream);
+    pass(client, upstream);
+    pass(upstream, client);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('close', () => {
+      closed++;
+      end();
+    });
+    upstream.on('close', end);
+    client.on('error', end);
+    upstream.on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    freeze: () => void (frozen = true),
+    thaw: () => {
+      frozen = false;
+      for (const f of held.splice(0)) f();
+    },
+    counts: () => ({ opened, closed }),
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/** `p`'s outcome, or a failure naming what it waited for after `ms` (the bug this guards is a wait forever). */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const guard = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`still waiting after ${ms} ms: ${what}`)), ms)));
+  return Promise.race([p, guard]).finally(() => clearTimeout(timer));
+}
+
+test('a statement whose answer never comes fails as unavailable, and its connection is never reused', async () => {
+  const url = new URL(await freshDatabase('stall'));
+  const r = await relay(url.hostname, Number(url.port || 5432));
+  const through = new URL(url);
+  through.hostname = '127.0.0.1';
+  through.port = String(r.port);
+  // A statement timeout of 300 ms: the client gives an answer up 5.3 s after its statement.
+  const store = new PostgresReadStore(through.toString(), { statementTimeoutMs: 300, poolSize: 2 });
+  try {
+    const [a, b] = ['1', '2'] as LogPosition[];
+    await store.transaction(async (tx) => tx.setCheckpoint('p', a!, null));
+    assert.is(await store.getCheckpoint('p'), a);
+
+    // A read outside a transaction (a pooled statement).
+    r.freeze();
+    const before = r.counts();
+    const outcome = await within(store.getCheckpoint('p').then(() => 'answered', (e: unknown) => e), 60_000, 'a read through a frozen link');
+    assert.instance(outcome, StoreUnavailableError, String(outcome));
+    // The relay has not passed a byte since: the process gave the connection up itself.
+    await within(
+      (async () => {
+        while (r.counts().closed === before.closed) await new Promise((res) => setTimeout(res, 20));
+      })(),
+      10_000,
+      'the stalled connection to be closed by the process',
+    );
+
+    // A transaction's statement (a connection taken for several: rolled back on, it would wait again).
+    const tx = store.transaction(async (t) => t.get('things', 'x')).then(() => 'answered', (e: unknown) => e);
+    assert.instance(await within(tx, 60_000, 'a transaction through a frozen link'), StoreUnavailableError);
+
+    // The link comes back with every late answer: new statements get their own answers on new connections.
+    r.thaw();
+    await within(store.transaction(async (t) => t.setCheckpoint('p', b!, a!)), 30_000, 'a write once the link is back');
+    assert.is(await within(store.getCheckpoint('p'), 30_000, 'a read once the link is back'), b);
+    assert.ok(r.counts().opened > before.opened, `new connections were opened (${JSON.stringify(r.counts())})`);
+  } finally {
+    r.thaw();
+    await store.close();
+    await r.close();
+  }
+});
+
+test.run();
