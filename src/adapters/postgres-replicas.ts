@@ -193,8 +193,9 @@ export class ReplicaSet implements ReadRouting {
         return p;
       });
       r.lagMs = s.lagMs;
-      // The position only grows: a standby's checkpoints never go back.
-      if (position !== null && (r.applied === null || position > r.applied)) r.applied = position;
+      // Taken as read, not as the highest seen: after a rebuild's switch the checkpoints asked are
+      // the new generation's, which a standby shows once it replayed the switch.
+      r.applied = position;
       if (!s.inRecovery) this.setState(r, 'down', { reason: 'not in recovery: promoted, or not a standby; its reads no longer follow the primary' });
       else if (s.lagMs > this.maxLagMs) this.setState(r, 'lagging', { lagMs: Math.round(s.lagMs), maxLagMs: this.maxLagMs });
       else this.setState(r, 'up', {});
