@@ -129,6 +129,12 @@ test('reads without a token are answered by both standbys, not the primary', asy
   // have gone to the primary while its organization's write was being replayed, no more.
   const extra = (await servedBy('primary')) - primaryBefore;
   assert.ok(extra <= 5, `reads answered by the primary: ${extra}`);
+  // The change feed is not routed: a page read from a standby behind this process's applied
+  // position would move its cursor past changes the standby had not replayed.
+  const counts = async () => JSON.stringify([...(await metrics()).requests].sort());
+  const before = await counts();
+  for (let i = 0; i < 5; i++) assert.is((await post(svc, '/v2/changes/get', {}, reader)).status, 200);
+  assert.is(await counts(), before, 'changes/get went through the replica routing');
 });
 
 test('a read with the consistency token of a write, or by the writer itself, never misses it', async () => {

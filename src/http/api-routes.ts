@@ -25,10 +25,12 @@ import { dryRunServices, withAccessChanges } from './dry-run.js';
 /**
  * Whether a route's reads may go to a read replica: a tenant's or workspace's read-only route.
  * Not a mutating one (what it reads to decide must be the primary's), nor the operator's (its
- * answers describe the primary: checkpoints, parked events). Authentication runs before the
- * route, on the primary, whatever the route (src/http/authentication.ts).
+ * answers describe the primary: checkpoints, parked events), nor the change feed: a page reads
+ * the changes read model up to this process's applied position and moves its cursor there, so
+ * a standby behind that position would make it skip changes for good. Authentication runs
+ * before the route, on the primary, whatever the route (src/http/authentication.ts).
  */
-const isReplicaRead = (route: AnyRoute) => !route.mutates && (route.auth === 'apiKey' || route.auth === 'workspace');
+const isReplicaRead = (route: AnyRoute) => !route.mutates && (route.auth === 'apiKey' || route.auth === 'workspace') && !route.path.startsWith('/v2/changes/');
 
 const maxPosition = (a: LogPosition | null, b: LogPosition | null) => (a === null ? b : b === null || a >= b ? a : b);
 
