@@ -79,8 +79,8 @@ export class ReplicaSet implements ReadRouting {
   private readonly scope = new AsyncLocalStorage<Scope>();
   private readonly lastWrites = new Map<string, LogPosition>();
   private next = 0;
-  private timer: NodeJS.Timeout | null = null;
-  private probing: Promise<void> | null = null;
+  private readonly timers = new Map<Replica, NodeJS.Timeout>();
+  private readonly probing = new Set<Promise<void>>();
   private closed = false;
   /** Routable requests the primary answered (no standby had reached what they needed, or none was up). */
   primaryRequests = 0;
@@ -164,33 +164,39 @@ export class ReplicaSet implements ReadRouting {
   }
 
   /**
-   * Starts probing every standby: `applied` is the primary's query of what every projection
-   * applied, run here with its reads on the standby probed.
+   * Starts probing every standby, each on its own clock (one that does not answer takes up to
+   * its connection timeout, which must not hold the others' positions back): `applied` is the
+   * primary's query of what every projection applied, run here with its reads on the standby
+   * probed.
    */
   start(applied: () => Promise<LogPosition | null>): void {
-    const tick = () => {
-      this.probing = this.probeAll(applied).finally(() => {
-        this.probing = null;
-        if (!this.closed) this.timer = setTimeout(tick, PROBE_MS).unref();
-      });
-    };
-    tick();
-  }
-
-  private probeAll(applied: () => Promise<LogPosition | null>): Promise<void> {
-    return Promise.all(this.replicas.map((r) => this.probe(r, applied))).then(() => undefined);
+    for (const r of this.replicas) {
+      const tick = () => {
+        const probing = this.probe(r, applied).finally(() => {
+          this.probing.delete(probing);
+          if (!this.closed) this.timers.set(r, setTimeout(tick, PROBE_MS).unref());
+        });
+        this.probing.add(probing);
+      };
+      tick();
+    }
   }
 
   private async probe(r: Replica, applied: () => Promise<LogPosition | null>): Promise<void> {
     try {
       const s = await r.store.standbyState();
       // Read with a scope of its own: a failure here must not count as a request's fallback.
-      const position = await this.scope.run({ target: r.store, request: false }, async () => {
-        const scope = this.scope.getStore()!;
-        const p = await applied();
-        // A failed read fell back to the primary (failed() cleared the target): no answer of the standby's.
-        if (scope.target === null) throw new Error('the standby did not answer its checkpoints');
-        return p;
+      const scope: Scope = { target: r.store, request: false };
+      const position = await this.scope.run(scope, async () => {
+        try {
+          const p = await applied();
+          // A failed read fell back to the primary (failed() cleared the target): no answer of the standby's.
+          if (scope.target === null) throw new Error('the standby did not answer its checkpoints');
+          return p;
+        } finally {
+          // Anything the probe started that outlives it reads the primary.
+          scope.target = null;
+        }
       });
       r.lagMs = s.lagMs;
       // Taken as read, not as the highest seen: after a rebuild's switch the checkpoints asked are
@@ -218,9 +224,8 @@ export class ReplicaSet implements ReadRouting {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.probing?.catch(() => undefined);
-    if (this.timer) clearTimeout(this.timer);
+    await Promise.all([...this.probing].map((p) => p.catch(() => undefined)));
+    for (const t of this.timers.values()) clearTimeout(t);
     await Promise.all(this.replicas.map((r) => r.store.close().catch(() => undefined)));
   }
 }
