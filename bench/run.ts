@@ -11,7 +11,8 @@
  * met.
  *
  * Scenarios (--scenario=): perm1, perm1asof (perm1 with asOf, beside the live one), perm1rate, perm10, docs, size, add, move, memory, access,
- * history, budget, rebuild, workers, webhooks, stream (the change stream's fan-out: bench/stream-fanout.ts). history: access/history page by page over an organization of
+ * history, budget, rebuild, workers, webhooks, stream (the change stream's fan-out: bench/stream-fanout.ts), replicas (with
+ * --store=postgres: permissions/get with reads on the primary alone vs spread over two hot standbys, POSTGRES_REPLICA_URLS). history: access/history page by page over an organization of
  * HISTORY_USERS users and HISTORY_CHANGES changes to one document's grants (the time of each page,
  * first to last: flat when a page's cost does not grow with the history); asked alone, the big
  * organizations the other scenarios read are not seeded. perm1, perm10 and docs give each server's CPU per request (its whole
@@ -817,6 +818,144 @@ async function pgIndexAb(svc: Server, url: string, dir: string, pgCpu: () => num
   }
 }
 
+/**
+ * The replicas scenario: permissions/get on PostgreSQL with every read on the primary (service
+ * A) and with reads spread over two hot standbys (service B, POSTGRES_REPLICA_URLS), one
+ * primary for both, in AB_ROUNDS alternating rounds; each round's figures are requests per
+ * second and the CPU per request of the service and of each PostgreSQL server (primary,
+ * standbys). The standbys are made with pg_basebackup -R after the seeding, as in
+ * test/postgres.replicas.test.ts.
+ */
+async function replicasScenario() {
+  const primary = await startPostgres();
+  const standbys: Array<Awaited<ReturnType<typeof startPostgres>>> = [];
+  const dirs = [fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-rep-a-')), fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-rep-b-'))];
+  const servers: Server[] = [];
+  const saved = headers;
+  try {
+    const url = await primary.freshDatabase('replicas');
+    const a = await startService(dirs[0]!, [], { POSTGRES_URL: url, SECRETS_KEY: PG_SECRETS_KEY });
+    servers.push(a);
+    headers = {};
+    const ws = await call(a.url, '/v2/workspace/create', { ownerEmail: 'bench-replicas@example.com' });
+    const [apiKey, key] = Object.entries(ws.result.data.apiKeyList)[0] as [string, { authToken: string }];
+    headers = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
+    await seedOrg(a.url, 'org', S.smallDocs);
+    await caughtUp(a);
+    console.log('making two standbys (pg_basebackup -R)');
+    for (let i = 0; i < 2; i++) standbys.push(await startPostgres({ standbyOf: primary }));
+    const db = new URL(url).pathname;
+    const replicaUrls = standbys.map((st) => st.url().replace(/\/postgres$/, db)).join(',');
+    const b = await startService(dirs[1]!, [], { POSTGRES_URL: url, SECRETS_KEY: PG_SECRETS_KEY, POSTGRES_REPLICA_URLS: replicaUrls });
+    servers.push(b);
+    const replicaMetrics = async () => {
+      const text = await (await fetch(`${b.url}/metrics`)).text();
+      const up = [...text.matchAll(/^collab_read_replica_up\{[^}]*\} (\d+)/gm)].filter((m) => m[1] === '1').length;
+      const byTarget = new Map([...text.matchAll(/^collab_read_replica_requests_total\{target="([^"]+)"\} (\d+)/gm)].map((m) => [m[1]!, Number(m[2])]));
+      return { up, byTarget };
+    };
+    for (let t0 = Date.now(); (await replicaMetrics()).up < 2; ) {
+      if (Date.now() - t0 > 120_000) throw new Error('replicas: the standbys were not admitted within 2 minutes');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const route = '/v2/auth/permissions/get';
+    const data = { organizationId: 'org', userIds: ['u3'], documentIds: deepDocs(S.smallDocs, 10) };
+    if (JSON.stringify(await call(a.url, route, data)) !== JSON.stringify(await call(b.url, route, data))) throw new Error('replicas: the answers differ');
+    const body = JSON.stringify({ data });
+    const cpuOfServers = () => [primary, ...standbys].map((st) => postgresCpuUs(st.dataDir));
+    /** One measured load, with each PostgreSQL server's CPU per request answered. */
+    const measure = async (svc: Server) => {
+      await load(svc.url, route, { body, seconds: 1, warmup: false });
+      const before = cpuOfServers();
+      const l = await load(svc.url, route, { body, pid: svc.child.pid, warmup: false });
+      const pgUs = cpuOfServers().map((c, i) => (c - before[i]!) / Math.max(1, l.answered));
+      return { ...l, pgUs };
+    };
+    // Another API key writes one document at a time through A meanwhile, in the second set of
+    // rounds: every commit empties the read caches (theirs is the change signal), so reads go to
+    // a server instead of being answered from memory.
+    headers = {};
+    const ws2 = await call(a.url, '/v2/workspace/create', { ownerEmail: 'bench-replicas-writer@example.com' });
+    const [wKey, wAuth] = Object.entries(ws2.result.data.apiKeyList)[0] as [string, { authToken: string }];
+    headers = { 'x-service-api-key': wKey, 'x-service-auth-token': wAuth.authToken };
+    await call(a.url, '/v2/organizations/add', { organizations: [{ organizationId: 'w' }] });
+    const writerHeaders = headers;
+    headers = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
+    let writes = 0;
+    const underWrites = async <T,>(f: () => Promise<T>): Promise<T> => {
+      let stopWriting = false;
+      const writer = (async () => {
+        while (!stopWriting) {
+          const r = await fetch(`${a.url}/v2/organizations/documents/add`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...writerHeaders },
+            body: JSON.stringify({ data: { organizationId: 'w', documents: [{ documentId: `w${writes}`, documentName: 'w' }] } }),
+          });
+          await r.arrayBuffer();
+          writes++;
+          await new Promise((res) => setTimeout(res, 20));
+        }
+      })();
+      try {
+        return await f();
+      } finally {
+        stopWriting = true;
+        await writer;
+      }
+    };
+    const results = { idle: { a: [] as Array<Awaited<ReturnType<typeof measure>>>, b: [] as Array<Awaited<ReturnType<typeof measure>>> }, writes: { a: [] as Array<Awaited<ReturnType<typeof measure>>>, b: [] as Array<Awaited<ReturnType<typeof measure>>> } };
+    const countedBefore = await replicaMetrics();
+    for (let i = 0; i < AB_ROUNDS; i++) {
+      console.log(`measuring permissions/get, primary only vs two standbys, round ${i + 1} of ${AB_ROUNDS}`);
+      results.idle.a.push(await measure(a));
+      results.idle.b.push(await measure(b));
+    }
+    const countedIdle = await replicaMetrics();
+    const writesBefore = writes;
+    for (let i = 0; i < AB_ROUNDS; i++) {
+      console.log(`measuring permissions/get under a stream of writes, primary only vs two standbys, round ${i + 1} of ${AB_ROUNDS}`);
+      results.writes.a.push(await underWrites(() => measure(a)));
+      results.writes.b.push(await underWrites(() => measure(b)));
+    }
+    const counted = await replicaMetrics();
+    const written = writes - writesBefore;
+    const median = <T,>(xs: T[], f: (x: T) => number) => xs.map(f).sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+    const rps = (xs: typeof results.idle.a) => fmt(median(xs, (x) => x.reqPerSec));
+    const side = (name: string, xs: typeof results.idle.a) =>
+      `${name} ${rps(xs)} req/s, service CPU ${Math.round(median(xs, (x) => x.cpuUs ?? NaN))} us/req, PostgreSQL CPU/req primary ${Math.round(median(xs, (x) => x.pgUs[0]!))} us, standbys ${Math.round(median(xs, (x) => x.pgUs[1]!))} + ${Math.round(median(xs, (x) => x.pgUs[2]!))} us`;
+    const share = (from: typeof counted, to: typeof counted) => {
+      const delta = (t: string) => (to.byTarget.get(t) ?? 0) - (from.byTarget.get(t) ?? 0);
+      const standby = standbys.map((st) => delta(`127.0.0.1:${st.port}`));
+      const total = standby.reduce((x, y) => x + y, 0) + delta('primary');
+      return standby.map((n) => `${Math.round((100 * n) / Math.max(1, total))}%`).join(' + ');
+    };
+    const row = (mode: string, r: typeof results.idle, shares: string) =>
+      rows.push({
+        scenario: `permissions/get 1 user x 10 docs on PostgreSQL${mode}: reads on the primary alone (A) vs spread over two hot standbys (B, POSTGRES_REPLICA_URLS), ${AB_ROUNDS} alternating rounds`,
+        measured: `${side('A', r.a)}; ${side('B', r.b)}; B's requests answered by the standbys: ${shares}`,
+        ...NO_CEILING,
+        ratio: (median(r.b, (x) => x.reqPerSec) / median(r.a, (x) => x.reqPerSec)).toFixed(2),
+        target: 'report (B / A req/s)',
+        met: [...r.a, ...r.b].every((x) => x.non2xx === 0 && x.errors === 0) ? null : false,
+        raw: { primaryOnly: r.a, twoStandbys: r.b, requestsByTarget: Object.fromEntries(counted.byTarget) },
+      });
+    row('', results.idle, share(countedBefore, countedIdle));
+    row(` under writes (another key, one document at a time: ${fmt(written / (2 * AB_ROUNDS * (S.seconds + 1)))}/s)`, results.writes, share(countedIdle, counted));
+  } finally {
+    headers = saved;
+    for (const svc of servers) await stop(svc.child);
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+    // As postgresBeside: hold the event loop while the unref'd servers exit.
+    const hold = setInterval(() => undefined, 1000);
+    try {
+      for (const st of standbys) await st.close();
+      await primary.close();
+    } finally {
+      clearInterval(hold);
+    }
+  }
+}
+
 /** Requests of the round-trip count (roundTrips). */
 const STATEMENT_PROBE = 1000;
 
@@ -1321,9 +1460,15 @@ async function main() {
  * The scenarios that start services of their own on fresh stores (workers, webhooks): they
  * need none of the seeded data, so a run of only these skips the seeding.
  */
-const OWN_SERVICE = new Set(['workers', 'webhooks', 'stream']);
+const OWN_SERVICE = new Set(['workers', 'webhooks', 'stream', 'replicas']);
 
 async function ownServiceScenarios() {
+  // Reads on two hot standbys against the primary alone (--store=postgres only).
+  if (want('replicas')) {
+    if (withPostgres) await replicasScenario();
+    else console.log('replicas: measured with --store=postgres only (it needs PostgreSQL standbys); skipped');
+  }
+
   // documents/add of one document at a time (read-your-writes), one process against `serve
   // --workers 2`: there the API process appends and the background process applies, so every
   // write waits for a notice to cross two processes and back (src/runtime/notices.ts).

@@ -110,6 +110,7 @@ export async function serve(config: Config, role: Role = 'all') {
     logger: log.logger,
     decorateEvents: (events) => notices.decorate(events),
     onApplied: (position) => notices.onApplied(position),
+    readReplicas: role !== 'worker',
   });
   notices.attach(services);
   const app = role === 'worker' ? await workerApp(services, config) : await buildApp(services);

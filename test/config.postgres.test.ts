@@ -44,6 +44,24 @@ test('POSTGRES_LISTEN_URL (a direct connection for LISTEN behind a pooler) is ch
   assert.match(refused({ ...base, POSTGRES_POOL_SIZE: '0' }), /POSTGRES_POOL_SIZE/);
 });
 
+test('POSTGRES_REPLICA_URLS: standbys separated by commas or spaces, each checked as POSTGRES_URL is, named by its place, never echoed; unset: none', () => {
+  const base = { POSTGRES_URL: 'postgres://collab:pw@db:5432/collab', SECRETS_KEY: KEY };
+  assert.equal(loadConfig(base).postgresReplicaUrls, []);
+  assert.is(loadConfig(base).postgresReplicaMaxLagMs, 5000);
+  const two = loadConfig({ ...base, POSTGRES_REPLICA_URLS: ' postgres://collab:pw@s1:5432/collab, postgres://collab:pw@s2:5432/collab\npostgres://collab:pw@s3:5432/collab ', POSTGRES_REPLICA_MAX_LAG_MS: '2000' });
+  assert.equal(two.postgresReplicaUrls, ['postgres://collab:pw@s1:5432/collab', 'postgres://collab:pw@s2:5432/collab', 'postgres://collab:pw@s3:5432/collab']);
+  assert.is(two.postgresReplicaMaxLagMs, 2000);
+  for (const bad of ['postgres://collab:hunter2pw@s1:5432', 'mysql://collab:hunter2pw@s1/collab', 'postgres://collab:hunter2pw@s1:5432,s2:5432/collab']) {
+    const m = refused({ ...base, POSTGRES_REPLICA_URLS: `postgres://collab:pw@s0:5432/collab ${bad}` });
+    assert.match(m, /POSTGRES_REPLICA_URLS \(entry 2 of/, `${bad}: ${m}`);
+    assert.not.match(m, /hunter2pw/, `${bad}: ${m}`);
+  }
+  assert.match(refused({ ...base, POSTGRES_REPLICA_URLS: 'postgres://c@s1/collab,postgres://c@s1/collab' }), /twice/);
+  assert.match(refused({ POSTGRES_REPLICA_URLS: 'postgres://c@s1/collab' }), /POSTGRES_REPLICA_URLS: needs POSTGRES_URL/);
+  assert.match(refused({ ...base, MONGODB_URL: 'mongodb://m:27017/collab', POSTGRES_REPLICA_URLS: 'postgres://c@s1/collab' }), /needs POSTGRES_URL/);
+  assert.match(refused({ ...base, POSTGRES_REPLICA_MAX_LAG_MS: '10' }), /POSTGRES_REPLICA_MAX_LAG_MS/);
+});
+
 test('a malformed value names POSTGRES_URL and never repeats the password', () => {
   for (const bad of ['mysql://u:hunter2pw@h/db', 'postgres://u:hunter2pw@/db', 'postgres://u:hunter2pw@h:5432', 'postgres://u:hunter2pw@h:5432/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem']) {
     const m = refused({ POSTGRES_URL: bad, SECRETS_KEY: KEY });

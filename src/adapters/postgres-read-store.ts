@@ -593,6 +593,21 @@ export interface PostgresReadStoreOptions {
    * on there, the first refusal turns them off for the store (a warning, once).
    */
   preparedStatements?: boolean;
+  /**
+   * Sends reads outside transactions to a hot standby when the routing says so (POSTGRES_REPLICA_URLS,
+   * postgres-replicas.ts). Transactions, and so every write, stay on this store.
+   */
+  routing?: ReadRouting;
+  /** This store reads a hot standby: it never migrates (a standby cannot write) and only reads. */
+  standby?: boolean;
+}
+
+/** Where this call's reads go (postgres-replicas.ts, ReplicaSet). */
+export interface ReadRouting {
+  /** The standby the current request's reads go to, or null: this store (the primary). */
+  target(): PostgresReadStore | null;
+  /** A read on `target` failed: it is left out, and the read (and the rest of its request) goes to the primary. */
+  failed(target: PostgresReadStore, error: unknown): void;
 }
 
 /**
@@ -606,6 +621,11 @@ const BUMP = `INSERT INTO checkpoints (name, position) VALUES ('${UNLOGGED_WRITE
 const QUERIES_KEPT = 10_000;
 
 const EPOCH_SQL = 'SELECT coalesce(sum(version), 0)::bigint AS n FROM checkpoints';
+
+/** standbyState(): replay lag is the age of the last replayed commit while received WAL waits to be replayed. */
+const STANDBY_SQL = `SELECT pg_is_in_recovery() AS standby,
+  CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() IS NULL OR pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn() THEN 0
+       ELSE coalesce(extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000, 0)::float8 END AS lag`;
 
 const keepUndefined = (_key: string, value: unknown) => (value === undefined ? '\u0000undefined' : value);
 
@@ -764,6 +784,8 @@ export class PostgresReadStore implements ReadStore {
 
   /** Other processes' checkpoint notices; opened with the first listener. */
   private readonly notices: PgListener;
+  private readonly routing: ReadRouting | undefined;
+  private readonly standby: boolean;
 
   constructor(url: string, options: PostgresReadStoreOptions = {}) {
     this.pool = openPool(url, options.logger, options.statementTimeoutMs, options.poolSize, options.lockTimeoutMs);
@@ -774,10 +796,14 @@ export class PostgresReadStore implements ReadStore {
     this.epochQuery = this.prepared ? { name: 'collab_read_epoch', text: EPOCH_SQL } : { text: EPOCH_SQL };
     const size = options.cacheSize ?? 100_000;
     this.cache = size > 0 ? new ReadCache(size) : null;
+    this.routing = options.routing;
+    this.standby = options.standby ?? false;
   }
 
   private schema(): Promise<void> {
     if (this.closed) return Promise.reject(new Error('Client was closed: read store is closed'));
+    // A standby's schema is the primary's, replicated: it is read as it is.
+    if (this.standby) return Promise.resolve();
     this.ready ??= migrate(this.pool).catch((error) => {
       this.ready = null;
       throw error;
@@ -810,7 +836,24 @@ export class PostgresReadStore implements ReadStore {
     return stamp.epoch === undefined ? null : { cache, stamp };
   }
 
-  async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+  /**
+   * A read the routing sends to a standby when it names one (see ReadRouting); a read that
+   * fails there is asked here, once, and the standby left out.
+   */
+  private routed<T>(there: (s: PostgresReadStore) => Promise<T>, here: () => Promise<T>): Promise<T> {
+    const target = this.routing?.target();
+    if (!target) return here();
+    return there(target).catch((error: unknown) => {
+      this.routing!.failed(target, error);
+      return here();
+    });
+  }
+
+  get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
+    return this.routed((s) => s.get<T>(collection, id), () => this.getHere<T>(collection, id));
+  }
+
+  private async getHere<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
     const c = await this.cached(collection);
     if (!c || typeof id !== 'string') return this.run((v) => v.get<T>(collection, id));
     const hit = c.cache.docs(collection).get(id);
@@ -821,7 +864,11 @@ export class PostgresReadStore implements ReadStore {
     return frozen;
   }
 
-  async getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
+  getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
+    return this.routed((s) => s.getMany<T>(collection, ids), () => this.getManyHere<T>(collection, ids));
+  }
+
+  private async getManyHere<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
     const c = await this.cached(collection);
     if (!c) return this.run((v) => v.getMany<T>(collection, ids));
     return this.fromCache<T>(c, collection, ids);
@@ -853,7 +900,11 @@ export class PostgresReadStore implements ReadStore {
     return out;
   }
 
-  async find<T extends Doc = Doc>(collection: string, filter: Filter, options?: FindOptions): Promise<T[]> {
+  find<T extends Doc = Doc>(collection: string, filter: Filter, options?: FindOptions): Promise<T[]> {
+    return this.routed((s) => s.find<T>(collection, filter, options), () => this.findHere<T>(collection, filter, options));
+  }
+
+  private async findHere<T extends Doc = Doc>(collection: string, filter: Filter, options?: FindOptions): Promise<T[]> {
     const c = await this.cached(collection);
     if (!c) return this.run((v) => v.find<T>(collection, filter, options));
     // Filters, cursors and limits are scalars from code and requests: their JSON names the
@@ -869,7 +920,7 @@ export class PostgresReadStore implements ReadStore {
   }
 
   count(collection: string, filter: Filter): Promise<number> {
-    return this.run((v) => v.count(collection, filter));
+    return this.routed((s) => s.count(collection, filter), () => this.run((v) => v.count(collection, filter)));
   }
 
   async ensureIndexes(specs: readonly IndexSpec[]): Promise<void> {
@@ -942,6 +993,10 @@ export class PostgresReadStore implements ReadStore {
   }
 
   getCheckpoint(name: string): Promise<LogPosition | null> {
+    return this.routed((s) => s.getCheckpoint(name), () => this.getCheckpointHere(name));
+  }
+
+  private getCheckpointHere(name: string): Promise<LogPosition | null> {
     return this.run(async () => {
       const r = await this.pool.query<{ position: string }>('SELECT position FROM checkpoints WHERE name = $1', [name]);
       return r.rows[0]?.position ?? null;
@@ -1015,8 +1070,24 @@ export class PostgresReadStore implements ReadStore {
    * ReadStore.readEpoch: the signal under the cache's rule, so a request's resolution shares
    * the round trip its reads made (or make) for the cache; without a cache, one of its own.
    */
-  readEpoch(): number | Promise<number> {
+  readEpoch(): number | undefined | Promise<number> {
+    // A request read from a standby reads the store through, without the access index: the
+    // index holds what one server showed at one signal, and a standby's signal lags the
+    // primary's (an index filled from a standby would answer the primary's next request).
+    if (this.routing?.target()) return undefined;
     return this.cache ? this.observe(this.cache) : this.askEpoch();
+  }
+
+  /**
+   * On a standby: whether it is still one (not promoted), and how far its replay is behind
+   * the WAL it has received, ms (0 when it replayed all it received: an idle primary is no lag).
+   */
+  standbyState(): Promise<{ inRecovery: boolean; lagMs: number }> {
+    return this.run(async () => {
+      const r = await this.pool.query<{ standby: boolean; lag: number | string | null }>(STANDBY_SQL);
+      const row = r.rows[0]!;
+      return { inRecovery: row.standby, lagMs: Math.max(0, Number(row.lag ?? 0)) };
+    });
   }
 
   /** Calls `listener` when any process commits a checkpoint move (its own included: a re-read). */

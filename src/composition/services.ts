@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Config } from '../config/config.js';
 import type { EventStore, LogPosition } from '../ports/event-store.js';
 import type { ReadStore } from '../ports/read-store.js';
+import type { ReplicaSet } from '../adapters/postgres-replicas.js';
 import { SqliteEventStore } from '../adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../adapters/sqlite-read-store.js';
 import { PRESENCE } from '../presence/store.js';
@@ -44,6 +45,8 @@ export interface Services {
   cascade: Pick<CascadeWorker, 'settle'>;
   /** The worker thread doing the background work, when the services run one (OpenOptions.thread). */
   background: BackgroundThread | null;
+  /** Hot standbys read-only requests may read (POSTGRES_REPLICA_URLS), when the services serve requests and it is set. */
+  replicas?: ReplicaSet;
   clock: () => number;
   close(): Promise<void>;
 }
@@ -79,6 +82,8 @@ export interface OpenOptions {
   batchSize?: number;
   /** Told the position every projection passed after each batch this process applies. */
   onApplied?: (position: LogPosition) => void;
+  /** Open POSTGRES_REPLICA_URLS' standbys for reads (a process that answers requests: serve). */
+  readReplicas?: boolean;
 }
 
 /**
@@ -108,6 +113,7 @@ export async function openServices(config: Config, options: OpenOptions = {}): P
 async function openOnce(config: Config, options: OpenOptions): Promise<Services> {
   let events: EventStore | null = null;
   let read: ReadStore | null = null;
+  let replicas: ReplicaSet | null = null;
   try {
     // The production clients load only when configured: the embedded default (and its
     // background thread, which loads this module again) does not carry them in memory.
@@ -122,25 +128,36 @@ async function openOnce(config: Config, options: OpenOptions): Promise<Services>
             ...(config.postgresListenUrl ? { listenUrl: config.postgresListenUrl } : {}),
           })
         : new SqliteEventStore(path.join(config.dataDir, 'events.db'));
-    read = config.mongodbUrl
-      ? new (await import('../adapters/mongo-read-store.js')).MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
-      : config.postgresUrl
-        ? new (await import('../adapters/postgres-read-store.js')).PostgresReadStore(config.postgresUrl, {
-            logger: options.logger,
-            statementTimeoutMs: config.statementTimeoutMs,
-            preparedStatements: config.postgresPreparedStatements,
-            poolSize: config.postgresPoolSize,
-            lockTimeoutMs: config.lockTimeoutMs,
-            ...(config.postgresListenUrl ? { listenUrl: config.postgresListenUrl } : {}),
-            // Not read models: their writes (leases, presence, deliveries...) leave the access
-            // index's change signal alone, and so add nothing to those commits.
-            signalExempt: SHARED_COLLECTIONS,
-          })
+    if (config.postgresUrl && !config.mongodbUrl) {
+      const pgOptions = {
+        logger: options.logger,
+        statementTimeoutMs: config.statementTimeoutMs,
+        preparedStatements: config.postgresPreparedStatements,
+        poolSize: config.postgresPoolSize,
+        lockTimeoutMs: config.lockTimeoutMs,
+        // Not read models: their writes (leases, presence, deliveries...) leave the access
+        // index's change signal alone, and so add nothing to those commits.
+        signalExempt: SHARED_COLLECTIONS,
+      };
+      if (options.readReplicas && config.postgresReplicaUrls.length > 0) {
+        const { ReplicaSet } = await import('../adapters/postgres-replicas.js');
+        replicas = new ReplicaSet(config.postgresReplicaUrls, config.postgresReplicaMaxLagMs, pgOptions, options.logger);
+      }
+      read = new (await import('../adapters/postgres-read-store.js')).PostgresReadStore(config.postgresUrl, {
+        ...pgOptions,
+        ...(config.postgresListenUrl ? { listenUrl: config.postgresListenUrl } : {}),
+        ...(replicas ? { routing: replicas } : {}),
+      });
+    } else {
+      read = config.mongodbUrl
+        ? new (await import('../adapters/mongo-read-store.js')).MongoReadStore(config.mongodbUrl, { ttlCollections: [PRESENCE, IDEMPOTENCY_KEYS] })
         : new SqliteReadStore(path.join(config.dataDir, 'readmodels.db'));
-    return await assemble(config, events, read, options);
+    }
+    return await assemble(config, events, read, options, replicas ?? undefined);
   } catch (error) {
     await events?.close().catch(() => undefined);
     await read?.close().catch(() => undefined);
+    await replicas?.close().catch(() => undefined);
     throw error;
   }
 }
@@ -190,9 +207,12 @@ export async function assemble(
   events: EventStore,
   read: ReadStore,
   options: OpenOptions = {},
+  replicas?: ReplicaSet,
 ): Promise<Services> {
   const generations = await openReadModels(read, allProjections);
   read = generations;
+  // A standby's applied position, asked with the primary's own query: every projection's checkpoint.
+  replicas?.start(() => appliedPosition(generations));
   // Permission resolution's per-process index (queries/access-index.ts), on stores that give
   // the change signal it needs (SQLite with its read cache, PostgreSQL); MongoDB is read as before.
   attachAccessIndex(read, config.accessIndexEntries);
@@ -250,6 +270,7 @@ export async function assemble(
     webhooks,
     cascade,
     background,
+    ...(replicas ? { replicas } : {}),
     clock,
     async close() {
       if (closed) return;
@@ -261,7 +282,19 @@ export async function assemble(
       await webhooks.stop();
       await projections.stop();
       await events.close();
+      await replicas?.close();
       await read.close();
     },
   };
+}
+
+/** The position every projection has applied, as the store read shows it (null when one never ran). */
+async function appliedPosition(read: ReadStore): Promise<LogPosition | null> {
+  let lowest: LogPosition | null = null;
+  for (const p of allProjections) {
+    const c = await read.getCheckpoint(p.name);
+    if (c === null) return null;
+    if (lowest === null || c < lowest) lowest = c;
+  }
+  return lowest;
 }

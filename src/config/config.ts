@@ -25,6 +25,13 @@ export interface Config {
    * Default: POSTGRES_URL.
    */
   postgresListenUrl?: string;
+  /**
+   * POSTGRES_REPLICA_URLS: hot standbys of POSTGRES_URL's server that read-only requests may be
+   * answered from (src/adapters/postgres-replicas.ts), one single-host URL each. Empty: none.
+   */
+  postgresReplicaUrls: string[];
+  /** POSTGRES_REPLICA_MAX_LAG_MS: a standby whose replay is further behind is left out until it catches up. */
+  postgresReplicaMaxLagMs: number;
   /** POSTGRES_POOL_SIZE: connections of each of a process's two PostgreSQL pools. */
   postgresPoolSize: number;
   /** LOCK_TIMEOUT_MS: PostgreSQL, the longest a statement waits for a lock another session holds; 0 turns it off. */
@@ -343,6 +350,11 @@ function cidrs(env: Env, name: string): string[] {
 function postgresUrlOf(env: Env, name: 'POSTGRES_URL' | 'POSTGRES_LISTEN_URL' = 'POSTGRES_URL'): string | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
+  return checkedPostgresUrl(raw, name);
+}
+
+/** `raw` checked as POSTGRES_URL is (see above); errors name `name`, never the value. */
+function checkedPostgresUrl(raw: string, name: string): string {
   if (!/^postgres(ql)?:\/\/[^\s]*$/i.test(raw)) {
     throw new ConfigError(name, 'must be a connection string postgres://user:password@host:5432/database (TLS: ?sslmode=verify-full&sslrootcert=/path/ca.pem)');
   }
@@ -367,6 +379,26 @@ function postgresUrlOf(env: Env, name: 'POSTGRES_URL' | 'POSTGRES_LISTEN_URL' = 
     if (!parsed.database) throw new ConfigError(name, 'names no database (postgres://user:password@host:5432/database)');
   }
   return raw;
+}
+
+/**
+ * POSTGRES_REPLICA_URLS: hot standbys for reads, separated by commas or spaces, one host each
+ * (a standby is one server: several hosts in one URL are refused, since a comma separates the
+ * list). Only beside POSTGRES_URL holding the read models. Messages never repeat a value.
+ */
+function replicaUrlsOf(env: Env, postgresUrl: string | undefined, mongodbUrl: string | undefined): string[] {
+  const raw = env.POSTGRES_REPLICA_URLS?.trim();
+  if (!raw) return [];
+  const name = 'POSTGRES_REPLICA_URLS';
+  if (!postgresUrl || mongodbUrl) throw new ConfigError(name, 'needs POSTGRES_URL holding the read models (and no MONGODB_URL): the replicas are standbys of that server');
+  const urls = raw.split(/[\s,]+/).filter((u) => u !== '');
+  urls.forEach((url, i) => {
+    const which = `${name} (entry ${i + 1} of ${urls.length})`;
+    if (!/^postgres(ql)?:\/\/[^\s,]*$/i.test(url)) throw new ConfigError(which, 'must be a connection string postgres://user:password@host:5432/database, one per standby');
+    checkedPostgresUrl(url, which);
+  });
+  if (new Set(urls).size !== urls.length) throw new ConfigError(name, 'names the same standby twice');
+  return urls;
 }
 
 function secretsKey(env: Env, external: boolean): Uint8Array | undefined {
@@ -528,6 +560,8 @@ export function loadConfig(env: Env = process.env): Config {
     mongodbUrl,
     ...(postgresUrl ? { postgresUrl } : {}),
     ...(postgresUrl && env.POSTGRES_LISTEN_URL ? { postgresListenUrl: postgresUrlOf(env, 'POSTGRES_LISTEN_URL') } : {}),
+    postgresReplicaUrls: replicaUrlsOf(env, postgresUrl, mongodbUrl),
+    postgresReplicaMaxLagMs: integer(env, 'POSTGRES_REPLICA_MAX_LAG_MS', 5000, 100, 3_600_000),
     adminToken,
     logLevel,
     regions,

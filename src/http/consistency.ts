@@ -33,6 +33,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The highest log position the call appended (set by src/http/api-routes.ts), for its consistency token. */
     appendedPosition: LogPosition | null;
+    /** The position of the call's own x-consistency-token, once its read models reached it (read replicas route on it). */
+    consistencyPosition: LogPosition | null;
   }
 }
 
@@ -59,6 +61,7 @@ export async function waitForPosition(services: Pick<Services, 'projections' | '
 
 export const consistency = shared<{ services: Services }>('consistency', async (app, { services }) => {
   app.decorateRequest('appendedPosition', null);
+  app.decorateRequest('consistencyPosition', null);
   const tokens = services.secrets.positions;
 
   app.addHook('preHandler', async (req: FastifyRequest) => {
@@ -69,6 +72,7 @@ export const consistency = shared<{ services: Services }>('consistency', async (
     if (scope === null) return;
     const position = tokens.open(scope, Array.isArray(header) ? header.join(',') : header, `The ${CONSISTENCY_HEADER} header`);
     await waitForPosition(services, position, `its ${CONSISTENCY_HEADER}`);
+    req.consistencyPosition = position;
   });
 
   app.addHook('onSend', async (req: FastifyRequest, reply: FastifyReply, payload) => {

@@ -73,6 +73,36 @@ function heldBackGauges(registers: Registry[]) {
   };
 }
 
+/** Read replicas (POSTGRES_REPLICA_URLS; docs/operations.md, Read replicas). */
+function replicaMetrics(registers: Registry[]) {
+  return {
+    replicaUp: new Gauge({
+      name: 'collab_read_replica_up',
+      help: 'Whether the read replica (a hot standby, host:port) is admitted to answer reads: it answers, is in recovery and its replay lag is within POSTGRES_REPLICA_MAX_LAG_MS.',
+      labelNames: ['replica'] as const,
+      registers,
+    }),
+    replicaLag: new Gauge({
+      name: 'collab_read_replica_lag_seconds',
+      help: "The read replica's replay lag at its last probe: the age of its last replayed commit while received WAL waits to be replayed, 0 when it replayed everything it received.",
+      labelNames: ['replica'] as const,
+      registers,
+    }),
+    replicaRequests: new Counter({
+      name: 'collab_read_replica_requests_total',
+      help: "Read-only requests by where their reads went: a replica (host:port), or 'primary' when no admitted replica had applied what the request needed.",
+      labelNames: ['target'] as const,
+      registers,
+    }),
+    replicaFallbacks: new Counter({
+      name: 'collab_read_replica_fallbacks_total',
+      help: 'Reads that failed on the read replica and were asked again of the primary (the replica is then left out until healthy).',
+      labelNames: ['replica'] as const,
+      registers,
+    }),
+  };
+}
+
 /** The metrics of one app, in its own registry. */
 function createMetrics(registry: Registry) {
   const registers = [registry];
@@ -141,6 +171,7 @@ function createMetrics(registry: Registry) {
       registers,
     }),
     ...heldBackGauges(registers),
+    ...replicaMetrics(registers),
     breakersOpen: new Gauge({
       name: 'collab_webhook_breakers_open',
       help: 'Webhook endpoints whose breaker is open (parked, or probing), all workspaces together.',
@@ -179,6 +210,29 @@ async function projectionLags(services: Services, now: number) {
   return Promise.all(checkpoints.map(async ([name, from]) => [name, await lagAt(from)] as const));
 }
 
+/** Counted so far, by metric and label: the counters move by what was added since the last scrape. */
+const counted = new WeakMap<Metrics, Map<string, number>>();
+
+function refreshReplicas(services: Services, m: Metrics) {
+  const replicas = services.replicas;
+  if (!replicas) return;
+  let seen = counted.get(m);
+  if (!seen) counted.set(m, (seen = new Map()));
+  const add = (counter: Counter<string>, label: Record<string, string>, total: number) => {
+    const key = `${counter === m.replicaRequests ? 'r' : 'f'}:${Object.values(label)[0]}`;
+    const delta = total - (seen.get(key) ?? 0);
+    if (delta > 0 || !seen.has(key)) counter.inc(label, delta);
+    seen.set(key, total);
+  };
+  for (const r of replicas.status()) {
+    m.replicaUp.set({ replica: r.name }, r.up ? 1 : 0);
+    m.replicaLag.set({ replica: r.name }, r.lagSeconds);
+    add(m.replicaRequests, { target: r.name }, r.requests);
+    add(m.replicaFallbacks, { replica: r.name }, r.fallbacks);
+  }
+  add(m.replicaRequests, { target: 'primary' }, replicas.primaryRequests);
+}
+
 /** Reads the store-backed gauges; each is a count on an index or a bounded read. */
 async function refreshGauges(services: Services, m: Metrics): Promise<void> {
   const now = services.clock();
@@ -196,6 +250,7 @@ async function refreshGauges(services: Services, m: Metrics): Promise<void> {
     m.lagEvents.set({ projection: name }, lag.events + (held?.events ?? 0));
     m.lagSeconds.set({ projection: name }, Math.max(lag.seconds, heldSeconds));
   }
+  refreshReplicas(services, m);
   m.heldBackEvents.set(held?.events ?? 0);
   m.heldBackSeconds.set(heldSeconds);
   m.parked.set(parkedCount);

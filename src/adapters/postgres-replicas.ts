@@ -1,0 +1,231 @@
+/**
+ * Read replicas (POSTGRES_REPLICA_URLS): hot standbys of the primary that read-only requests
+ * are answered from when their replay has reached what the request needs.
+ *
+ * - What a standby has applied is read on the standby itself: its `checkpoints` rows are the
+ *   primary's, physically replicated, and a projection's checkpoint moves in the same commit as
+ *   its read-model writes. A standby replays commits in the primary's order, so once it shows
+ *   checkpoints at P it shows every read-model row, key ring and table committed before them.
+ *   The position is asked with the primary's own query (the projections' `getCheckpoint`, run
+ *   on the standby: `start`'s `applied`), every PROBE_MS, and only grows between probes: a
+ *   request is routed on a value the standby has at least reached.
+ * - A request needs a position: its consistency token's (x-consistency-token), else the last
+ *   write this process made for the same caller (its API key or workspace: read-your-writes
+ *   without a token, within one process), else nothing. It goes to an admitted standby whose
+ *   applied position is at least that (round robin), and otherwise to the primary. So a
+ *   request carrying a token is never answered from older read models than the primary would
+ *   answer it from.
+ * - A standby is admitted while it answers, is in recovery (a promoted one no longer follows the
+ *   primary) and its replay lag is within POSTGRES_REPLICA_MAX_LAG_MS. A failed read leaves it
+ *   out at once (the read is asked again of the primary: PostgresReadStore.routed); the next
+ *   probe that finds it healthy takes it back.
+ * - What is routed is decided per request by the caller (src/http/api-routes.ts: read-only
+ *   routes), inside `reading`; only reads outside transactions go to the standby
+ *   (PostgresReadStore), so anything that writes, and what it reads to decide, stays on the
+ *   primary.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { LogPosition } from '../ports/event-store.js';
+import { evictOldest } from '../shared/evict.js';
+import { PostgresReadStore, type PostgresReadStoreOptions, type ReadRouting } from './postgres-read-store.js';
+
+/** How often each standby's health, lag and applied position are asked, ms. */
+const PROBE_MS = 250;
+/** Callers whose last write is remembered (oldest dropped first). */
+const WRITERS_KEPT = 100_000;
+
+type State = 'up' | 'lagging' | 'down';
+
+interface Replica {
+  /** host:port, for logs and metrics (never the credentials). */
+  readonly name: string;
+  readonly store: PostgresReadStore;
+  state: State;
+  lagMs: number;
+  /** What every projection had applied on it at the last probe (null: not known yet). */
+  applied: LogPosition | null;
+  /** Requests sent to it; reads that failed on it and were asked of the primary. */
+  requests: number;
+  fallbacks: number;
+}
+
+interface Scope {
+  target: PostgresReadStore | null;
+  /** A request's reads (counted), or a probe's. */
+  request: boolean;
+}
+
+interface Logger {
+  warn(obj: unknown, msg?: string): void;
+  info(obj: unknown, msg?: string): void;
+}
+
+/** What /metrics shows of one standby. */
+export interface ReplicaStatus {
+  name: string;
+  up: boolean;
+  lagSeconds: number;
+  requests: number;
+  fallbacks: number;
+}
+
+const nameOf = (url: string) => {
+  const u = new URL(url);
+  return `${u.hostname}:${u.port || '5432'}`;
+};
+
+export class ReplicaSet implements ReadRouting {
+  private readonly replicas: Replica[];
+  private readonly scope = new AsyncLocalStorage<Scope>();
+  private readonly lastWrites = new Map<string, LogPosition>();
+  private next = 0;
+  private readonly timers = new Map<Replica, NodeJS.Timeout>();
+  private readonly probing = new Set<Promise<void>>();
+  private closed = false;
+  /** Routable requests the primary answered (no standby had reached what they needed, or none was up). */
+  primaryRequests = 0;
+
+  constructor(
+    urls: readonly string[],
+    private readonly maxLagMs: number,
+    options: PostgresReadStoreOptions,
+    private readonly logger?: Logger,
+  ) {
+    this.replicas = urls.map((url) => ({
+      name: nameOf(url),
+      store: new PostgresReadStore(url, { ...options, standby: true, routing: undefined }),
+      state: 'down',
+      lagMs: 0,
+      applied: null,
+      requests: 0,
+      fallbacks: 0,
+    }));
+  }
+
+  /** ReadRouting: the standby of the current request, if it was given one. */
+  target(): PostgresReadStore | null {
+    return this.scope.getStore()?.target ?? null;
+  }
+
+  /** ReadRouting: a read failed on `target`: left out until a probe finds it healthy; the rest of the request reads the primary. */
+  failed(target: PostgresReadStore, error: unknown): void {
+    const scope = this.scope.getStore();
+    if (scope) scope.target = null;
+    const r = this.replicas.find((x) => x.store === target);
+    if (!r) return;
+    if (scope?.request) r.fallbacks++;
+    this.setState(r, 'down', { code: (error as { code?: unknown }).code, err: (error as Error).message });
+  }
+
+  /**
+   * Runs `fn` (a read-only request's handler) with its reads on an admitted standby that has
+   * applied `need` (any admitted one when null), or on the primary when none has.
+   */
+  async reading<T>(need: LogPosition | null, fn: () => Promise<T>): Promise<T> {
+    const r = this.pick(need);
+    if (!r) {
+      this.primaryRequests++;
+      return fn();
+    }
+    r.requests++;
+    r.store.beginRequest();
+    const scope: Scope = { target: r.store, request: true };
+    try {
+      return await this.scope.run(scope, fn);
+    } finally {
+      // Anything the request started that outlives it reads the primary.
+      scope.target = null;
+    }
+  }
+
+  /** What a caller's read needs besides its token: the last write this process made for it. */
+  lastWrite(caller: string): LogPosition | null {
+    return this.lastWrites.get(caller) ?? null;
+  }
+
+  /** This process appended up to `position` for `caller` (its read models have it, or the write's wait timed out). */
+  wrote(caller: string, position: LogPosition): void {
+    const before = this.lastWrites.get(caller);
+    if (before !== undefined && before >= position) return;
+    this.lastWrites.delete(caller);
+    if (this.lastWrites.size >= WRITERS_KEPT) evictOldest(this.lastWrites, WRITERS_KEPT >> 3);
+    this.lastWrites.set(caller, position);
+  }
+
+  private pick(need: LogPosition | null): Replica | null {
+    const n = this.replicas.length;
+    for (let k = 0; k < n; k++) {
+      const r = this.replicas[(this.next + k) % n]!;
+      if (r.state !== 'up' || r.applied === null || (need !== null && r.applied < need)) continue;
+      this.next = (this.next + k + 1) % n;
+      return r;
+    }
+    return null;
+  }
+
+  /**
+   * Starts probing every standby, each on its own clock (one that does not answer takes up to
+   * its connection timeout, which must not hold the others' positions back): `applied` is the
+   * primary's query of what every projection applied, run here with its reads on the standby
+   * probed.
+   */
+  start(applied: () => Promise<LogPosition | null>): void {
+    for (const r of this.replicas) {
+      const tick = () => {
+        const probing = this.probe(r, applied).finally(() => {
+          this.probing.delete(probing);
+          if (!this.closed) this.timers.set(r, setTimeout(tick, PROBE_MS).unref());
+        });
+        this.probing.add(probing);
+      };
+      tick();
+    }
+  }
+
+  private async probe(r: Replica, applied: () => Promise<LogPosition | null>): Promise<void> {
+    try {
+      const s = await r.store.standbyState();
+      // Read with a scope of its own: a failure here must not count as a request's fallback.
+      const scope: Scope = { target: r.store, request: false };
+      const position = await this.scope.run(scope, async () => {
+        try {
+          const p = await applied();
+          // A failed read fell back to the primary (failed() cleared the target): no answer of the standby's.
+          if (scope.target === null) throw new Error('the standby did not answer its checkpoints');
+          return p;
+        } finally {
+          // Anything the probe started that outlives it reads the primary.
+          scope.target = null;
+        }
+      });
+      r.lagMs = s.lagMs;
+      // Taken as read, not as the highest seen: after a rebuild's switch the checkpoints asked are
+      // the new generation's, which a standby shows once it replayed the switch.
+      r.applied = position;
+      if (!s.inRecovery) this.setState(r, 'down', { reason: 'not in recovery: promoted, or not a standby; its reads no longer follow the primary' });
+      else if (s.lagMs > this.maxLagMs) this.setState(r, 'lagging', { lagMs: Math.round(s.lagMs), maxLagMs: this.maxLagMs });
+      else this.setState(r, 'up', {});
+    } catch (error) {
+      this.setState(r, 'down', { code: (error as { code?: unknown }).code, err: (error as Error).message });
+    }
+  }
+
+  private setState(r: Replica, state: State, detail: Record<string, unknown>) {
+    if (r.state === state) return;
+    const before = r.state;
+    r.state = state;
+    if (state === 'up') this.logger?.info({ replica: r.name, was: before }, `read replica ${r.name} admitted: reads go to it again`);
+    else if (before === 'up') this.logger?.warn({ replica: r.name, state, ...detail }, `read replica ${r.name} left out (${state}): its reads go to the primary until it is healthy`);
+  }
+
+  status(): ReplicaStatus[] {
+    return this.replicas.map((r) => ({ name: r.name, up: r.state === 'up', lagSeconds: r.lagMs / 1000, requests: r.requests, fallbacks: r.fallbacks }));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.probing].map((p) => p.catch(() => undefined)));
+    for (const t of this.timers.values()) clearTimeout(t);
+    await Promise.all(this.replicas.map((r) => r.store.close().catch(() => undefined)));
+  }
+}
