@@ -260,6 +260,8 @@ export const auditProjection: Projection = {
   name: 'audit',
   indexes: [
     { collection: AUDIT_SUBJECTS, fields: ['subject', 'position'] },
+    // The retention job (src/jobs/retention.ts) deletes subject rows oldest first, as it deletes their events.
+    { collection: AUDIT_SUBJECTS, fields: ['position'] },
     { collection: AUDIT_EVENTS, fields: ['apiKey', 'position'] },
     { collection: AUDIT_EVENTS, fields: ['apiKey', 'data.organizationId', 'position'] },
     { collection: AUDIT_EVENTS, fields: ['target', 'position'] },

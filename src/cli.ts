@@ -244,7 +244,7 @@ async function projectionsCommand(sub: string | undefined, args: string[]) {
     try {
       const r = await rebuildReadModels(
         { events: services.events, generations: services.generations, projections: allProjections },
-        { onProgress: (p) => process.stderr.write(formatProgress(p) + '\n') },
+        { onProgress: (p) => process.stderr.write(formatProgress(p) + '\n'), retention: services.config },
       );
       if (r.dropped.length) process.stderr.write(`dropped old read-model collections: ${r.dropped.join(', ')}\n`);
       process.stdout.write(

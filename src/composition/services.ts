@@ -17,6 +17,7 @@ import { allProjections } from '../../projections/index.js';
 import { WebhookDeliverer, type WebhookOptions } from '../webhooks/deliverer.js';
 import { egressPolicyOf } from '../adapters/egress.js';
 import { CascadeWorker } from '../jobs/cascade.js';
+import { RetentionJob } from '../jobs/retention.js';
 import { openReadModels, SHARED_COLLECTIONS } from '../ops/read-models.js';
 import { attachAccessIndex } from '../../queries/access-index.js';
 import type { GenerationalReadStore } from '../runtime/generations.js';
@@ -42,6 +43,11 @@ export interface Services {
   webhooks: WebhookDeliverer;
   /** Appends the per-item events of folder and organization deletions (src/jobs/cascade.ts); `settle` waits for them. */
   cascade: Pick<CascadeWorker, 'settle'>;
+  /**
+   * Deletes history versions and audit entries past HISTORY_RETENTION_DAYS / AUDIT_RETENTION_DAYS
+   * (src/jobs/retention.ts); runs where the projections are applied. `prune` runs it once now.
+   */
+  retention: Pick<RetentionJob, 'prune'>;
   /** The worker thread doing the background work, when the services run one (OpenOptions.thread). */
   background: BackgroundThread | null;
   clock: () => number;
@@ -79,6 +85,8 @@ export interface OpenOptions {
   batchSize?: number;
   /** Told the position every projection passed after each batch this process applies. */
   onApplied?: (position: LogPosition) => void;
+  /** How often the retention job runs (default an hour; tests shorten it). */
+  retentionEveryMs?: number;
 }
 
 /**
@@ -235,6 +243,9 @@ export async function assemble(
     cascade = started.thread;
     unsubscribe = started.unsubscribe;
   } else if (options.follow !== false && !api) cascadeWorker.start();
+  // Where the projections are applied (on the background thread, its own services run it).
+  const retention = new RetentionJob(read, config, projections, clock, logger, options.retentionEveryMs);
+  if (options.follow !== false && !observe) retention.start();
   let closed = false;
   // Page tokens are sealed with a key derived from the master key (queries/paging.ts):
   // installed here, the one place every process (API, worker, background thread) opens.
@@ -249,6 +260,7 @@ export async function assemble(
     projections,
     webhooks,
     cascade,
+    retention,
     background,
     clock,
     async close() {
@@ -257,6 +269,7 @@ export async function assemble(
       releasePageTokens();
       unsubscribe();
       await background?.stop();
+      await retention.stop();
       await cascadeWorker.stop();
       await webhooks.stop();
       await projections.stop();
