@@ -275,7 +275,7 @@ async function accessCommand(sub: string | undefined, args: string[]) {
     // The review reads the read models as the log leaves them.
     await services.projections.catchUp();
     // `--as-of` as the API's asOf takes it: an ISO instant with milliseconds or Unix milliseconds.
-    const asOf = raw === undefined ? undefined : parseAsOf(/^\d+$/.test(raw) ? Number(raw) : raw, ctx.now, '--as-of');
+    const asOf = raw === undefined ? undefined : parseAsOf(/^\d+$/.test(raw) ? Number(raw) : raw, ctx.now, services.config.historyRetentionDays, '--as-of');
     await accessReview(services.read, apiKey, ctx.now, values.org!, process.stdout, { format, ...(asOf !== undefined ? { asOf } : {}) });
   });
 }

@@ -1185,7 +1185,7 @@ export interface paths {
         put?: never;
         /**
          * Who could open a folder or document, and when
-         * @description For `documentId` or `folderId` (exactly one): the intervals during which each user could open it through a grant (their own or a group's), each exactly the users/get row of every instant inside it (`accessRole`, `via`), with the change that opened and closed it (event type, time, actor; a temporary grant running out closes at its `expiresAt`). With `userId`, that user's only; with `from` / `to` (ISO 8601 UTC with milliseconds or Unix milliseconds), those overlapping [from, to). Ordered by `from`, then userId. Users let in with no grant (a public resource, users/get's `everyone`) have no interval, nor has a resource that never existed. At most 10,000 changes to what the resource is resolved from and 1,000 instants of change are examined per call (INVALID_ARGUMENT beyond). `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow, bound to the query that made it. A page reads at most 10,000 store documents resolving users and runs at most the server's query deadline (`QUERY_DEADLINE_MS`); when either runs out first the page ends early, possibly empty, with a `result.pageToken` that goes on from the instant and user it reached. So keep reading while a token comes back. The deadline passing before a page examined anyone, or the request timeout, is RESOURCE_EXHAUSTED naming it.
+         * @description For `documentId` or `folderId` (exactly one): the intervals during which each user could open it through a grant (their own or a group's), each exactly the users/get row of every instant inside it (`accessRole`, `via`), with the change that opened and closed it (event type, time, actor; a temporary grant running out closes at its `expiresAt`). With `userId`, that user's only; with `from` / `to` (ISO 8601 UTC with milliseconds or Unix milliseconds), those overlapping [from, to). Ordered by `from`, then userId. Users let in with no grant (a public resource, users/get's `everyone`) have no interval, nor has a resource that never existed. At most 10,000 changes to what the resource is resolved from and 1,000 instants of change are examined per call (INVALID_ARGUMENT beyond). `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow, bound to the query that made it. A page reads at most 10,000 store documents resolving users and runs at most the server's query deadline (`QUERY_DEADLINE_MS`); when either runs out first the page ends early, possibly empty, with a `result.pageToken` that goes on from the instant and user it reached. So keep reading while a token comes back. The deadline passing before a page examined anyone, or the request timeout, is RESOURCE_EXHAUSTED naming it. When the server keeps a limited history (`HISTORY_RETENTION_DAYS`), a `from` before its horizon (now minus that many days) or a `to` at or before it is INVALID_ARGUMENT naming the horizon; without `from` the history starts at the horizon, and an interval already open then is shown from it, `openedBy` `{ type: "retentionHorizon", time: <horizon>, actor: "retention" }`.
          */
         post: operations["authAccessHistory"];
         delete?: never;
@@ -8283,7 +8283,7 @@ export interface operations {
                         userIds: string[];
                         folderIds?: string[];
                         documentIds?: string[];
-                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, before the history retention horizon (now minus the server's `HISTORY_RETENTION_DAYS`, when set), or malformed: INVALID_ARGUMENT. Absent: now. */
                         asOf?: string | number;
                     };
                 };
@@ -8848,7 +8848,7 @@ export interface operations {
                         folderId?: string;
                         pageSize?: number;
                         pageToken?: string;
-                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, before the history retention horizon (now minus the server's `HISTORY_RETENTION_DAYS`, when set), or malformed: INVALID_ARGUMENT. Absent: now. */
                         asOf?: string | number;
                     };
                 };
@@ -8992,7 +8992,7 @@ export interface operations {
                         minAccessRole?: "editor" | "viewer";
                         pageSize?: number;
                         pageToken?: string;
-                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, before the history retention horizon (now minus the server's `HISTORY_RETENTION_DAYS`, when set), or malformed: INVALID_ARGUMENT. Absent: now. */
                         asOf?: string | number;
                     };
                 };
@@ -9151,7 +9151,7 @@ export interface operations {
                         userId: string;
                         documentId?: string;
                         folderId?: string;
-                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, before the history retention horizon (now minus the server's `HISTORY_RETENTION_DAYS`, when set), or malformed: INVALID_ARGUMENT. Absent: now. */
                         asOf?: string | number;
                     };
                 };

@@ -297,7 +297,7 @@ export class ChangeStream {
         // Another process's commits are visible to this read (as a request's are).
         read.beginRequest();
         const page = await changesPage(read, this.o.apiKey, { after: this.cursor, bound, pageSize: PAGE_SIZE, families: this.o.families, pacer: this.pacer });
-        const rows: AuditEventDoc[] = this.o.userId === undefined ? page.rows : await rowsForUser(read, this.o.apiKey, this.o.userId, services.clock(), page.rows, this.pacer);
+        const rows: AuditEventDoc[] = this.o.userId === undefined ? page.rows : await rowsForUser(read, this.o.apiKey, this.o.userId, services.clock(), page.rows, this.pacer, services.config.historyRetentionDays);
         let full = false;
         for (const row of rows) {
           if (this.closed) return;
