@@ -94,7 +94,13 @@ test.before(async () => {
   pruned.t = await pruned.h.tenant();
   await live(kept);
   await live(pruned);
+  // Change tokens taken before the job runs: the oldest change, and the first within the horizon.
+  const { changes } = (await ok(pruned, '/v2/changes/get', { pageSize: 1000 })).data;
+  oldToken = changes[0].token;
+  recentToken = changes.find((c: { time: number }) => c.time >= HORIZON).token;
 });
+let oldToken: string;
+let recentToken: string;
 test.after(async () => {
   await kept.h.close();
   await pruned.h.close();
@@ -123,6 +129,26 @@ test('versions closed before the horizon and older audit entries are deleted; th
   assert.ok(subjects.every((s) => (s.position as string) >= first!._id), 'subject rows of deleted entries are deleted');
   // A second run finds nothing more.
   assert.equal(await pruned.h.services.retention.prune(), { history: 0, audit: 0 });
+});
+
+test('the change feed refuses to go on over deleted changes, and goes on from a place after them', async () => {
+  assert.is((await post(kept, '/v2/changes/get', {})).status, 200);
+  const advice = 'Start again from a recent token (a write\'s x-consistency-token, or the stream\'s since=now).';
+  const fromStart = await post(pruned, '/v2/changes/get', {});
+  assert.is(fromStart.status, 400, JSON.stringify(fromStart.body));
+  assert.match(fromStart.body.error.message, 'The changes from the start are no longer all kept: the audit retention (AUDIT_RETENTION_DAYS) deleted those up to ');
+  assert.ok(fromStart.body.error.message.endsWith(advice), fromStart.body.error.message);
+  const old = await post(pruned, '/v2/changes/get', { since: oldToken });
+  assert.is(old.status, 400);
+  assert.match(old.body.error.message, 'The changes after data.since are no longer all kept');
+  const stream = await pruned.h.app.inject({ method: 'GET', url: `/v2/changes/stream?since=${encodeURIComponent(oldToken)}`, headers: pruned.t.headers });
+  assert.is(stream.statusCode, 400, stream.body);
+  assert.match(JSON.parse(stream.body).error.message, 'The changes after since are no longer all kept');
+  // From a change the job kept, the feed goes on, with what the kept side shows after the same change.
+  const recent = (await ok(pruned, '/v2/changes/get', { since: recentToken, pageSize: 1000 })).data;
+  const all = (await ok(kept, '/v2/changes/get', { pageSize: 1000 })).data.changes as Array<{ type: string; time: number }>;
+  const after = all.slice(all.findIndex((c) => c.time >= HORIZON) + 1);
+  assert.equal(recent.changes.map((c: { type: string; time: number }) => `${c.type}@${c.time}`), after.map((c) => `${c.type}@${c.time}`));
 });
 
 test('access questions as of the horizon or later answer as without retention', async () => {

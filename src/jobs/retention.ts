@@ -14,7 +14,9 @@
  * - audit: the entries of `audit_events` in log order (their `_id` is the log position) up
  *   to the first one whose time is within the horizon, and the subject rows of the deleted
  *   positions. Deleting a prefix of the log order keeps the change feed, which reads the same
- *   rows in log order, without holes: it starts later, it never skips.
+ *   rows in log order, without holes: it starts later, it never skips. Each key's last
+ *   position deleted is recorded (`audit_retention`), and the feed refuses to go on from a place at or
+ *   before it (queries/changes.ts), which would skip what was deleted.
  *
  * The log itself is never touched. A rebuild replays it whole and then runs this same pruning
  * on the new generation before switching (src/ops/rebuild.ts), so the rebuilt read models
@@ -25,7 +27,7 @@
  */
 import { HISTORIZED } from '../../projections/history-access.js';
 import { historyCollection, type VersionDoc } from '../../projections/history.js';
-import { AUDIT_EVENTS, AUDIT_SUBJECTS, type AuditEventDoc, type AuditSubjectDoc } from '../../projections/audit.js';
+import { AUDIT_EVENTS, AUDIT_RETENTION, AUDIT_SUBJECTS, type AuditEventDoc, type AuditPrunedDoc, type AuditSubjectDoc } from '../../projections/audit.js';
 import type { Doc, ReadStore, ReadTx } from '../ports/read-store.js';
 import type { Config } from '../config/config.js';
 import type { ProjectionRunner, RunnerLogger } from '../runtime/projection-runner.js';
@@ -52,14 +54,22 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 /**
  * Deletes, a batch per transaction, the rows `pick` chooses among the first BATCH that `page`
  * reads; stops once a batch deletes fewer than it read (the rest is within the horizon).
+ * `record` runs in each batch's transaction with the rows it deletes.
  */
-async function inBatches(read: ReadStore, collection: string, page: (tx: ReadTx) => Promise<Doc[]>, pick: (rows: Doc[]) => Doc[]): Promise<number> {
+async function inBatches(
+  read: ReadStore,
+  collection: string,
+  page: (tx: ReadTx) => Promise<Doc[]>,
+  pick: (rows: Doc[]) => Doc[],
+  record?: (tx: ReadTx, deleted: Doc[]) => Promise<void>,
+): Promise<number> {
   let total = 0;
   for (;;) {
     const { deleted, full } = await read.transaction(async (tx) => {
       const rows = await page(tx);
       const old = pick(rows);
       if (old.length > 0) await tx.bulk(old.map((r) => ({ op: 'delete' as const, collection, id: r._id })));
+      if (old.length > 0) await record?.(tx, old);
       return { deleted: old.length, full: rows.length === BATCH && old.length === rows.length };
     });
     total += deleted;
@@ -97,6 +107,13 @@ async function pruneAudit(read: ReadStore, horizon: number): Promise<number> {
     (rows) => {
       const i = rows.findIndex((r) => (r as AuditEventDoc).time >= horizon);
       return i < 0 ? rows : rows.slice(0, i);
+    },
+    // What the change feed checks a client's place against (queries/changes.ts): with the
+    // deletes, so it never says less was deleted than was.
+    async (tx, deleted) => {
+      const last = new Map<string, AuditEventDoc>();
+      for (const r of deleted as AuditEventDoc[]) last.set(r.apiKey, r);
+      for (const [apiKey, r] of last) await tx.upsert(AUDIT_RETENTION, { _id: apiKey, through: r.position, time: r.time } satisfies AuditPrunedDoc);
     },
   );
   // Subject rows before the first entry kept belong to deleted entries (read in the same

@@ -1976,6 +1976,8 @@ export interface paths {
          *     Paged: `pageSize` 1 to 1000 (default 100); send `nextToken` back as `since` (with the same `types`) for the next page. A page with no changes means none are applied yet after `since`: keep its `nextToken` and ask again later. Pages never skip nor repeat a change, however writes run meanwhile.
          *
          *     With `since`, the call first waits (at most CONSISTENCY_WAIT_MS) for the read models to reach it: 503 UNAVAILABLE after that. A token of another key or deployment, or changed: 400 INVALID_ARGUMENT.
+         *
+         *     A server with a limited audit (`AUDIT_RETENTION_DAYS`) deletes older changes: going on from before the key's last change deleted (an old token, or no `since` once any went) is 400 INVALID_ARGUMENT saying so, never a page that skips them.
          */
         post: operations["changesGet"];
         delete?: never;
@@ -2075,7 +2077,7 @@ export interface paths {
          * Follow the API key's changes live, as Server-Sent Events
          * @description The changes `/v2/changes/get` pages, as they are applied, as `text/event-stream`: each change is an event with `id:` its change token, `event: change` and `data:` the change as changes/get shows it (one line of JSON).
          *
-         *     Starts strictly after the `Last-Event-ID` header (a reconnect), else after `since` (any token changes/get takes: a change's, a `nextToken`, a write's `x-consistency-token`; or `now`, what is applied when it opens), else from the start: resumed with its last id, a stream loses and repeats nothing.
+         *     Starts strictly after the `Last-Event-ID` header (a reconnect), else after `since` (any token changes/get takes: a change's, a `nextToken`, a write's `x-consistency-token`; or `now`, what is applied when it opens), else from the start: resumed with its last id, a stream loses and repeats nothing. On a server with a limited audit (`AUDIT_RETENTION_DAYS`), a place before the key's last change deleted is refused (400 INVALID_ARGUMENT) rather than skip them.
          *
          *     A comment line (`: heartbeat`) comes every CHANGES_STREAM_HEARTBEAT_MS. The server may end a stream with `event: end`, `data: { reason, message, lastEventId? }`: `slow-reader` (the socket stayed full for CHANGES_STREAM_STALL_MS), `shutdown`, `error`, `unauthenticated` (the credentials, checked again with every heartbeat, no longer authenticate: an expired user token, say); reconnect with `Last-Event-ID: <lastEventId>`.
          *
