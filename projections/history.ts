@@ -44,6 +44,18 @@ import { BugError } from '../src/shared/errors.js';
 export const historyCollection = (collection: string) => `h_${collection}`;
 
 /**
+ * Not written by a projection: the retention job's record of how far it deleted history
+ * (src/jobs/retention.ts), one document, `HISTORY_PRUNED_ID`: versions that ended before
+ * `horizon` may be gone, whatever the setting says now. In the read-model generation: a
+ * rebuild prunes its new generation and records its own.
+ */
+export const HISTORY_RETENTION = 'history_retention';
+export const HISTORY_PRUNED_ID = 'pruned';
+export interface HistoryPrunedDoc extends Doc {
+  horizon: number;
+}
+
+/**
  * The closed versions of a history collection in the order they ended: what the retention
  * job (src/jobs/retention.ts) deletes from, oldest first, with `{ open: false }` sorted by
  * `validTo`. One more index entry per version; without it each run would scan the table.

@@ -182,6 +182,29 @@ test('an asOf before the horizon is refused, naming it and the setting', async (
   }
 });
 
+test('a longer setting, or none, still refuses what was deleted: the horizon deleted up to is recorded', async () => {
+  const config = pruned.h.services.config as { historyRetentionDays: number };
+  const between = HORIZON - 5 * DAY;
+  const ask = { organizationId: 'o', userIds: ['u1'], documentIds: ['d1'], asOf: between };
+  try {
+    for (const [days, now] of [[60, '60'], [0, 'unset']] as const) {
+      config.historyRetentionDays = days;
+      const r = await post(pruned, '/v2/auth/permissions/get', ask);
+      assert.is(r.status, 400, JSON.stringify(r.body));
+      assert.is(
+        r.body.error.message,
+        `data.asOf is before the history retention horizon (${new Date(HORIZON).toISOString()}): versions that ended before it were deleted under an earlier ` +
+          `HISTORY_RETENTION_DAYS (now ${now}); collab projections rebuild --all restores what the setting keeps.`,
+      );
+      const from = await post(pruned, '/v2/auth/access/history', { organizationId: 'o', documentId: 'd1', from: between });
+      assert.is(from.status, 400);
+      assert.is((await post(pruned, '/v2/auth/permissions/get', { ...ask, asOf: HORIZON })).status, 200);
+    }
+  } finally {
+    config.historyRetentionDays = 30;
+  }
+});
+
 test('access/history: a range reaching before the horizon is refused; without one it starts at the horizon', async () => {
   const horizon = new Date(HORIZON).toISOString();
   const from = await post(pruned, '/v2/auth/access/history', { organizationId: 'o', documentId: 'd1', from: NOW });

@@ -10,7 +10,9 @@
  *   index. Open versions are never touched (documents keep theirs in the live row anyway),
  *   so what was true at any instant from the horizon on is still there: a version valid at
  *   T >= horizon ends after T. The access questions refuse instants before the horizon
- *   (src/usecases/access.ts), so nothing answers from what was deleted.
+ *   (src/usecases/access.ts, historyHorizon below), so nothing answers from what was deleted;
+ *   the horizon deleted up to is recorded, so a later longer setting (or none) still refuses
+ *   what is gone.
  * - audit: the entries of `audit_events` in log order (their `_id` is the log position) up
  *   to the first one whose time is within the horizon, and the subject rows of the deleted
  *   positions. Deleting a prefix of the log order keeps the change feed, which reads the same
@@ -26,9 +28,9 @@
  * at start and every `everyMs` (an hour) after.
  */
 import { HISTORIZED } from '../../projections/history-access.js';
-import { historyCollection, type VersionDoc } from '../../projections/history.js';
+import { HISTORY_PRUNED_ID, HISTORY_RETENTION, historyCollection, type HistoryPrunedDoc, type VersionDoc } from '../../projections/history.js';
 import { AUDIT_EVENTS, AUDIT_RETENTION, AUDIT_SUBJECTS, type AuditEventDoc, type AuditPrunedDoc, type AuditSubjectDoc } from '../../projections/audit.js';
-import type { Doc, ReadStore, ReadTx } from '../ports/read-store.js';
+import type { Doc, ReadStore, ReadTx, ReadView } from '../ports/read-store.js';
 import type { Config } from '../config/config.js';
 import type { ProjectionRunner, RunnerLogger } from '../runtime/projection-runner.js';
 import { Wakeup } from '../runtime/wakeup.js';
@@ -42,7 +44,7 @@ const BATCH = 500;
 export type Retention = Pick<Config, 'historyRetentionDays' | 'auditRetentionDays'>;
 
 /** The instant before which `days` of retention keep nothing, at `nowMs`; undefined when `days` is 0 (keep everything). */
-export const horizonOf = (days: number, nowMs: number): number | undefined => (days > 0 ? nowMs - days * DAY_MS : undefined);
+const horizonOf = (days: number, nowMs: number): number | undefined => (days > 0 ? nowMs - days * DAY_MS : undefined);
 
 export interface Pruned {
   history: number;
@@ -78,6 +80,25 @@ async function inBatches(
   }
 }
 
+/**
+ * The instant before which access questions are refused, and why: the setting's horizon, or
+ * a later one this job deleted up to under an earlier, shorter setting (recorded with the
+ * deletes: a longer setting brings nothing back until a rebuild). Undefined: nothing is or
+ * was deleted. One read of one document.
+ */
+export async function historyHorizon(read: ReadView, days: number, nowMs: number): Promise<{ at: number; why: string } | undefined> {
+  const set = horizonOf(days, nowMs);
+  const pruned = await read.get<HistoryPrunedDoc>(HISTORY_RETENTION, HISTORY_PRUNED_ID);
+  if (pruned && (set === undefined || pruned.horizon > set)) {
+    return {
+      at: pruned.horizon,
+      why: `versions that ended before it were deleted under an earlier HISTORY_RETENTION_DAYS (now ${days === 0 ? 'unset' : days}); ` +
+        'collab projections rebuild --all restores what the setting keeps',
+    };
+  }
+  return set === undefined ? undefined : { at: set, why: `HISTORY_RETENTION_DAYS keeps ${days} day${days === 1 ? '' : 's'}` };
+}
+
 /** Deletes the history versions closed before `horizon`; returns how many. */
 async function pruneHistory(read: ReadStore, horizon: number): Promise<number> {
   let total = 0;
@@ -91,6 +112,11 @@ async function pruneHistory(read: ReadStore, horizon: number): Promise<number> {
         // Sorted by validTo: the old ones are a prefix.
         const i = rows.findIndex((r) => !((r as VersionDoc).validTo! < horizon));
         return i < 0 ? rows : rows.slice(0, i);
+      },
+      // Refused from now on whatever the setting becomes (historyHorizon), with the deletes.
+      async (tx) => {
+        const cur = await tx.get<HistoryPrunedDoc>(HISTORY_RETENTION, HISTORY_PRUNED_ID);
+        if (!cur || cur.horizon < horizon) await tx.upsert(HISTORY_RETENTION, { _id: HISTORY_PRUNED_ID, horizon } satisfies HistoryPrunedDoc);
       },
     );
   }

@@ -35,7 +35,7 @@
  * gone) hides its changes rather than ending the stream.
  */
 import { AsOfView } from '../../queries/as-of.js';
-import { horizonOf } from '../jobs/retention.js';
+import { historyHorizon } from '../jobs/retention.js';
 import type { Pacer } from '../../queries/cost.js';
 import { resolvePermissions } from '../../queries/permissions.js';
 import type { AuditEventDoc } from '../../projections/audit.js';
@@ -109,11 +109,12 @@ async function isMember(read: ReadView, apiKey: string, userId: string, organiza
  * The rows of `rows` (one page of `apiKey`'s feed, in log order) that `userId`'s stream
  * shows, in the same order. `nowMs`: the instant "can open now" is judged at.
  * `historyRetentionDays` (HISTORY_RETENTION_DAYS): "could open then" is never asked of an
- * instant before the retention horizon, whose versions may be deleted; such a change of a
- * resource the user cannot open now is not shown (hiding is the safe side).
+ * instant before the retention horizon (historyHorizon, src/jobs/retention.ts), whose versions
+ * may be deleted; such a change of a resource the user cannot open now is not shown (hiding
+ * is the safe side).
  */
 export async function rowsForUser(read: ReadView, apiKey: string, userId: string, nowMs: number, rows: readonly AuditEventDoc[], pacer: Pacer, historyRetentionDays = 0): Promise<AuditEventDoc[]> {
-  const horizon = horizonOf(historyRetentionDays, nowMs) ?? -Infinity;
+  const horizon = (await historyHorizon(read, historyRetentionDays, nowMs))?.at ?? -Infinity;
   const shown = new Set<AuditEventDoc>();
   const byOrganization = new Map<string, Array<{ row: AuditEventDoc; ask: ResourceAsk }>>();
   for (const e of rows) {

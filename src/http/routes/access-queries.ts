@@ -124,7 +124,7 @@ function resourcesRoute(services: Services) {
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userId', [data.userId]);
       const { asOf: at, ...q } = data;
-      const view = accessView(services.read, ctx.now, at, services.config.historyRetentionDays);
+      const view = await accessView(services.read, ctx.now, at, services.config.historyRetentionDays);
       // A user token: a folder it may not open is refused as a missing one; an organization
       // that does not exist lists nothing, as one where the user opens nothing (acting-user.ts).
       if (q.folderId !== undefined) await mayOpenResource(ctx, q.organizationId, { folderId: q.folderId }, view);
@@ -172,7 +172,7 @@ function usersRoute(services: Services) {
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId, minAccessRole, pageSize: size, pageToken: token } = data;
-      const view = accessView(services.read, ctx.now, data.asOf, services.config.historyRetentionDays);
+      const view = await accessView(services.read, ctx.now, data.asOf, services.config.historyRetentionDays);
       const page = await listUsers(ctx, view, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) });
       return { message: 'Users retrieved successfully.', data: page.data, pageToken: page.pageToken };
     },
@@ -203,7 +203,7 @@ function explainRoute(services: Services) {
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userId', [data.userId]);
       // A user token: explained only where its user may open it, else refused as a missing one.
-      const view = accessView(services.read, ctx.now, data.asOf, services.config.historyRetentionDays);
+      const view = await accessView(services.read, ctx.now, data.asOf, services.config.historyRetentionDays);
       await mayOpenResource(ctx, data.organizationId, refOf(data), view);
       const result = await explainUseCase(ctx, view, { organizationId: data.organizationId, userId: data.userId, ...refOf(data) });
       return { message: 'Access explained successfully.', data: result };
