@@ -48,6 +48,19 @@ import { redactConfig } from './workspaces.js';
 
 export const AUDIT_EVENTS = 'audit_events';
 export const AUDIT_SUBJECTS = 'audit_subjects';
+/**
+ * Not written by this projection: the retention job's record of what it deleted from
+ * `audit_events` (src/jobs/retention.ts), one document per API key, keyed by the key. It
+ * belongs to the read-model generation: a rebuild prunes its new generation and writes its own.
+ */
+export const AUDIT_RETENTION = 'audit_retention';
+
+export interface AuditPrunedDoc extends Doc {
+  /** The position of the key's last entry deleted: every entry of the key at or before it is gone. */
+  through: string;
+  /** That entry's time (ms). */
+  time: number;
+}
 
 export type SubjectKind = 'key' | 'organization' | 'folder' | 'document' | 'agent';
 
@@ -260,6 +273,8 @@ export const auditProjection: Projection = {
   name: 'audit',
   indexes: [
     { collection: AUDIT_SUBJECTS, fields: ['subject', 'position'] },
+    // The retention job (src/jobs/retention.ts) deletes subject rows oldest first, as it deletes their events.
+    { collection: AUDIT_SUBJECTS, fields: ['position'] },
     { collection: AUDIT_EVENTS, fields: ['apiKey', 'position'] },
     { collection: AUDIT_EVENTS, fields: ['apiKey', 'data.organizationId', 'position'] },
     { collection: AUDIT_EVENTS, fields: ['target', 'position'] },

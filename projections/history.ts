@@ -43,6 +43,25 @@ import { BugError } from '../src/shared/errors.js';
 
 export const historyCollection = (collection: string) => `h_${collection}`;
 
+/**
+ * Not written by a projection: the retention job's record of how far it deleted history
+ * (src/jobs/retention.ts), one document, `HISTORY_PRUNED_ID`: versions that ended before
+ * `horizon` may be gone, whatever the setting says now. In the read-model generation: a
+ * rebuild prunes its new generation and records its own.
+ */
+export const HISTORY_RETENTION = 'history_retention';
+export const HISTORY_PRUNED_ID = 'pruned';
+export interface HistoryPrunedDoc extends Doc {
+  horizon: number;
+}
+
+/**
+ * The closed versions of a history collection in the order they ended: what the retention
+ * job (src/jobs/retention.ts) deletes from, oldest first, with `{ open: false }` sorted by
+ * `validTo`. One more index entry per version; without it each run would scan the table.
+ */
+const retentionIndex = (collection: string): IndexSpec => ({ collection: historyCollection(collection), fields: ['open', 'validTo'] });
+
 /** The change that opened or closed a version: the event's type, time and who made it (metadata.actor). */
 export interface ChangeRef {
   type: string;
@@ -244,7 +263,7 @@ class VersionedTx implements ReadTx {
 export function historyOf(live: Projection, collections: readonly string[]): Projection {
   const mapped = new Set(collections);
   const indexes: IndexSpec[] = [];
-  for (const c of collections) indexes.push({ collection: historyCollection(c), fields: ['entity', 'back'] });
+  for (const c of collections) indexes.push({ collection: historyCollection(c), fields: ['entity', 'back'] }, retentionIndex(c));
   for (const spec of live.indexes) {
     if (!mapped.has(spec.collection)) continue;
     const collection = historyCollection(spec.collection);
@@ -480,7 +499,7 @@ export function withOpenVersions(live: Projection, collection: string, options: 
   const mirrored = live.indexes.filter((spec) => spec.collection === collection).map((spec): IndexSpec => ({ collection: h, fields: spec.fields }));
   return {
     name: live.name,
-    indexes: [...live.indexes, { collection: h, fields: ['entity', 'back'] }, ...mirrored],
+    indexes: [...live.indexes, { collection: h, fields: ['entity', 'back'] }, retentionIndex(collection), ...mirrored],
     handles: live.handles,
     apply: (event, tx) => live.apply(event, new OpenVersionTx(tx, event, collection, options)),
   };

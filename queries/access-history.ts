@@ -156,7 +156,7 @@ const push = <K, V>(m: Map<K, V[]>, k: K, v: V) => {
  * Every row concerning R (see the top of this file), the instants access to R may have
  * changed at (up to `nowMs`), and whom each concerns.
  */
-async function historyPlan(read: ReadView, apiKey: string, nowMs: number, q: HistoryQuery) {
+async function historyPlan(read: ReadView, apiKey: string, nowMs: number, q: HistoryQuery, horizon: number | undefined) {
   const { organizationId } = q;
   const rr = new RowReader(read);
   await rr.find(ORGANIZATIONS, { entity: organizationKey(apiKey, organizationId) });
@@ -203,7 +203,13 @@ async function historyPlan(read: ReadView, apiKey: string, nowMs: number, q: His
       for (const t of ts) shared.add(t);
     }
   }
-  const past = [...instants].filter((t) => t <= nowMs).sort((a, b) => a - b);
+  // With a retention horizon, what came before it may be deleted: the walk starts at the
+  // horizon itself, where every user with access is examined (see accessHistory).
+  if (horizon !== undefined) {
+    instants.add(horizon);
+    shared.add(horizon);
+  }
+  const past = [...instants].filter((t) => t <= nowMs && (horizon === undefined || t >= horizon)).sort((a, b) => a - b);
   if (past.length > MAX_HISTORY_CHANGES) {
     throw invalidArgument(`Access to this resource changed at ${past.length} instants; access/history examines at most ${MAX_HISTORY_CHANGES} per call.`);
   }
@@ -231,7 +237,7 @@ async function historyPlan(read: ReadView, apiKey: string, nowMs: number, q: His
       if (!mine) {
         const set = new Set<number>([...shared, ...(own.get(u) ?? [])]);
         for (const g of groupsOf.get(u) ?? []) for (const x of groupInstants.get(g) ?? []) set.add(x);
-        mine = [...set].filter((x) => x <= nowMs).sort((a, b) => a - b);
+        mine = [...set].filter((x) => x <= nowMs && (horizon === undefined || x >= horizon)).sort((a, b) => a - b);
         relevant.set(u, mine);
       }
       return mine.filter((x) => x > t);
@@ -312,17 +318,28 @@ class Cancellable implements ReadView {
 }
 
 /**
+ * What opened an interval that was already open at the history retention horizon
+ * (HISTORY_RETENTION_DAYS): the versions before it may be deleted, so neither when it began
+ * nor what began it is known any more, and the interval is shown from the horizon on.
+ */
+const RETENTION_HORIZON_REF = (horizon: number): ChangeRef => ({ type: 'retentionHorizon', time: horizon, actor: 'retention' });
+
+/**
  * A page of R's access intervals overlapping [from, to), in (from, userId) order (see the top
  * of this file). The page ends when full, when HISTORY_READ_BUDGET reads of resolution are
  * spent or when the deadline passes, with a token at the (instant, user) it reached.
+ *
+ * `horizon` (the history retention's, src/jobs/retention.ts): the caller has refused a range
+ * reaching before it; instants before it are not examined, and an interval open at it starts
+ * there, opened by RETENTION_HORIZON_REF.
  */
-export async function accessHistory(read: ReadView, apiKey: string, nowMs: number, q: HistoryQuery, budget = HISTORY_READ_BUDGET, deadline: Deadline = NO_DEADLINE) {
+export async function accessHistory(read: ReadView, apiKey: string, nowMs: number, q: HistoryQuery, budget = HISTORY_READ_BUDGET, deadline: Deadline = NO_DEADLINE, horizon?: number) {
   const query = { apiKey, what: 'auth/access/history', organizationId: q.organizationId, documentId: q.documentId ?? null, folderId: q.folderId ?? null, userId: q.userId ?? null, from: q.from ?? null, to: q.to ?? null };
   const start = decodePageToken(q.pageToken, query);
   if (start && typeof start.value !== 'number') throw invalidArgument('data.pageToken is not a valid page token for this query.');
   const pageSize = q.pageSize ?? HISTORY_DEFAULT_PAGE_SIZE;
   const view = new Cancellable(read, deadline);
-  const plan = await historyPlan(view, apiKey, nowMs, q);
+  const plan = await historyPlan(view, apiKey, nowMs, q, horizon);
   const meter = new ReadMeter(view, budget);
   const pacer = new Pacer(deadline);
   const ref: ResourceRef = q.documentId !== undefined ? { documentId: q.documentId } : { folderId: q.folderId! };
@@ -360,12 +377,15 @@ export async function accessHistory(read: ReadView, apiKey: string, nowMs: numbe
       if (stop()) return { data: out, pageToken: encodePageToken(query, reached!) };
       const chunk = opening.slice(i, i + CHUNK);
       const now = await rowsAt(at, chunk);
-      const before = await rowsAt(at - 1, chunk.filter((u) => now.has(u)));
+      // At the horizon nothing before can be read: whoever has access then opens an interval there.
+      const atHorizon = at === horizon;
+      const before = atHorizon ? new Map<string, UserRow>() : await rowsAt(at - 1, chunk.filter((u) => now.has(u)));
       for (const userId of chunk) {
         const row = now.get(userId);
         const prior = before.get(userId);
         if (row && !(prior && sameRow(prior, row))) {
-          const iv: AccessInterval = { userId, accessRole: row.accessRole, from: at, to: null, via: viaOf(row), openedBy: changeAt(plan.rows, userId, at, row, false), closedBy: null };
+          const openedBy = atHorizon ? RETENTION_HORIZON_REF(at) : changeAt(plan.rows, userId, at, row, false);
+          const iv: AccessInterval = { userId, accessRole: row.accessRole, from: at, to: null, via: viaOf(row), openedBy, closedBy: null };
           // Where it closes: the first of the user's later instants where their row differs.
           for (const later of plan.after(userId, at)) {
             if (stop()) return { data: out, pageToken: encodePageToken(query, reached!) };

@@ -11,9 +11,10 @@
  *
  * Bounded: one indexed read of at most `pageSize` rows, or one per family asked for.
  */
-import type { LogPosition } from '../src/ports/event-store.js';
+import { LOG_START, type LogPosition } from '../src/ports/event-store.js';
 import type { ReadView } from '../src/ports/read-store.js';
-import { AUDIT_EVENTS, CHANGE_FAMILIES, type AuditEventDoc, type ChangeFamily } from '../projections/audit.js';
+import { invalidArgument } from '../src/shared/errors.js';
+import { AUDIT_EVENTS, AUDIT_RETENTION, CHANGE_FAMILIES, type AuditEventDoc, type AuditPrunedDoc, type ChangeFamily } from '../projections/audit.js';
 import type { Pacer } from './cost.js';
 
 export interface ChangesPage {
@@ -21,6 +22,20 @@ export interface ChangesPage {
   rows: AuditEventDoc[];
   /** Where the next page starts (strictly after): the last row's position, or `bound` when the page holds every row up to it. */
   next: LogPosition;
+}
+
+/**
+ * INVALID_ARGUMENT naming `field` when `apiKey`'s feed would go on after `after` over changes the
+ * audit retention deleted (AUDIT_RETENTION_DAYS, src/jobs/retention.ts): the page would start
+ * at the oldest change kept and say nothing of the gap. One read of one document.
+ */
+export async function checkNotPruned(read: ReadView, apiKey: string, after: LogPosition, field: string): Promise<void> {
+  const pruned = await read.get<AuditPrunedDoc>(AUDIT_RETENTION, apiKey);
+  if (!pruned || after >= pruned.through) return;
+  throw invalidArgument(
+    `${after === LOG_START ? 'The changes from the start' : `The changes after ${field}`} are no longer all kept: the audit retention (AUDIT_RETENTION_DAYS) ` +
+      `deleted those up to ${new Date(pruned.time).toISOString()}. Start again from a recent token (a write's x-consistency-token, or the stream's since=now).`,
+  );
 }
 
 /** The keyset cursor after every row at `position` (audit row ids are positions). */

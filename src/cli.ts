@@ -54,7 +54,7 @@ import { deleteApiKey, rotateWorkspaceAuthToken } from './usecases/key-lifecycle
 import { rotateSigningKey } from './usecases/user-tokens.js';
 import { API_KEYS, type ApiKeyDoc } from '../projections/workspaces.js';
 import { accessReview } from './ops/access-review.js';
-import { parseAsOf } from './usecases/access.js';
+import { checkedAsOf } from './usecases/access.js';
 
 const USAGE = `usage:
   collab serve [--role api|worker|all] [--workers <n>|auto]
@@ -244,7 +244,7 @@ async function projectionsCommand(sub: string | undefined, args: string[]) {
     try {
       const r = await rebuildReadModels(
         { events: services.events, generations: services.generations, projections: allProjections },
-        { onProgress: (p) => process.stderr.write(formatProgress(p) + '\n') },
+        { onProgress: (p) => process.stderr.write(formatProgress(p) + '\n'), retention: services.config },
       );
       if (r.dropped.length) process.stderr.write(`dropped old read-model collections: ${r.dropped.join(', ')}\n`);
       process.stdout.write(
@@ -275,7 +275,7 @@ async function accessCommand(sub: string | undefined, args: string[]) {
     // The review reads the read models as the log leaves them.
     await services.projections.catchUp();
     // `--as-of` as the API's asOf takes it: an ISO instant with milliseconds or Unix milliseconds.
-    const asOf = raw === undefined ? undefined : parseAsOf(/^\d+$/.test(raw) ? Number(raw) : raw, ctx.now, '--as-of');
+    const asOf = await checkedAsOf(services.read, raw === undefined ? undefined : /^\d+$/.test(raw) ? Number(raw) : raw, ctx.now, services.config.historyRetentionDays, '--as-of');
     await accessReview(services.read, apiKey, ctx.now, values.org!, process.stdout, { format, ...(asOf !== undefined ? { asOf } : {}) });
   });
 }

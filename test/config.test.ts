@@ -73,6 +73,18 @@ test('the change stream: its bounds by default and as set; a heartbeat must come
   failsOn({ CHANGES_STREAM_POLL_MS: '1' }, 'CHANGES_STREAM_POLL_MS');
 });
 
+test('history and audit retention: keep everything by default; whole days, 0 to 36500', () => {
+  const c = loadConfig({});
+  assert.equal([c.historyRetentionDays, c.auditRetentionDays], [0, 0]);
+  const set = loadConfig({ HISTORY_RETENTION_DAYS: '365', AUDIT_RETENTION_DAYS: '0' });
+  assert.equal([set.historyRetentionDays, set.auditRetentionDays], [365, 0]);
+  for (const variable of ['HISTORY_RETENTION_DAYS', 'AUDIT_RETENTION_DAYS']) {
+    failsOn({ [variable]: '-1' }, variable);
+    failsOn({ [variable]: '36501' }, variable);
+    failsOn({ [variable]: '30d' }, variable);
+  }
+});
+
 test('SECRETS_KEY: base64 (either alphabet) or hex, 32 bytes; required with both production stores; never echoed', () => {
   const bytes = Buffer.from(Array.from({ length: 32 }, (_, i) => 250 - i));
   assert.equal(Buffer.from(loadConfig({ SECRETS_KEY: bytes.toString('base64') }).secretsKey!), bytes);

@@ -18,6 +18,7 @@ import { allProjections } from '../../projections/index.js';
 import { WebhookDeliverer, type WebhookOptions } from '../webhooks/deliverer.js';
 import { egressPolicyOf } from '../adapters/egress.js';
 import { CascadeWorker } from '../jobs/cascade.js';
+import { RetentionJob } from '../jobs/retention.js';
 import { openReadModels, SHARED_COLLECTIONS } from '../ops/read-models.js';
 import { attachAccessIndex } from '../../queries/access-index.js';
 import type { GenerationalReadStore } from '../runtime/generations.js';
@@ -43,6 +44,11 @@ export interface Services {
   webhooks: WebhookDeliverer;
   /** Appends the per-item events of folder and organization deletions (src/jobs/cascade.ts); `settle` waits for them. */
   cascade: Pick<CascadeWorker, 'settle'>;
+  /**
+   * Deletes history versions and audit entries past HISTORY_RETENTION_DAYS / AUDIT_RETENTION_DAYS
+   * (src/jobs/retention.ts); runs where the projections are applied. `prune` runs it once now.
+   */
+  retention: Pick<RetentionJob, 'prune'>;
   /** The worker thread doing the background work, when the services run one (OpenOptions.thread). */
   background: BackgroundThread | null;
   /** Hot standbys read-only requests may read (POSTGRES_REPLICA_URLS), when the services serve requests and it is set. */
@@ -84,6 +90,8 @@ export interface OpenOptions {
   onApplied?: (position: LogPosition) => void;
   /** Open POSTGRES_REPLICA_URLS' standbys for reads (a process that answers requests: serve). */
   readReplicas?: boolean;
+  /** How often the retention job runs (default an hour; tests shorten it). */
+  retentionEveryMs?: number;
 }
 
 /**
@@ -202,6 +210,12 @@ async function startBackgroundThread(config: Config, logger: RunnerLogger, event
   return { thread, unsubscribe };
 }
 
+/** The retention job, started where the projections are applied. */
+function retentionJob(job: RetentionJob, here: boolean): RetentionJob {
+  if (here) job.start();
+  return job;
+}
+
 export async function assemble(
   config: Config,
   events: EventStore,
@@ -213,8 +227,7 @@ export async function assemble(
   read = generations;
   // A standby's applied position, asked with the primary's own query: every projection's checkpoint.
   replicas?.start(() => appliedPosition(generations));
-  // Permission resolution's per-process index (queries/access-index.ts), on stores that give
-  // the change signal it needs (SQLite with its read cache, PostgreSQL); MongoDB is read as before.
+  // Permission resolution's per-process index (queries/access-index.ts) where the store gives its change signal.
   attachAccessIndex(read, config.accessIndexEntries);
   if (options.decorateEvents) events = options.decorateEvents(events);
   const secrets = await openSecretStore(read, config, options.clock ?? Date.now, options.logger);
@@ -255,6 +268,8 @@ export async function assemble(
     cascade = started.thread;
     unsubscribe = started.unsubscribe;
   } else if (options.follow !== false && !api) cascadeWorker.start();
+  // Where the projections are applied (on the background thread, its own services run it).
+  const retention = retentionJob(new RetentionJob(read, config, projections, clock, logger, options.retentionEveryMs), options.follow !== false && !observe);
   let closed = false;
   // Page tokens are sealed with a key derived from the master key (queries/paging.ts):
   // installed here, the one place every process (API, worker, background thread) opens.
@@ -269,6 +284,7 @@ export async function assemble(
     projections,
     webhooks,
     cascade,
+    retention,
     background,
     ...(replicas ? { replicas } : {}),
     clock,
@@ -278,6 +294,7 @@ export async function assemble(
       releasePageTokens();
       unsubscribe();
       await background?.stop();
+      await retention.stop();
       await cascadeWorker.stop();
       await webhooks.stop();
       await projections.stop();

@@ -159,6 +159,14 @@ export interface Config {
   /** Days a succeeded or failed webhook delivery is kept (and listed) before it is deleted. */
   webhookRetentionDays: number;
   /**
+   * HISTORY_RETENTION_DAYS: history versions (the h_ read models) closed more than this many
+   * days ago are deleted, and access questions before that horizon are refused
+   * (src/jobs/retention.ts); 0 keeps everything (the default).
+   */
+  historyRetentionDays: number;
+  /** AUDIT_RETENTION_DAYS: audit index entries (and so the change feed's) older than this many days are deleted; 0 keeps everything. */
+  auditRetentionDays: number;
+  /**
    * Addresses and CIDRs webhooks may reach although the egress policy refuses their range
    * (loopback, private, link-local...: src/adapters/egress.ts). Empty by default.
    */
@@ -599,6 +607,9 @@ export function loadConfig(env: Env = process.env): Config {
     ...webhooks,
     webhookDisableAfterDays: integer(env, 'WEBHOOK_DISABLE_AFTER_DAYS', 5, 0, 365),
     webhookRetentionDays: integer(env, 'WEBHOOK_RETENTION_DAYS', 7, 1, 3650),
+    // 0 (the default): history is the product, nothing is deleted. At most 100 years.
+    historyRetentionDays: integer(env, 'HISTORY_RETENTION_DAYS', 0, 0, 36_500),
+    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 0, 0, 36_500),
     webhookAllowedCidrs: cidrs(env, 'WEBHOOK_ALLOWED_CIDRS'),
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     ...(key ? { secretsKey: key } : {}),

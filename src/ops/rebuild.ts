@@ -9,7 +9,8 @@
  *    generation other than the live one (the one the last rebuild replaced, or a crashed
  *    attempt's), and reset the target generation's checkpoints.
  * 2. Replay the log into generation live+1 in batches, printing progress (events/s, position,
- *    ETA).
+ *    ETA); with a history or audit retention set, prune the new generation as the live one is
+ *    pruned (src/jobs/retention.ts).
  * 3. Switch, in one read-store transaction: read the live generation's checkpoints; apply the
  *    few events the service appended since the replay caught up, so that every new checkpoint
  *    is at or past every live one (read-your-writes never goes back); touch the live
@@ -31,6 +32,7 @@ import { ProjectionRunner, type RunnerLogger } from '../runtime/projection-runne
 import type { Projection } from '../runtime/projection.js';
 import { Lease, LEASES, type LeaseDoc } from '../runtime/lease.js';
 import { countParked } from './parked.js';
+import { pruneReadModels, type Retention } from '../jobs/retention.js';
 import { PARKED, type ParkedDoc } from '../runtime/parked.js';
 import {
   ACTIVE_ID,
@@ -73,6 +75,12 @@ export interface RebuildOptions {
   clock?: () => number;
   /** Where events the replay parks are reported (src/runtime/parked.ts). */
   logger?: RunnerLogger;
+  /**
+   * HISTORY_RETENTION_DAYS / AUDIT_RETENTION_DAYS: the replay restores every version and audit
+   * entry the log holds, so the new generation is pruned as the live one is
+   * (src/jobs/retention.ts) before the switch; the rebuilt read models then equal the pruned ones.
+   */
+  retention?: Retention;
 }
 
 interface Stores {
@@ -143,6 +151,7 @@ export async function rebuildReadModels(s: Stores, options: RebuildOptions = {})
       void report(false);
     });
     await report(true);
+    if (options.retention) await pruneReadModels(target, options.retention, clock());
     await options.beforeSwitch?.();
 
     // 3. Switch.

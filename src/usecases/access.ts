@@ -19,6 +19,7 @@ import { AsOfView } from '../../queries/as-of.js';
 import { accessHistory, HISTORY_READ_BUDGET, type HistoryQuery } from '../../queries/access-history.js';
 import type { AccessRole } from '../../commands/grant.js';
 import type { Services } from '../composition/services.js';
+import { historyHorizon } from '../jobs/retention.js';
 
 /** `asOf` as requests give it: an ISO 8601 UTC instant with milliseconds, or Unix milliseconds. */
 export type AsOfInput = string | number;
@@ -26,14 +27,34 @@ export type AsOfInput = string | number;
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /**
- * `asOf` in Unix ms, checked: INVALID_ARGUMENT naming `field` when malformed or after `nowMs`.
+ * `asOf` in Unix ms, checked: INVALID_ARGUMENT naming `field` when malformed, after `nowMs`,
+ * or before `horizon` (the history retention's: historyHorizon, src/jobs/retention.ts).
  * Example: "2026-11-25T15:04:05.123Z" and 1795619045123 are the same instant;
  * "2026-11-25T15:04:05Z" (no milliseconds), "2026-02-30T00:00:00.000Z" and -1 are refused.
  */
-export function parseAsOf(value: AsOfInput | undefined, nowMs: number, field = 'data.asOf'): number | undefined {
+function parseAsOf(value: AsOfInput | undefined, nowMs: number, horizon: Horizon, field = 'data.asOf'): number | undefined {
   const ms = parseInstant(value, field);
   if (ms !== undefined && ms > nowMs) throw invalidArgument(`${field} is after now (${new Date(nowMs).toISOString()}): only the past can be asked about.`);
+  if (ms !== undefined) checkHorizon(ms, horizon, field);
   return ms;
+}
+
+type Horizon = Awaited<ReturnType<typeof historyHorizon>>;
+
+/**
+ * INVALID_ARGUMENT naming `field` when `ms` is before the history retention horizon: the
+ * versions that answered then may be deleted, and an answer from what is left could be
+ * wrong. `atOrBefore`: the horizon itself is refused too (the end of a range, which excludes it).
+ */
+function checkHorizon(ms: number, horizon: Horizon, field: string, atOrBefore = false): void {
+  if (horizon === undefined || ms > horizon.at || (ms === horizon.at && !atOrBefore)) return;
+  throw invalidArgument(`${field} is before the history retention horizon (${new Date(horizon.at).toISOString()}): ${horizon.why}.`);
+}
+
+/** `asOf` checked as parseAsOf does, reading the recorded horizon only when there is an instant to check. */
+export async function checkedAsOf(read: ReadView, value: AsOfInput | undefined, nowMs: number, historyRetentionDays: number, field = 'data.asOf'): Promise<number | undefined> {
+  if (parseAsOf(value, nowMs, undefined, field) === undefined) return undefined;
+  return parseAsOf(value, nowMs, await historyHorizon(read, historyRetentionDays, nowMs), field);
 }
 
 /** An instant as requests give it (see AsOfInput) in Unix ms; INVALID_ARGUMENT naming `field` when malformed. */
@@ -61,8 +82,8 @@ export interface AccessView {
   asOf?: number;
 }
 
-export function accessView(read: ReadView, nowMs: number, asOf: AsOfInput | undefined): AccessView {
-  const at = parseAsOf(asOf, nowMs);
+export async function accessView(read: ReadView, nowMs: number, asOf: AsOfInput | undefined, historyRetentionDays: number): Promise<AccessView> {
+  const at = await checkedAsOf(read, asOf, nowMs, historyRetentionDays);
   return at === undefined ? { read, atMs: nowMs } : { read: new AsOfView(read, at), atMs: at, asOf: at };
 }
 
@@ -108,7 +129,12 @@ export async function accessHistoryOf(ask: AccessAsker, q: HistoryQuestion) {
   const from = parseInstant(q.from, 'data.from');
   const to = parseInstant(q.to, 'data.to');
   if (from !== undefined && to !== undefined && to <= from) throw invalidArgument('data.to must be after data.from.');
+  // A range reaching before the retention horizon is refused; without `from` the history
+  // starts at the horizon (intervals open then are shown from it: queries/access-history.ts).
+  const horizon = await historyHorizon(ask.services.read, ask.services.config.historyRetentionDays, ask.now);
+  if (from !== undefined) checkHorizon(from, horizon, 'data.from');
+  if (to !== undefined) checkHorizon(to, horizon, 'data.to', true);
   const { from: _f, to: _t, ...rest } = q;
   const query = { ...rest, ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) } as HistoryQuery;
-  return accessHistory(ask.services.read, ask.apiKey, ask.now, query, HISTORY_READ_BUDGET, deadlineOf(ask));
+  return accessHistory(ask.services.read, ask.apiKey, ask.now, query, HISTORY_READ_BUDGET, deadlineOf(ask), horizon?.at);
 }

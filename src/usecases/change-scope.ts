@@ -35,6 +35,7 @@
  * gone) hides its changes rather than ending the stream.
  */
 import { AsOfView } from '../../queries/as-of.js';
+import { historyHorizon } from '../jobs/retention.js';
 import type { Pacer } from '../../queries/cost.js';
 import { resolvePermissions } from '../../queries/permissions.js';
 import type { AuditEventDoc } from '../../projections/audit.js';
@@ -107,8 +108,13 @@ async function isMember(read: ReadView, apiKey: string, userId: string, organiza
 /**
  * The rows of `rows` (one page of `apiKey`'s feed, in log order) that `userId`'s stream
  * shows, in the same order. `nowMs`: the instant "can open now" is judged at.
+ * `historyRetentionDays` (HISTORY_RETENTION_DAYS): "could open then" is never asked of an
+ * instant before the retention horizon (historyHorizon, src/jobs/retention.ts), whose versions
+ * may be deleted; such a change of a resource the user cannot open now is not shown (hiding
+ * is the safe side).
  */
-export async function rowsForUser(read: ReadView, apiKey: string, userId: string, nowMs: number, rows: readonly AuditEventDoc[], pacer: Pacer): Promise<AuditEventDoc[]> {
+export async function rowsForUser(read: ReadView, apiKey: string, userId: string, nowMs: number, rows: readonly AuditEventDoc[], pacer: Pacer, historyRetentionDays = 0): Promise<AuditEventDoc[]> {
+  const horizon = (await historyHorizon(read, historyRetentionDays, nowMs))?.at ?? -Infinity;
   const shown = new Set<AuditEventDoc>();
   const byOrganization = new Map<string, Array<{ row: AuditEventDoc; ask: ResourceAsk }>>();
   for (const e of rows) {
@@ -126,7 +132,7 @@ export async function rowsForUser(read: ReadView, apiKey: string, userId: string
       const groupId = str(d.groupId) ?? e.streamIds[1];
       if (organizationId === undefined || groupId === undefined) continue;
       pacer.check();
-      if ((await isMember(read, apiKey, userId, organizationId, groupId)) || (await isMember(read, apiKey, userId, organizationId, groupId, e.time - 1))) shown.add(e);
+      if ((await isMember(read, apiKey, userId, organizationId, groupId)) || (e.time - 1 >= horizon && (await isMember(read, apiKey, userId, organizationId, groupId, e.time - 1)))) shown.add(e);
     } else {
       const ask = resourceAsk(e);
       if (!ask) continue;
@@ -146,6 +152,7 @@ export async function rowsForUser(read: ReadView, apiKey: string, userId: string
     const times = closed.map((x) => x.row.time);
     let still = closed;
     for (const at of [Math.min(...times) - 1, Math.max(...times)]) {
+      if (at < horizon) continue;
       const then = await openable(new AsOfView(read, at), apiKey, userId, at, organizationId, still.map((x) => x.ask), pacer);
       for (const x of still) if (then.get(askKey(x.ask))) shown.add(x.row);
       still = still.filter((x) => !shown.has(x.row));

@@ -11,7 +11,7 @@
  *   what an erasure could not reach.
  */
 import { PERSONAL_FIELDS, changeFamily, redactForAudit, type AuditEventDoc, type ChangeFamily } from '../../projections/audit.js';
-import { changesPage } from '../../queries/changes.js';
+import { changesPage, checkNotPruned } from '../../queries/changes.js';
 import { Deadline, Pacer } from '../../queries/cost.js';
 import type { Services } from '../composition/services.js';
 import type { LogPosition } from '../ports/event-store.js';
@@ -110,6 +110,7 @@ export async function getChanges(ctx: ChangesContext, input: { since: LogPositio
   const { read, projections, config, clock } = ctx.services;
   const scope = apiKeyScope(ctx.apiKey);
   const pacer = new Pacer(new Deadline(config.queryDeadlineMs, clock, ctx.now, ctx.signal), 'changes/get');
+  await checkNotPruned(read, ctx.apiKey, input.since, 'data.since');
   const page = await changesPage(read, ctx.apiKey, { after: input.since, bound: projections.position, pageSize: input.pageSize, families: input.types, pacer });
   const changes: ChangeView[] = [];
   for (const row of page.rows) changes.push(await changeView(ctx, scope, row));

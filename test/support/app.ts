@@ -69,7 +69,7 @@ export function tempDir(prefix = 'collab-test-'): string {
  * once READ_YOUR_WRITES_TIMEOUT_MS passed); give READ_YOUR_WRITES_TIMEOUT_MS=0 with it, or
  * every write waits that long.
  */
-export async function harness(env: Record<string, string> = {}, options: { clock?: () => number; follow?: boolean } = {}): Promise<Harness> {
+export async function harness(env: Record<string, string> = {}, options: { clock?: () => number; follow?: boolean; retentionEveryMs?: number } = {}): Promise<Harness> {
   const dataDir = env.DATA_DIR ?? tempDir();
   // TEST_STORE=postgres (scripts/test.mjs's second pass): the same suites on a real PostgreSQL
   // server, each harness on a database of its own (test/support/postgres.ts).
@@ -83,7 +83,12 @@ export async function harness(env: Record<string, string> = {}, options: { clock
   // BACKGROUND_THREAD=true in `env` (or TEST_BACKGROUND_THREAD=1 for a whole run) puts the
   // background work on its worker thread as serve does; a test clock stays in-thread.
   const thread = !options.clock && (env.BACKGROUND_THREAD === 'true' || process.env.TEST_BACKGROUND_THREAD === '1');
-  const services = await openServices(config, { clock: options.clock, thread, ...(options.follow === false ? { follow: false } : {}) });
+  const services = await openServices(config, {
+    clock: options.clock,
+    thread,
+    ...(options.follow === false ? { follow: false } : {}),
+    ...(options.retentionEveryMs !== undefined ? { retentionEveryMs: options.retentionEveryMs } : {}),
+  });
   const app = await buildApp(services, { logger: false });
   await app.ready();
   const parse = (res: { statusCode: number; body: string; headers: Record<string, unknown> }): Response => {

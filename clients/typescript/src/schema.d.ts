@@ -1185,7 +1185,7 @@ export interface paths {
         put?: never;
         /**
          * Who could open a folder or document, and when
-         * @description For `documentId` or `folderId` (exactly one): the intervals during which each user could open it through a grant (their own or a group's), each exactly the users/get row of every instant inside it (`accessRole`, `via`), with the change that opened and closed it (event type, time, actor; a temporary grant running out closes at its `expiresAt`). With `userId`, that user's only; with `from` / `to` (ISO 8601 UTC with milliseconds or Unix milliseconds), those overlapping [from, to). Ordered by `from`, then userId. Users let in with no grant (a public resource, users/get's `everyone`) have no interval, nor has a resource that never existed. At most 10,000 changes to what the resource is resolved from and 1,000 instants of change are examined per call (INVALID_ARGUMENT beyond). `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow, bound to the query that made it. A page reads at most 10,000 store documents resolving users and runs at most the server's query deadline (`QUERY_DEADLINE_MS`); when either runs out first the page ends early, possibly empty, with a `result.pageToken` that goes on from the instant and user it reached. So keep reading while a token comes back. The deadline passing before a page examined anyone, or the request timeout, is RESOURCE_EXHAUSTED naming it.
+         * @description For `documentId` or `folderId` (exactly one): the intervals during which each user could open it through a grant (their own or a group's), each exactly the users/get row of every instant inside it (`accessRole`, `via`), with the change that opened and closed it (event type, time, actor; a temporary grant running out closes at its `expiresAt`). With `userId`, that user's only; with `from` / `to` (ISO 8601 UTC with milliseconds or Unix milliseconds), those overlapping [from, to). Ordered by `from`, then userId. Users let in with no grant (a public resource, users/get's `everyone`) have no interval, nor has a resource that never existed. At most 10,000 changes to what the resource is resolved from and 1,000 instants of change are examined per call (INVALID_ARGUMENT beyond). `pageSize` 1 to 1000 (default 100); `result.pageToken` while more may follow, bound to the query that made it. A page reads at most 10,000 store documents resolving users and runs at most the server's query deadline (`QUERY_DEADLINE_MS`); when either runs out first the page ends early, possibly empty, with a `result.pageToken` that goes on from the instant and user it reached. So keep reading while a token comes back. The deadline passing before a page examined anyone, or the request timeout, is RESOURCE_EXHAUSTED naming it. When the server keeps a limited history (`HISTORY_RETENTION_DAYS`), a `from` before its horizon (now minus that many days) or a `to` at or before it is INVALID_ARGUMENT naming the horizon; without `from` the history starts at the horizon, and an interval already open then is shown from it, `openedBy` `{ type: "retentionHorizon", time: <horizon>, actor: "retention" }`.
          */
         post: operations["authAccessHistory"];
         delete?: never;
@@ -1976,6 +1976,8 @@ export interface paths {
          *     Paged: `pageSize` 1 to 1000 (default 100); send `nextToken` back as `since` (with the same `types`) for the next page. A page with no changes means none are applied yet after `since`: keep its `nextToken` and ask again later. Pages never skip nor repeat a change, however writes run meanwhile.
          *
          *     With `since`, the call first waits (at most CONSISTENCY_WAIT_MS) for the read models to reach it: 503 UNAVAILABLE after that. A token of another key or deployment, or changed: 400 INVALID_ARGUMENT.
+         *
+         *     A server with a limited audit (`AUDIT_RETENTION_DAYS`) deletes older changes: going on from before the key's last change deleted (an old token, or no `since` once any went) is 400 INVALID_ARGUMENT saying so, never a page that skips them.
          */
         post: operations["changesGet"];
         delete?: never;
@@ -2075,7 +2077,7 @@ export interface paths {
          * Follow the API key's changes live, as Server-Sent Events
          * @description The changes `/v2/changes/get` pages, as they are applied, as `text/event-stream`: each change is an event with `id:` its change token, `event: change` and `data:` the change as changes/get shows it (one line of JSON).
          *
-         *     Starts strictly after the `Last-Event-ID` header (a reconnect), else after `since` (any token changes/get takes: a change's, a `nextToken`, a write's `x-consistency-token`; or `now`, what is applied when it opens), else from the start: resumed with its last id, a stream loses and repeats nothing.
+         *     Starts strictly after the `Last-Event-ID` header (a reconnect), else after `since` (any token changes/get takes: a change's, a `nextToken`, a write's `x-consistency-token`; or `now`, what is applied when it opens), else from the start: resumed with its last id, a stream loses and repeats nothing. On a server with a limited audit (`AUDIT_RETENTION_DAYS`), a place before the key's last change deleted is refused (400 INVALID_ARGUMENT) rather than skip them.
          *
          *     A comment line (`: heartbeat`) comes every CHANGES_STREAM_HEARTBEAT_MS. The server may end a stream with `event: end`, `data: { reason, message, lastEventId? }`: `slow-reader` (the socket stayed full for CHANGES_STREAM_STALL_MS), `shutdown`, `error`, `unauthenticated` (the credentials, checked again with every heartbeat, no longer authenticate: an expired user token, say); reconnect with `Last-Event-ID: <lastEventId>`.
          *
@@ -8286,7 +8288,7 @@ export interface operations {
                         userIds: string[];
                         folderIds?: string[];
                         documentIds?: string[];
-                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, before the history retention horizon (now minus the server's `HISTORY_RETENTION_DAYS`, when set), or malformed: INVALID_ARGUMENT. Absent: now. */
                         asOf?: string | number;
                     };
                 };
@@ -8851,7 +8853,7 @@ export interface operations {
                         folderId?: string;
                         pageSize?: number;
                         pageToken?: string;
-                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, before the history retention horizon (now minus the server's `HISTORY_RETENTION_DAYS`, when set), or malformed: INVALID_ARGUMENT. Absent: now. */
                         asOf?: string | number;
                     };
                 };
@@ -8995,7 +8997,7 @@ export interface operations {
                         minAccessRole?: "editor" | "viewer";
                         pageSize?: number;
                         pageToken?: string;
-                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, before the history retention horizon (now minus the server's `HISTORY_RETENTION_DAYS`, when set), or malformed: INVALID_ARGUMENT. Absent: now. */
                         asOf?: string | number;
                     };
                 };
@@ -9154,7 +9156,7 @@ export interface operations {
                         userId: string;
                         documentId?: string;
                         folderId?: string;
-                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: INVALID_ARGUMENT. Absent: now. */
+                        /** @description Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, before the history retention horizon (now minus the server's `HISTORY_RETENTION_DAYS`, when set), or malformed: INVALID_ARGUMENT. Absent: now. */
                         asOf?: string | number;
                     };
                 };

@@ -124,7 +124,7 @@ function resourcesRoute(services: Services) {
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userId', [data.userId]);
       const { asOf: at, ...q } = data;
-      const view = accessView(services.read, ctx.now, at);
+      const view = await accessView(services.read, ctx.now, at, services.config.historyRetentionDays);
       // A user token: a folder it may not open is refused as a missing one; an organization
       // that does not exist lists nothing, as one where the user opens nothing (acting-user.ts).
       if (q.folderId !== undefined) await mayOpenResource(ctx, q.organizationId, { folderId: q.folderId }, view);
@@ -172,7 +172,7 @@ function usersRoute(services: Services) {
     errors: ['NOT_FOUND'],
     async handler(data, ctx) {
       const { organizationId, minAccessRole, pageSize: size, pageToken: token } = data;
-      const view = accessView(services.read, ctx.now, data.asOf);
+      const view = await accessView(services.read, ctx.now, data.asOf, services.config.historyRetentionDays);
       const page = await listUsers(ctx, view, { organizationId, minAccessRole, pageSize: size, pageToken: token, ...refOf(data) });
       return { message: 'Users retrieved successfully.', data: page.data, pageToken: page.pageToken };
     },
@@ -203,7 +203,7 @@ function explainRoute(services: Services) {
     async handler(data, ctx) {
       onlySelf(ctx, 'data.userId', [data.userId]);
       // A user token: explained only where its user may open it, else refused as a missing one.
-      const view = accessView(services.read, ctx.now, data.asOf);
+      const view = await accessView(services.read, ctx.now, data.asOf, services.config.historyRetentionDays);
       await mayOpenResource(ctx, data.organizationId, refOf(data), view);
       const result = await explainUseCase(ctx, view, { organizationId: data.organizationId, userId: data.userId, ...refOf(data) });
       return { message: 'Access explained successfully.', data: result };
@@ -245,7 +245,10 @@ function historyRoute() {
         `A page reads at most ${HISTORY_READ_BUDGET.toLocaleString('en-US')} store documents resolving users and runs at most the server's query deadline ` +
         '(`QUERY_DEADLINE_MS`); when either runs out first the page ends early, possibly empty, with a `result.pageToken` that goes on from the ' +
         'instant and user it reached. So keep reading while a token comes back. The deadline passing before a page examined anyone, or the request ' +
-        'timeout, is RESOURCE_EXHAUSTED naming it.',
+        'timeout, is RESOURCE_EXHAUSTED naming it. When the server keeps a limited history (`HISTORY_RETENTION_DAYS`), a `from` before its ' +
+        'horizon (now minus that many days) or a `to` at or before it is INVALID_ARGUMENT naming the horizon; without `from` the history ' +
+        'starts at the horizon, and an interval already open then is shown from it, `openedBy` `{ type: "retentionHorizon", time: <horizon>, ' +
+        'actor: "retention" }`.',
       example: { organizationId: 'org1', documentId: 'freestyle-comments1', from: '2026-11-01T00:00:00.000Z' },
     },
     mutates: false,

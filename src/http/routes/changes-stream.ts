@@ -38,7 +38,7 @@ import type { ServerResponse } from 'node:http';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { z } from 'zod';
 import { CHANGE_FAMILIES, type AuditEventDoc, type ChangeFamily } from '../../../projections/audit.js';
-import { changesPage } from '../../../queries/changes.js';
+import { changesPage, checkNotPruned } from '../../../queries/changes.js';
 import { NO_DEADLINE, Pacer, letOthersRun } from '../../../queries/cost.js';
 import type { Services } from '../../composition/services.js';
 import { LOG_START, type LogPosition } from '../../ports/event-store.js';
@@ -297,7 +297,7 @@ export class ChangeStream {
         // Another process's commits are visible to this read (as a request's are).
         read.beginRequest();
         const page = await changesPage(read, this.o.apiKey, { after: this.cursor, bound, pageSize: PAGE_SIZE, families: this.o.families, pacer: this.pacer });
-        const rows: AuditEventDoc[] = this.o.userId === undefined ? page.rows : await rowsForUser(read, this.o.apiKey, this.o.userId, services.clock(), page.rows, this.pacer);
+        const rows: AuditEventDoc[] = this.o.userId === undefined ? page.rows : await rowsForUser(read, this.o.apiKey, this.o.userId, services.clock(), page.rows, this.pacer, services.config.historyRetentionDays);
         let full = false;
         for (const row of rows) {
           if (this.closed) return;
@@ -360,7 +360,7 @@ const streamSchema = {
   description: [
     'The changes `/v2/changes/get` pages, as they are applied, as `text/event-stream`: each change is an event with `id:` its change token, `event: change` and `data:` the change as changes/get shows it (one line of JSON).',
     '',
-    'Starts strictly after the `Last-Event-ID` header (a reconnect), else after `since` (any token changes/get takes: a change\'s, a `nextToken`, a write\'s `x-consistency-token`; or `now`, what is applied when it opens), else from the start: resumed with its last id, a stream loses and repeats nothing.',
+    'Starts strictly after the `Last-Event-ID` header (a reconnect), else after `since` (any token changes/get takes: a change\'s, a `nextToken`, a write\'s `x-consistency-token`; or `now`, what is applied when it opens), else from the start: resumed with its last id, a stream loses and repeats nothing. On a server with a limited audit (`AUDIT_RETENTION_DAYS`), a place before the key\'s last change deleted is refused (400 INVALID_ARGUMENT) rather than skip them.',
     '',
     'A comment line (`: heartbeat`) comes every CHANGES_STREAM_HEARTBEAT_MS. The server may end a stream with `event: end`, `data: { reason, message, lastEventId? }`: `slow-reader` (the socket stayed full for CHANGES_STREAM_STALL_MS), `shutdown`, `error`, `unauthenticated` (the credentials, checked again with every heartbeat, no longer authenticate: an expired user token, say); reconnect with `Last-Event-ID: <lastEventId>`.',
     '',
@@ -407,6 +407,8 @@ async function handler(streams: ChangeStreams, services: Services, req: FastifyR
   if (lastEventId !== undefined) cursor = services.secrets.positions.open(apiKeyScope(apiKey), lastEventId, 'The Last-Event-ID header');
   else if (fromNow) cursor = services.projections.position;
   else if (query.since !== undefined) cursor = services.secrets.positions.open(apiKeyScope(apiKey), query.since, 'since');
+  // A place the audit retention has deleted changes after would resume over a gap: refused.
+  if (!fromNow) await checkNotPruned(services.read, apiKey, cursor, lastEventId !== undefined ? 'the Last-Event-ID header' : 'since');
   streams.reserve(apiKey);
   let stream: ChangeStream;
   try {

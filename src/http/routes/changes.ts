@@ -43,6 +43,8 @@ export function changeRoutes(): AnyRoute[] {
         'Paged: `pageSize` 1 to 1000 (default 100); send `nextToken` back as `since` (with the same `types`) for the next page. A page with no changes means none are applied yet after `since`: keep its `nextToken` and ask again later. Pages never skip nor repeat a change, however writes run meanwhile.',
         '',
         'With `since`, the call first waits (at most CONSISTENCY_WAIT_MS) for the read models to reach it: 503 UNAVAILABLE after that. A token of another key or deployment, or changed: 400 INVALID_ARGUMENT.',
+        '',
+        'A server with a limited audit (`AUDIT_RETENTION_DAYS`) deletes older changes: going on from before the key\'s last change deleted (an old token, or no `since` once any went) is 400 INVALID_ARGUMENT saying so, never a page that skips them.',
       ].join('\n'),
       example: { types: ['grant', 'document'], pageSize: 50 },
     },

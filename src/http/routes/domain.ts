@@ -183,5 +183,5 @@ export const asOf = () =>
     ])
     .optional()
     .describe('Answer as of this past instant (ISO 8601 UTC with milliseconds, or Unix milliseconds): every event at or before it counts, ' +
-      'a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, or malformed: ' +
-      'INVALID_ARGUMENT. Absent: now.');
+      'a temporary grant while `asOf` is before its `expiresAt`, and what did not exist then answers as missing. After now, before the ' +
+      'history retention horizon (now minus the server\'s `HISTORY_RETENTION_DAYS`, when set), or malformed: INVALID_ARGUMENT. Absent: now.');

@@ -140,7 +140,7 @@ const get = defineRoute({
     // A user token: what the user may not open answers as what does not exist (acting-user.ts).
     // asOf (issue 25): the same resolution over the history read models, grants judged then.
     const { asOf: at, ...q } = data;
-    const view = accessView(ctx.services.read, ctx.now, at);
+    const view = await accessView(ctx.services.read, ctx.now, at, ctx.services.config.historyRetentionDays);
     const result = await permissionsForActingUser(ctx, q, () => resolvePermissions(view.read, ctx.apiKey, view.atMs, q, { pacer }));
     return { message: 'User permissions retrieved successfully.', data: result };
   },
