@@ -115,4 +115,34 @@ test('a statement whose answer never comes fails as unavailable, and its connect
   }
 });
 
+test('the statements every wait hangs on (the change signal, the follower\'s checkpoints) give up within seconds, whatever the statement timeout', async () => {
+  const url = new URL(await freshDatabase('stall_quick'));
+  const r = await relay(url.hostname, Number(url.port || 5432));
+  const through = new URL(url);
+  through.hostname = '127.0.0.1';
+  through.port = String(r.port);
+  // A statement timeout of two minutes: with only the general bound, each read below would
+  // wait two minutes and five seconds (past this test's guard).
+  const store = new PostgresReadStore(through.toString(), { statementTimeoutMs: 120_000, poolSize: 4 });
+  try {
+    const a = '1' as LogPosition;
+    await store.transaction(async (tx) => tx.setCheckpoint('p', a, null));
+    assert.is(await store.getCheckpoint('p'), a);
+    const signal = await store.readEpoch();
+    assert.type(signal, 'number');
+    r.freeze();
+    const checkpoint = store.getCheckpoint('p').then(() => 'answered', (e: unknown) => e);
+    assert.instance(await within(checkpoint, 60_000, 'a checkpoint read through a frozen link'), StoreUnavailableError);
+    const epoch = Promise.resolve(store.readEpoch()).then(() => 'answered', (e: unknown) => e);
+    const got = await within(epoch, 60_000, 'the change signal through a frozen link');
+    assert.instance(got, StoreUnavailableError, String(got));
+    r.thaw();
+    assert.is(await within(store.getCheckpoint('p'), 30_000, 'a checkpoint read once the link is back'), a);
+  } finally {
+    r.thaw();
+    await store.close();
+    await r.close();
+  }
+});
+
 test.run();

@@ -266,6 +266,22 @@ export const IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000;
  */
 const ANSWER_SLACK_MS = 5000;
 
+/**
+ * The answer bound of the few statements every other wait of a process hangs on, each an
+ * indexed lookup of one or a few rows: the change signal all concurrent requests share, and
+ * the checkpoint reads of the follower every read-your-writes wait depends on. A link cut
+ * between the server's answer and its arrival leaves the connection waiting with nothing to
+ * retransmit (the server's kernel gives its answer up after tcp_user_timeout, silently): only
+ * the client's own bound ends that wait, and STATEMENT_TIMEOUT_MS plus ANSWER_SLACK_MS would
+ * hold every write of the process unanswered for up to half a minute after the link is back.
+ */
+export const QUICK_ANSWER_MS = 5000;
+
+/** `q` answered within QUICK_ANSWER_MS (node-postgres reads a query's own `query_timeout`; its types omit it). */
+export function quick<V extends unknown[]>(q: pg.QueryConfig<V>): pg.QueryConfig<V> {
+  return Object.assign(q, { query_timeout: QUICK_ANSWER_MS });
+}
+
 /** node-postgres's error for a query past the client's `query_timeout`. */
 const ANSWER_TIMEOUT_TEXT = 'Query read timeout';
 

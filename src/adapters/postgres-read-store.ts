@@ -58,7 +58,7 @@ import {
 import { BugError } from '../shared/errors.js';
 import { evictOldest } from '../shared/evict.js';
 import { deepFreeze } from '../shared/freeze.js';
-import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, isPreparedRefusal, isRetryable, migrate, openPool, translatePgError, unboundedAnswers, withConnection } from './postgres-common.js';
+import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, isPreparedRefusal, isRetryable, migrate, openPool, translatePgError, unboundedAnswers, withConnection, quick } from './postgres-common.js';
 
 /** `rm_` + the name must fit PostgreSQL's 63-byte identifiers. */
 const NAME = /^[a-z][a-z0-9_]{0,59}$/;
@@ -793,7 +793,7 @@ export class PostgresReadStore implements ReadStore {
     this.exempt = new Set(options.signalExempt ?? []);
     this.logger = options.logger;
     this.prepared = options.preparedStatements ?? true;
-    this.epochQuery = this.prepared ? { name: 'collab_read_epoch', text: EPOCH_SQL } : { text: EPOCH_SQL };
+    this.epochQuery = this.prepared ? quick({ name: 'collab_read_epoch', text: EPOCH_SQL }) : quick({ text: EPOCH_SQL });
     const size = options.cacheSize ?? 100_000;
     this.cache = size > 0 ? new ReadCache(size) : null;
     this.routing = options.routing;
@@ -998,7 +998,7 @@ export class PostgresReadStore implements ReadStore {
 
   private getCheckpointHere(name: string): Promise<LogPosition | null> {
     return this.run(async () => {
-      const r = await this.pool.query<{ position: string }>('SELECT position FROM checkpoints WHERE name = $1', [name]);
+      const r = await this.pool.query<{ position: string }>(quick({ text: 'SELECT position FROM checkpoints WHERE name = $1', values: [name] }));
       return r.rows[0]?.position ?? null;
     });
   }
@@ -1036,7 +1036,7 @@ export class PostgresReadStore implements ReadStore {
   private unprepare(error: unknown) {
     if (!this.prepared && !this.epochQuery.name) return;
     this.prepared = false;
-    this.epochQuery = { text: EPOCH_SQL };
+    this.epochQuery = quick({ text: EPOCH_SQL });
     this.logger?.warn(
       { code: (error as { code?: unknown }).code },
       'PostgreSQL: a prepared statement did not survive between statements (a pooler in transaction mode?); sending statements unprepared from now on. Set POSTGRES_PREPARED_STATEMENTS=false behind such a pooler (docs/operations.md, Poolers)',
@@ -1057,7 +1057,7 @@ export class PostgresReadStore implements ReadStore {
         // other that was in flight with the name.
         if (!query.name || !isPreparedRefusal(error)) throw error;
         this.unprepare(error);
-        r = await this.pool.query<{ n: string }>({ text: EPOCH_SQL });
+        r = await this.pool.query<{ n: string }>(quick({ text: EPOCH_SQL }));
       }
       return Number(r.rows[0]!.n);
     });
