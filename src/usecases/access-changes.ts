@@ -38,7 +38,7 @@ import { GROUP_GRANTS, type GroupGrantDoc } from '../../projections/group-grants
 import { FOLDERS, type FolderDoc } from '../../projections/folders.js';
 import { DOCUMENTS, type DocumentDoc } from '../../projections/documents.js';
 import { ORGANIZATIONS } from '../../projections/organizations.js';
-import { documentTarget } from '../../queries/targets.js';
+import { documentAncestors, documentTarget } from '../../queries/targets.js';
 import { key } from '../shared/ids.js';
 import { MAX_PERMISSION_CELLS, MAX_PERMISSION_USERS, resolvePermissions, type Entry } from '../../queries/permissions.js';
 import type { Pacer } from '../../queries/cost.js';
@@ -130,26 +130,38 @@ const roleOf = (e: Entry | undefined): string | undefined => (e && 'accessRole' 
 interface Holdings {
   folders: Map<string, FolderDoc>;
   documents: Map<string, DocumentDoc>;
+  /** Per folder, its documents' ancestors (queries/targets.ts) and their JSON, made once. */
+  above: Map<FolderDoc, [readonly string[], string]>;
 }
 
 async function holdingsOf(view: ReadView, scope: { apiKey: string; organizationId: string }, pacer: Pacer): Promise<Holdings> {
   const folders = new Map((await view.find<FolderDoc>(FOLDERS, scope)).map((f) => [f.folderId, f]));
   const documents = new Map((await view.find<DocumentDoc>(DOCUMENTS, scope)).map((d) => [d.documentId, d]));
   await pacer.spend(folders.size + documents.size);
-  return { folders, documents };
+  return { folders, documents, above: new Map() };
 }
 
 /**
  * A document as resolution sees it on one side: its target (queries/targets.ts, as
  * permissions/get builds it) without its id, or '-' where it does not resolve (missing, or
- * its folder gone: permissions/get says does_not_exist, denied).
+ * its folder gone: permissions/get says does_not_exist, denied). The ancestors, the same
+ * array for every document of a folder, are written out once per folder.
  */
 function documentShape(side: Holdings, documentId: string): string {
   const d = side.documents.get(documentId);
   if (!d) return '-';
   const folder = d.folderId === null ? null : side.folders.get(d.folderId);
   if (folder === undefined) return '-';
-  return JSON.stringify({ ...documentTarget(d, folder), id: '' });
+  let above: [readonly string[], string] | undefined;
+  if (folder) {
+    above = side.above.get(folder);
+    if (!above) {
+      const ancestors = documentAncestors(folder);
+      side.above.set(folder, (above = [ancestors, JSON.stringify(ancestors)]));
+    }
+  }
+  const { id: _, ancestors, ...rest } = documentTarget(d, folder, above?.[0]);
+  return `${above?.[1] ?? JSON.stringify(ancestors)}${JSON.stringify(rest)}`;
 }
 
 /** One user's change on one resource; the resource is said by the row that holds it. */
