@@ -10,21 +10,23 @@
  *   organization or belonging to one of its groups, before or after (group members one by one);
  * - resources: the organization itself, and its folders and documents, before or after. A
  *   resource missing on one side is denied there (a deletion loses access; a creation can gain).
- * Documents are resolved one per class (`organizationRows`): a document without a grant of its
- * own changes exactly as every other document whose target (queries/targets.ts: effective
- * access type, ancestors, disabled) is the same before and the same after, so one of them is
- * resolved on each side and stands for the class; the changes of the others are made only for
- * the page answered, and so is `via` (permissions/explain, once per class and user).
+ * Documents are resolved by class (`organizationRows`): documents whose targets
+ * (queries/targets.ts: effective access type, ancestors, disabled) are the same before and the
+ * same after change alike for every user who holds no grant on them (their own or a group's),
+ * so one of them is resolved for every user on each side and stands for the class, and each
+ * other document is resolved only for the users who may hold a grant on it. The changes of
+ * the others are made only for the page answered, and so is `via` (permissions/explain, once
+ * per class and user).
  * Bounds: the request's query deadline (QUERY_DEADLINE_MS, queries/cost.ts) over the whole
  * comparison, checked by the pacer between chunks of reads, so no lookup-cost bound per chunk
  * (a chunk of many groups' grants is slow, not refused); resolution in chunks of at most 100
  * users and 10,000 cells, as permissions/get. The changes are sorted (organization, resource
  * type, resource id, user id) and paged, the counts always whole. What it costs: the
- * organization's folders and documents read once per side, then users x (folders + classes +
- * documents with grants of their own) cells resolved per side, and one explain per class and
- * user on the page. A move of a folder of 10,000 documents with 100 users (one class) takes
- * well under a second (docs/performance.md, Dry runs); an organization whose documents each
- * hold grants of their own still resolves each of them, as permissions/get would.
+ * organization's folders and documents read once per side, then per side users x (folders +
+ * classes) cells and, per document holding grants, one cell per user who may hold one; one
+ * explain per class and user on the page. A move of a folder of 10,000 documents with 100
+ * users answers in a fraction of the deadline, whether its documents hold grants of their own
+ * or not (docs/performance.md, Dry run of a large move).
  */
 import type { ReadView } from '../ports/read-store.js';
 import type { RecordedEvent } from '../ports/event-store.js';
@@ -96,10 +98,9 @@ async function overlayOf(read: ReadView, decided: readonly DecidedEvent[], posit
 type Side = Map<string, Entry>;
 const cell = (type: string, id: string, userId: string) => key(type, id, userId);
 
-/** Every entry of `users` x `folders`/`documents` in `view`, resolved in chunks within permissions/get's limits. */
-async function resolveAll(view: ReadView, apiKey: string, nowMs: number, organizationId: string, users: string[], folders: string[], documents: string[], pacer: Pacer): Promise<Side> {
-  const out: Side = new Map();
-  if ((await view.get(ORGANIZATIONS, key(apiKey, organizationId))) === null) return out;
+/** Every entry of `users` x `folders`/`documents` in `view`, resolved in chunks within permissions/get's limits, into `out`. */
+async function resolveInto(out: Side, view: ReadView, apiKey: string, nowMs: number, organizationId: string, users: readonly string[], folders: string[], documents: string[], pacer: Pacer): Promise<void> {
+  if ((await view.get(ORGANIZATIONS, key(apiKey, organizationId))) === null) return;
   const resources: Array<['folder' | 'document', string]> = [...folders.map((f) => ['folder', f] as ['folder', string]), ...documents.map((d) => ['document', d] as ['document', string])];
   const userChunk = Math.min(MAX_PERMISSION_USERS, users.length || 1);
   const resourceChunk = Math.max(1, Math.floor(MAX_PERMISSION_CELLS / userChunk));
@@ -121,7 +122,6 @@ async function resolveAll(view: ReadView, apiKey: string, nowMs: number, organiz
       }
     }
   }
-  return out;
 }
 
 const roleOf = (e: Entry | undefined): string | undefined => (e && 'accessRole' in e ? e.accessRole : undefined);
@@ -172,10 +172,16 @@ interface UserChange {
   after?: string;
 }
 
-/** The changes of one resource, by user id, with their counts: shared by every document of a class. */
+/** The changes of one resource, by user id, with their counts: shared by the documents of a class. */
 interface ChangeList {
   changes: UserChange[];
   counts: Record<AccessChangeKind, number>;
+  /**
+   * A document resolved for some users only (`own`, those who may hold a grant on it or on its
+   * class's representative): the class's list, whose changes it takes for every other user.
+   */
+  base?: ChangeList;
+  own?: ReadonlySet<string>;
 }
 
 function changeList(users: readonly string[], before: Side, after: Side, type: string, id: string): ChangeList {
@@ -191,68 +197,139 @@ function changeList(users: readonly string[], before: Side, after: Side, type: s
   return out;
 }
 
+/** `base`'s changes for every user but `users`, and the document's own changes for those. */
+function patchedList(base: ChangeList, users: readonly string[], before: Side, after: Side, id: string): ChangeList {
+  const own = new Set(users);
+  const mine = changeList(users, before, after, 'document', id);
+  const changes = [...base.changes.filter((c) => !own.has(c.userId)), ...mine.changes].sort((a, b) => cmp(a.userId, b.userId));
+  const counts = { gain: 0, lose: 0, role: 0 };
+  for (const c of changes) counts[c.change]++;
+  return { changes, counts, base, own };
+}
+
 /** A resource in the answer's order, and its changes. */
 type Row = [AccessChange['resourceType'], string, ChangeList];
+
+/**
+ * The users compared in an organization (the API key's users, its grant holders and group
+ * members, on either side), and per document the users who may hold a grant on it: the user
+ * of each grant on it, and each member of a group granted on it, on the same side; live or
+ * not (an expired grant counts too, to be safe).
+ */
+async function usersAndHolders(views: readonly ReadView[], apiKey: string, organizationId: string) {
+  const scope = { apiKey, organizationId };
+  const users = new Set<string>();
+  const holders = new Map<string, Set<string>>();
+  const hold = (documentId: string, userId: string) => {
+    let h = holders.get(documentId);
+    if (!h) holders.set(documentId, (h = new Set()));
+    h.add(userId);
+  };
+  for (const v of views) {
+    for (const u of await v.find<UserDoc>(USERS, { apiKey })) users.add(u.userId);
+    for (const g of await v.find<GrantDoc>(GRANTS, scope)) {
+      users.add(g.userId);
+      if (g.resourceType === 'document') hold(g.resourceId, g.userId);
+    }
+    const members = new Map<string, string[]>();
+    for (const m of await v.find<MemberDoc>(GROUP_MEMBERS, scope)) {
+      users.add(m.userId);
+      const of = members.get(m.groupId);
+      if (of) of.push(m.userId);
+      else members.set(m.groupId, [m.userId]);
+    }
+    for (const g of await v.find<GroupGrantDoc>(GROUP_GRANTS, { ...scope, resourceType: 'document' })) {
+      for (const userId of members.get(g.groupId) ?? []) hold(g.resourceId, userId);
+    }
+  }
+  return { users: [...users].sort(), holders };
+}
+
+/**
+ * The documents in classes: documents whose targets are equal before and equal after. Per
+ * class a representative (its first document no one may hold a grant on, else its first),
+ * resolved for every user; and per other document, the users it must be resolved for itself:
+ * those who may hold a grant on it or on the representative (none for most).
+ */
+function classesOf(documents: readonly string[], before: Holdings, after: Holdings, holders: ReadonlyMap<string, ReadonlySet<string>>) {
+  const classes = new Map<string, string[]>();
+  for (const id of documents) {
+    const shape = `${documentShape(before, id)}\n${documentShape(after, id)}`;
+    const members = classes.get(shape);
+    if (members) members.push(id);
+    else classes.set(shape, [id]);
+  }
+  const representative = new Map<string, string>();
+  const reps: string[] = [];
+  const own = new Map<string, string[]>();
+  for (const members of classes.values()) {
+    const rep = members.find((id) => !holders.has(id)) ?? members[0]!;
+    reps.push(rep);
+    for (const id of members) {
+      representative.set(id, rep);
+      if (id === rep) continue;
+      const users = new Set([...(holders.get(id) ?? []), ...(holders.get(rep) ?? [])]);
+      if (users.size > 0) own.set(id, [...users].sort());
+    }
+  }
+  return { representative, reps, own };
+}
 
 /**
  * The resources of one organization in the answer's order (the organization, its folders,
  * its documents, ids in code-unit order), each with its changes.
  *
- * The documents resolved are one per class: a document with no grant of its own (a user's or
- * a group's, live or not, on either side) is decided, for every user, by its target alone
- * (its effective access type, its ancestors, disabled) and by the grants on those ancestors
- * and the organization (semantics §3; queries/permissions.ts `candidatesAt`, `decideAccess`),
- * so documents whose targets are equal before and equal after change alike for every user:
- * one of them (the first by id) is resolved, by permissions/get's own code, on each side, and
- * its changes stand for the others. A document with a grant of its own is its own class. A
- * move of a folder of 10,000 documents without grants of their own resolves a handful of
- * documents, not 10,000.
+ * Documents are resolved by class: a document is decided, for one user, by its target alone
+ * (its effective access type, its ancestors, disabled), by that user's and their groups'
+ * grants on those ancestors and the organization, and by their grants on the document itself
+ * (semantics §3; queries/permissions.ts `candidatesAt`, `decideAccess`). So documents whose
+ * targets are equal before and equal after change alike for every user who holds no grant on
+ * them: one of them is resolved for every user, by permissions/get's own code, on each side,
+ * and stands for the others; each other document is resolved only for the users who may hold
+ * a grant on it (or on the representative). A move of a folder of 10,000 documents resolves a
+ * handful of documents for every user, and the documents shared with someone for those only.
  */
 async function organizationRows(read: ReadView, overlay: ReadView, apiKey: string, nowMs: number, organizationId: string, pacer: Pacer): Promise<Row[]> {
   const scope = { apiKey, organizationId };
-  const views = [read, overlay];
-  const userIds = new Set<string>();
-  // Documents holding a grant of their own, on either side.
-  const granted = new Set<string>();
-  for (const v of views) {
-    for (const u of await v.find<UserDoc>(USERS, { apiKey })) userIds.add(u.userId);
-    for (const g of await v.find<GrantDoc>(GRANTS, scope)) {
-      userIds.add(g.userId);
-      if (g.resourceType === 'document') granted.add(g.resourceId);
-    }
-    for (const m of await v.find<MemberDoc>(GROUP_MEMBERS, scope)) userIds.add(m.userId);
-    for (const g of await v.find<GroupGrantDoc>(GROUP_GRANTS, { ...scope, resourceType: 'document' })) granted.add(g.resourceId);
-  }
-  const users = [...userIds].sort();
+  const { users, holders } = await usersAndHolders([read, overlay], apiKey, organizationId);
   const before = await holdingsOf(read, scope, pacer);
   const after = await holdingsOf(overlay, scope, pacer);
   const folders = [...new Set([...before.folders.keys(), ...after.folders.keys()])].sort(cmp);
   const documents = [...new Set([...before.documents.keys(), ...after.documents.keys()])].sort(cmp);
+  const { representative, reps, own } = classesOf(documents, before, after, holders);
 
-  // Each document's representative: itself when it holds a grant, else the first of its class.
-  const representative = new Map<string, string>();
-  const classes = new Map<string, string>();
-  for (const id of documents) {
-    if (granted.has(id)) {
-      representative.set(id, id);
-      continue;
-    }
-    const shape = `${documentShape(before, id)}\n${documentShape(after, id)}`;
-    let rep = classes.get(shape);
-    if (rep === undefined) classes.set(shape, (rep = id));
-    representative.set(id, rep);
-  }
-  const reps = [...new Set(representative.values())];
   // Each side resolves only the resources it holds: a missing one is denied there.
-  const resolvable = (side: Holdings) => reps.filter((id) => documentShape(side, id) !== '-');
-  const was = await resolveAll(read, apiKey, nowMs, organizationId, users, [...before.folders.keys()], resolvable(before), pacer);
-  const is = await resolveAll(overlay, apiKey, nowMs, organizationId, users, [...after.folders.keys()], resolvable(after), pacer);
+  const resolvable = (side: Holdings, ids: readonly string[]) => ids.filter((id) => documentShape(side, id) !== '-');
+  const was: Side = new Map();
+  const is: Side = new Map();
+  await resolveInto(was, read, apiKey, nowMs, organizationId, users, [...before.folders.keys()], resolvable(before, reps), pacer);
+  await resolveInto(is, overlay, apiKey, nowMs, organizationId, users, [...after.folders.keys()], resolvable(after, reps), pacer);
+  // The other documents for their own users: per user, every document they are needed on.
+  const byUser = new Map<string, string[]>();
+  for (const [id, us] of own) {
+    for (const userId of us) {
+      const ids = byUser.get(userId);
+      if (ids) ids.push(id);
+      else byUser.set(userId, [id]);
+    }
+  }
+  for (const [userId, ids] of byUser) {
+    for (const [out, view, side] of [[was, read, before], [is, overlay, after]] as const) {
+      const on = resolvable(side, ids);
+      if (on.length > 0) await resolveInto(out, view, apiKey, nowMs, organizationId, [userId], [], on, pacer);
+    }
+  }
   const lists = new Map<string, ChangeList>();
   for (const id of reps) lists.set(id, changeList(users, was, is, 'document', id));
+  const listOf = (id: string) => {
+    const base = lists.get(representative.get(id)!)!;
+    const us = own.get(id);
+    return us ? patchedList(base, us, was, is, id) : base;
+  };
   return [
     ['organization', organizationId, changeList(users, was, is, 'organization', organizationId)],
     ...folders.map((id): Row => ['folder', id, changeList(users, was, is, 'folder', id)]),
-    ...documents.map((id): Row => ['document', id, lists.get(representative.get(id)!)!]),
+    ...documents.map((id): Row => ['document', id, listOf(id)]),
   ];
 }
 
@@ -270,7 +347,9 @@ export async function predictAccessChanges(
   const shown: AccessChange[] = [];
   // Per change list (one resource, or one class of documents) and user, the page's `via`.
   const vias = new Map<ChangeList, Map<string, Promise<AccessChange['via']>>>();
-  const viaOf = (c: AccessChange, list: ChangeList) => {
+  const viaOf = (c: AccessChange, changes: ChangeList) => {
+    // A user a document was not resolved for shares its class's.
+    const list = changes.base && !changes.own!.has(c.userId) ? changes.base : changes;
     let byUser = vias.get(list);
     if (!byUser) vias.set(list, (byUser = new Map()));
     let via = byUser.get(c.userId);
@@ -305,8 +384,9 @@ export async function predictAccessChanges(
  * `via` of a change on a folder or document that still exists after the write: the rule and
  * the grant that decide its new answer, as permissions/explain names them (queries/access.ts),
  * asked of the overlay. None for the organization's own entry or a deleted resource. The
- * documents of a class share it: what explain reads of one (its target, and the grants on its
- * ancestors and the organization, none on itself) is the same for all.
+ * documents of a class share it for every user who holds no grant on them: what explain reads
+ * of one (its target, and that user's grants on its ancestors and the organization, none on
+ * itself) is the same for all.
  */
 async function explainChange(overlay: ReadView, apiKey: string, nowMs: number, c: AccessChange, pacer: Pacer): Promise<AccessChange['via']> {
   if (c.resourceType === 'organization') return undefined;
