@@ -9,6 +9,8 @@
  * documents in `src` (every fifth restricted, every hundredth granted to a user of its own);
  * half the users are members (viewers), the other half editors of `dst`. Moving `src` under
  * `dst` gives the editors of `dst` access to most of the documents: about 500,000 changes.
+ * The `shared` organization is the same with every document granted to two users of its own
+ * (10,000 distinct pairs): the case where no two documents share their grant holders.
  */
 
 export const DRY_RUN_DOCS = 10_000;
@@ -45,29 +47,34 @@ async function ok(url: string, route: string, headers: Record<string, string>, d
   return r;
 }
 
-const ORG = 'dry';
-
 /** Seeds the organization above through the API. */
-export async function seedDryRunOrg(url: string, headers: Record<string, string>): Promise<void> {
-  await ok(url, '/v2/organizations/add', headers, { organizations: [{ organizationId: ORG, organizationName: 'Dry run' }] });
-  await ok(url, '/v2/organizations/folders/add', headers, { organizationId: ORG, folders: [{ folderId: 'dst', accessType: 'restricted' }, { folderId: 'src', accessType: 'organizationPrivate' }] });
+export async function seedDryRunOrg(url: string, headers: Record<string, string>, org: string, shared: boolean): Promise<void> {
+  await ok(url, '/v2/organizations/add', headers, { organizations: [{ organizationId: org, organizationName: 'Dry run' }] });
+  await ok(url, '/v2/organizations/folders/add', headers, { organizationId: org, folders: [{ folderId: 'dst', accessType: 'restricted' }, { folderId: 'src', accessType: 'organizationPrivate' }] });
   for (let i = 0; i < DRY_RUN_DOCS; i += 1000) {
     const documents = Array.from({ length: Math.min(1000, DRY_RUN_DOCS - i) }, (_, j) => ({ documentId: `dr${i + j}`, ...((i + j) % 5 === 4 ? { accessType: 'restricted' } : {}) }));
-    await ok(url, '/v2/organizations/documents/add', headers, { organizationId: ORG, folderId: 'src', documents });
+    await ok(url, '/v2/organizations/documents/add', headers, { organizationId: org, folderId: 'src', documents });
   }
   const users = Array.from({ length: DRY_RUN_USERS }, (_, i) => `du${i}`);
   const half = users.length / 2;
-  await ok(url, '/v2/users/add', headers, { organizationId: ORG, users: users.slice(0, half).map((userId) => ({ userId, accessRole: 'viewer' })) });
-  await ok(url, '/v2/users/add', headers, { organizationId: ORG, folderId: 'dst', users: users.slice(half).map((userId) => ({ userId, accessRole: 'editor' })) });
-  for (let i = 0; i < DRY_RUN_DOCS; i += 100) {
-    await ok(url, '/v2/auth/permissions/add', headers, { userId: users[(i / 100) % users.length], permissions: { resources: [{ type: 'document', id: `dr${i}`, organizationId: ORG, accessRole: 'editor' }] } });
+  await ok(url, '/v2/users/add', headers, { organizationId: org, users: users.slice(0, half).map((userId) => ({ userId, accessRole: 'viewer' })) });
+  await ok(url, '/v2/users/add', headers, { organizationId: org, folderId: 'dst', users: users.slice(half).map((userId) => ({ userId, accessRole: 'editor' })) });
+  // Per user, the documents granted to them: every hundredth to one user, or (shared) each to two.
+  const granted = new Map<string, string[]>(users.map((u) => [u, []]));
+  for (let i = 0; i < DRY_RUN_DOCS; i++) {
+    if (shared) for (const u of new Set([users[i % users.length]!, users[Math.floor(i / users.length) % users.length]!])) granted.get(u)!.push(`dr${i}`);
+    else if (i % 100 === 0) granted.get(users[(i / 100) % users.length]!)!.push(`dr${i}`);
+  }
+  for (const [userId, ids] of granted) {
+    if (ids.length === 0) continue;
+    await ok(url, '/v2/auth/permissions/add', headers, { userId, permissions: { resources: ids.map((id) => ({ type: 'document', id, organizationId: org, accessRole: 'editor' })) } });
   }
 }
 
-const MOVE = { organizationId: ORG, folders: [{ folderId: 'src', parentFolderId: 'dst' }] };
 
 /** The dry run of moving `src` under `dst`, `runs` times after a first one, and a later page. */
-export async function timeDryRunMove(url: string, headers: Record<string, string>, runs: number): Promise<DryRunMoveFigures> {
+export async function timeDryRunMove(url: string, headers: Record<string, string>, org: string, runs: number): Promise<DryRunMoveFigures> {
+  const MOVE = { organizationId: org, folders: [{ folderId: 'src', parentFolderId: 'dst' }] };
   const dry = { ...headers, 'x-dry-run': 'true' };
   const first = await ok(url, '/v2/organizations/folders/update', dry, MOVE);
   const counts = first.body.result.accessChanges.counts;
