@@ -12,7 +12,8 @@
  *
  * Scenarios (--scenario=): perm1, perm1asof (perm1 with asOf, beside the live one), perm1rate, perm10, docs, size, add, move, memory, access,
  * history, budget, rebuild, workers, webhooks, stream (the change stream's fan-out: bench/stream-fanout.ts), replicas (with
- * --store=postgres: permissions/get with reads on the primary alone vs spread over two hot standbys, POSTGRES_REPLICA_URLS). history: access/history page by page over an organization of
+ * --store=postgres: permissions/get with reads on the primary alone vs spread over two hot standbys, POSTGRES_REPLICA_URLS), dryrun (the dry run of a
+ * move of a folder of 10,000 documents with 100 users, on a service of its own: bench/dry-run-move.ts). history: access/history page by page over an organization of
  * HISTORY_USERS users and HISTORY_CHANGES changes to one document's grants (the time of each page,
  * first to last: flat when a page's cost does not grow with the history); asked alone, the big
  * organizations the other scenarios read are not seeded. perm1, perm10 and docs give each server's CPU per request (its whole
@@ -49,6 +50,7 @@ import autocannon from 'autocannon';
 import { steadyLoad } from './steady-load.js';
 import { webhookFairness } from './webhook-fairness.js';
 import { streamFanout } from './stream-fanout.js';
+import { seedDryRunOrg, timeDryRunMove, DRY_RUN_DOCS, DRY_RUN_USERS } from './dry-run-move.js';
 import { cpuSample, mainThreadProfile, perRequest, postgresCpuUs, stageShares, STAGES, type StageShares } from './stage-budget.js';
 import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
@@ -69,8 +71,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
 const scale = args.has('--full') ? 'full' : args.has('--quick') ? 'quick' : 'standard';
 // --scenario=perm1,docs: measure only these (perm1, perm1rate, perm10, docs, size, add, move,
-// memory, budget, rebuild, access, history, workers, webhooks; perm1index with --store=postgres); the seeding is the same, skipped when
-// only scenarios with services of their own (workers, webhooks) are asked, and history alone skips the
+// memory, budget, rebuild, access, history, workers, webhooks, stream, dryrun; perm1index with --store=postgres); the seeding is the same, skipped when
+// only scenarios with services of their own (workers, webhooks, stream, dryrun) are asked, and history alone skips the
 // big organizations. Without it, every scenario runs.
 const only = process.argv.find((a) => a.startsWith('--scenario='))?.slice('--scenario='.length).split(',');
 const want = (name: string) => !only || only.includes(name);
@@ -91,6 +93,8 @@ const WEBHOOK_SAMPLES = { quick: 40, standard: 100, full: 200 };
 /** The stream scenario: open streams, and writes whose arrival is timed at every one of them. */
 const STREAMS = 1000;
 const STREAM_WRITES = { quick: 20, standard: 50, full: 100 };
+/** dryrun: the dry runs of the move timed after the first (bench/dry-run-move.ts). */
+const DRY_RUN_RUNS = { quick: 5, standard: 10, full: 20 };
 const S = {
   quick: { bigDocs: 20_000, smallDocs: 1_000, subtree: 1_000, seconds: 3 },
   standard: { bigDocs: 100_000, smallDocs: 1_000, subtree: 10_000, seconds: 8 },
@@ -1460,7 +1464,7 @@ async function main() {
  * The scenarios that start services of their own on fresh stores (workers, webhooks): they
  * need none of the seeded data, so a run of only these skips the seeding.
  */
-const OWN_SERVICE = new Set(['workers', 'webhooks', 'stream', 'replicas']);
+const OWN_SERVICE = new Set(['workers', 'webhooks', 'stream', 'replicas', 'dryrun']);
 
 async function ownServiceScenarios() {
   // Reads on two hot standbys against the primary alone (--store=postgres only).
@@ -1527,6 +1531,25 @@ async function ownServiceScenarios() {
     }
   }
 
+  // The dry run of a move of a folder of 10,000 documents with 100 users, under the default
+  // query deadline (bench/dry-run-move.ts): on SQLite, and with --store=postgres on PostgreSQL.
+  if (want('dryrun')) {
+    await dryRunScenario('SQLite', {});
+    if (withPostgres) {
+      const server = await startPostgres();
+      try {
+        await dryRunScenario('PostgreSQL', { POSTGRES_URL: await server.freshDatabase('dryrun'), SECRETS_KEY: PG_SECRETS_KEY });
+      } finally {
+        const hold = setInterval(() => undefined, 1000);
+        try {
+          await server.close();
+        } finally {
+          clearInterval(hold);
+        }
+      }
+    }
+  }
+
   // One workspace's 50 advanced endpoints on a tarpit: another workspace's webhook delay
   // against its own baseline, in the same run (bench/webhook-fairness.ts).
   if (want('webhooks')) {
@@ -1550,6 +1573,50 @@ async function ownServiceScenarios() {
       await stop(hooks.child);
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  }
+}
+
+/** The dryrun scenario on a fresh service over `env`'s store: both organizations seeded, then timed; a row each. */
+async function dryRunScenario(store: string, env: Record<string, string>) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-dryrun-'));
+  const svc = await startService(dir, [], { SIGNUP_RATE_PER_MINUTE: '0', ...env });
+  const saved = headers;
+  const cases: Array<[string, boolean, string]> = [
+    ['dry', false, 'every 100th with a grant of its own'],
+    ['dryshared', true, 'each shared with 2 users of its own'],
+  ];
+  const scenario = (what: string) => `dry run of a move of a folder of ${fmt(DRY_RUN_DOCS)} documents (${what}), ${DRY_RUN_USERS} users, default QUERY_DEADLINE_MS (${store})`;
+  const target = 'within the request deadline (5,000 ms), every run';
+  let at = cases[0]![2];
+  try {
+    headers = {};
+    const ws = await call(svc.url, '/v2/workspace/create', { ownerEmail: 'bench-dryrun@example.com' });
+    const [apiKey, key] = Object.entries(ws.result.data.apiKeyList)[0] as [string, { authToken: string }];
+    const own = { 'x-service-api-key': apiKey, 'x-service-auth-token': key.authToken };
+    const t0 = Date.now();
+    for (const [org, shared] of cases) await seedDryRunOrg(svc.url, own, org, shared);
+    await caughtUp(svc);
+    console.log(`dryrun: seeded ${cases.length} x ${fmt(DRY_RUN_DOCS)} documents and ${DRY_RUN_USERS} users on ${store} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    await quiet(svc);
+    for (const [org, , what] of cases) {
+      at = what;
+      const f = await timeDryRunMove(svc.url, own, org, DRY_RUN_RUNS[scale]);
+      rows.push({
+        scenario: scenario(what),
+        measured: `p50 ${f.runs.p50} ms, max ${f.runs.max} ms over ${f.runs.samples} runs; first (cold) ${f.first} ms; a later page ${f.laterPage} ms; counts ${f.counts.gain} gain, ${f.counts.lose} lose, ${f.counts.role} role`,
+        ...NO_CEILING,
+        target,
+        met: Math.max(f.first, f.runs.max, f.laterPage) < 5000,
+        raw: { ...f },
+      });
+    }
+  } catch (error) {
+    // A dry run past the deadline answers 429 RESOURCE_EXHAUSTED: a row that says so.
+    rows.push({ scenario: scenario(at), measured: `failed: ${String(error).slice(0, 300)}`, ...NO_CEILING, target, met: false, raw: { error: String(error) } });
+  } finally {
+    headers = saved;
+    await stop(svc.child);
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
