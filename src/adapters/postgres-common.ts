@@ -275,7 +275,7 @@ const ANSWER_SLACK_MS = 5000;
  * the client's own bound ends that wait, and STATEMENT_TIMEOUT_MS plus ANSWER_SLACK_MS would
  * hold every write of the process unanswered for up to half a minute after the link is back.
  */
-export const QUICK_ANSWER_MS = 5000;
+const QUICK_ANSWER_MS = 5000;
 
 /** `q` answered within QUICK_ANSWER_MS (node-postgres reads a query's own `query_timeout`; its types omit it). */
 export function quick<V extends unknown[]>(q: pg.QueryConfig<V>): pg.QueryConfig<V> {
