@@ -13,57 +13,11 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import net from 'node:net';
 import { PostgresReadStore } from '../src/adapters/postgres-read-store.js';
 import { StoreUnavailableError } from '../src/adapters/unavailable.js';
 import type { LogPosition } from '../src/ports/event-store.js';
 import { freshDatabase } from './support/postgres.js';
-
-/** A relay to `host:port` that can stop passing bytes both ways (kept, passed on when thawed). */
-async function relay(host: string, port: number) {
-  let frozen = false;
-  const held: Array<() => void> = [];
-  let opened = 0;
-  let closed = 0;
-  const sockets = new Set<net.Socket>();
-  const pass = (from: net.Socket, to: net.Socket) =>
-    from.on('data', (chunk) => {
-      if (frozen) held.push(() => to.writable && to.write(chunk));
-      else if (to.writable) to.write(chunk);
-    });
-  const server = net.createServer((client) => {
-    opened++;
-    const upstream = net.connect(port, host);
-    sockets.add(client).add(upstream);
-    pass(client, upstream);
-    pass(upstream, client);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('close', () => {
-      closed++;
-      end();
-    });
-    upstream.on('close', end);
-    client.on('error', end);
-    upstream.on('error', end);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    freeze: () => void (frozen = true),
-    thaw: () => {
-      frozen = false;
-      for (const f of held.splice(0)) f();
-    },
-    counts: () => ({ opened, closed }),
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
+import { relay } from './support/relay.js';
 
 /** `p`'s outcome, or a failure naming what it waited for after `ms` (the bug this guards is a wait forever). */
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
