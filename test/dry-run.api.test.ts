@@ -7,6 +7,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { accessDifferences, roleOf, ORDER } from './support/access-diff.js';
 import { harness, type Harness, type Tenant } from './support/app.js';
 import { allRoutes } from '../src/app.js';
 import { allProjections } from '../projections/index.js';
@@ -67,7 +68,6 @@ async function settled() {
   await h.services.cascade.settle();
   await h.services.projections.waitFor(await h.services.events.headPosition(), 5_000);
 }
-const ROLE_OF = (e: any): string | undefined => (e && 'accessRole' in e ? e.accessRole : undefined);
 
 /**
  * Access as permissions/get answers it, measured one resource at a time (a missing resource
@@ -81,25 +81,12 @@ async function measure(organizationId: string): Promise<Map<string, string | und
     for (const u of USERS) {
       const entries = r.status === 200 ? r.body.result.data[u] : undefined;
       const e = type === 'organization' ? entries?.organization?.[organizationId] : entries?.[`${type}s`]?.[id];
-      out.set(JSON.stringify([type, id, u]), ROLE_OF(e));
+      out.set(JSON.stringify([type, id, u]), roleOf(e));
     }
   }
   return out;
 }
 
-const ORDER = ['organization', 'folder', 'document'];
-/** The changes between two measurements, in the order a dry run lists them. */
-function differences(organizationId: string, before: Map<string, string | undefined>, after: Map<string, string | undefined>) {
-  const out: any[] = [];
-  for (const [k, was] of before) {
-    const is = after.get(k);
-    if (was === is) continue;
-    const [resourceType, resourceId, userId] = JSON.parse(k) as string[];
-    out.push({ resourceType, resourceId, organizationId, userId, change: was === undefined ? 'gain' : is === undefined ? 'lose' : 'role', ...(was ? { before: was } : {}), ...(is ? { after: is } : {}) });
-  }
-  const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-  return out.sort((a, b) => ORDER.indexOf(a.resourceType) - ORDER.indexOf(b.resourceType) || cmp(a.resourceId, b.resourceId) || cmp(a.userId, b.userId));
-}
 
 /**
  * The writes previewed: each is sent with the header, must leave everything as it was, and
@@ -148,7 +135,7 @@ for (const [name, url, data] of writes) {
     await settled();
     assert.not.equal(await observe(), before, 'the real call changed something');
     // What the dry run predicted for organization o is what permissions/get measures.
-    const expected = differences('o', accessBefore, await measure('o'));
+    const expected = accessDifferences('o', accessBefore, await measure('o'));
     const predicted = accessChanges.changes.filter((c: any) => c.organizationId === 'o').map(({ via: _, ...c }: any) => c);
     for (const c of accessChanges.changes) if (c.change !== 'lose' && c.resourceType !== 'organization') assert.type(c.via?.rule, 'string', JSON.stringify(c));
     assert.equal(predicted, expected, JSON.stringify({ predicted, expected }));
@@ -174,8 +161,8 @@ test('a dry run of an erasure lists every access the user loses, in every organi
     for (const [organizationId, documentId] of [['e1', 'ed'], ['e2', 'ee']] as const) {
       const r = await ok('/v2/auth/permissions/get', { organizationId, userIds: ['ey', 'ez'], documentIds: [documentId] });
       for (const [userId, e] of Object.entries<any>(r.data)) {
-        out.push({ resourceType: 'organization', resourceId: organizationId, organizationId, userId, role: ROLE_OF(e.organization[organizationId]) });
-        out.push({ resourceType: 'document', resourceId: documentId, organizationId, userId, role: ROLE_OF(e.documents[documentId]) });
+        out.push({ resourceType: 'organization', resourceId: organizationId, organizationId, userId, role: roleOf(e.organization[organizationId]) });
+        out.push({ resourceType: 'document', resourceId: documentId, organizationId, userId, role: roleOf(e.documents[documentId]) });
       }
     }
     const order = (c: any) => `${c.organizationId}/${ORDER.indexOf(c.resourceType)}/${c.userId}`;

@@ -10,6 +10,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { accessDifferences, roleOf } from './support/access-diff.js';
 import { harness, type Harness, type Tenant } from './support/app.js';
 
 let h: Harness;
@@ -20,8 +21,6 @@ const ok = (url: string, data: unknown) => h.ok(url, data, t.headers);
 const USERS = Array.from({ length: 10 }, (_, i) => `u${i}`);
 const FOLDERS = ['dst', 'src', 'sub'];
 const DOCS = Array.from({ length: 900 }, (_, i) => `d${String(i).padStart(3, '0')}`);
-const ORDER = ['organization', 'folder', 'document'];
-const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * dst (restricted) at the root; src (organizationPrivate) at the root with sub below it. The
@@ -56,7 +55,6 @@ async function build(o: string) {
   await ok('/v2/auth/permissions/add', { group: { groupId: 'g' }, permissions: { resources: [...everyNth(o, 13, 6, 'editor'), ...['dst', 'sub'].map((id) => ({ type: 'folder', id, organizationId: o, accessRole: 'viewer' }))] } });
 }
 
-const roleOf = (e: any): string | undefined => (e && 'accessRole' in e ? e.accessRole : undefined);
 
 /** Every user's role on the organization, its folders and documents, from permissions/get (one call: 10 x 903 cells). */
 async function measure(o: string) {
@@ -71,16 +69,6 @@ async function measure(o: string) {
   return out;
 }
 
-function differences(o: string, before: Map<string, string | undefined>, after: Map<string, string | undefined>) {
-  const out: any[] = [];
-  for (const [k, was] of before) {
-    const is = after.get(k);
-    if (was === is) continue;
-    const [resourceType, resourceId, userId] = JSON.parse(k) as string[];
-    out.push({ resourceType, resourceId, organizationId: o, userId, change: was === undefined ? 'gain' : is === undefined ? 'lose' : 'role', ...(was ? { before: was } : {}), ...(is ? { after: is } : {}) });
-  }
-  return out.sort((a, b) => ORDER.indexOf(a.resourceType) - ORDER.indexOf(b.resourceType) || cmp(a.resourceId, b.resourceId) || cmp(a.userId, b.userId));
-}
 
 /** The dry run's counts and all its pages' changes, following x-dry-run-page-token. */
 async function dryRun(url: string, data: unknown) {
@@ -130,7 +118,7 @@ for (const [name, url, data, paged] of WRITES) {
     const before = await measure(o);
     const dry = await dryRun(url, data(o));
     await ok(url, data(o));
-    const expected = differences(o, before, await measure(o));
+    const expected = accessDifferences(o, before, await measure(o));
     const counts = { gain: 0, lose: 0, role: 0 };
     for (const c of expected) counts[c.change as keyof typeof counts]++;
     assert.equal(dry.counts, counts);

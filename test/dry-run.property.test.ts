@@ -10,6 +10,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
+import { accessDifferences, roleOf } from './support/access-diff.js';
 import { harness, type Harness, type Tenant } from './support/app.js';
 
 let h: Harness;
@@ -71,7 +72,6 @@ function scope(r: { type: string; id?: string }, o: string) {
   return { organizationId: o, ...(r.type === 'folder' ? { folderId: r.id } : r.type === 'document' ? { documentId: r.id } : {}) };
 }
 
-const roleOf = (e: any): string | undefined => (e && 'accessRole' in e ? e.accessRole : undefined);
 
 /** permissions/get for every user, one resource at a time (a missing one, or organization, is denied). */
 async function measure(o: string) {
@@ -87,18 +87,6 @@ async function measure(o: string) {
   return out;
 }
 
-const ORDER = ['organization', 'folder', 'document'];
-const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-function differences(o: string, before: Map<string, string | undefined>, after: Map<string, string | undefined>) {
-  const out: any[] = [];
-  for (const [k, was] of before) {
-    const is = after.get(k);
-    if (was === is) continue;
-    const [resourceType, resourceId, userId] = JSON.parse(k) as string[];
-    out.push({ resourceType, resourceId, organizationId: o, userId, change: was === undefined ? 'gain' : is === undefined ? 'lose' : 'role', ...(was ? { before: was } : {}), ...(is ? { after: is } : {}) });
-  }
-  return out.sort((a, b) => ORDER.indexOf(a.resourceType) - ORDER.indexOf(b.resourceType) || cmp(a.resourceId, b.resourceId) || cmp(a.userId, b.userId));
-}
 
 async function build(o: string, s: any) {
   await ok('/v2/organizations/add', { organizations: [{ organizationId: o, organizationName: o }] });
@@ -138,7 +126,7 @@ test('predicted access changes equal the measured difference of permissions/get'
       answered++;
       // A folder's or organization's deletion goes on in the cascade worker: compare with the end state.
       await h.services.cascade.settle();
-      const expected = differences(o, before, await measure(o));
+      const expected = accessDifferences(o, before, await measure(o));
       // An erasure reaches the user's earlier organizations too (earlier runs'): only o is measured here.
       const all = dry.body.result.accessChanges.changes;
       if (url !== '/v2/users/data/delete') assert.ok(all.every((c: any) => c.organizationId === o), JSON.stringify(all));
