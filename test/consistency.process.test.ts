@@ -8,58 +8,14 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
-import http from 'node:http';
 import { tempDir } from './support/app.js';
-import { post, startService, waitHealthy, type Service } from './support/process.js';
-
-/** One request on a connection of its own (no keep-alive pool), so the cluster hands each one out anew. */
-function fresh(s: Service, route: string, data: unknown, headers: Record<string, string>, requestId: string) {
-  const body = JSON.stringify({ data });
-  return new Promise<{ status: number; body: any; token: string | undefined }>((resolve, reject) => {
-    const req = http.request(`${s.url}${route}`, {
-      method: 'POST',
-      agent: false,
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId },
-    });
-    req.on('response', (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => {
-        const token = res.headers['x-consistency-token'];
-        resolve({ status: res.statusCode!, body: JSON.parse(text), token: typeof token === 'string' ? token : undefined });
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+import { fresh, logLines, post, servedBy, startService, waitHealthy, type Service } from './support/process.js';
 
 /** Every request completed so far, by request id: the pid that answered it and its status (pino's lines). */
 function completions(s: Service): Map<string, { pid: number; status: number }> {
   const done = new Map<string, { pid: number; status: number }>();
-  for (const line of s.output().split('\n')) {
-    if (!line.startsWith('{')) continue;
-    try {
-      const l = JSON.parse(line) as { msg?: string; reqId?: string; pid?: number; res?: { statusCode?: number } };
-      if (l.msg === 'request completed' && l.reqId && typeof l.pid === 'number') done.set(l.reqId, { pid: l.pid, status: l.res?.statusCode ?? 0 });
-    } catch {
-      /* a line still being written */
-    }
-  }
+  for (const l of logLines(s)) if (l.msg === 'request completed' && typeof l.reqId === 'string' && typeof l.pid === 'number') done.set(l.reqId, { pid: l.pid, status: l.res?.statusCode ?? 0 });
   return done;
-}
-
-/** The pid that completed each named request, waiting for the log lines to arrive. */
-async function servedBy(s: Service, ids: string[]): Promise<Map<string, number>> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const done = completions(s);
-    const pids = new Map(ids.filter((id) => done.has(id)).map((id) => [id, done.get(id)!.pid] as const));
-    if (pids.size === ids.length || Date.now() > deadline) return pids;
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 test('serve --workers 2: a write through one API process, read with its token through another, always shows the write', async () => {

@@ -26,12 +26,18 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, guard]).finally(() => clearTimeout(timer));
 }
 
-test('a statement whose answer never comes fails as unavailable, and its connection is never reused', async () => {
-  const url = new URL(await freshDatabase('stall'));
+/** A new database on the shared server, and its URL through a relay of its own. */
+async function relayedDatabase(prefix: string) {
+  const url = new URL(await freshDatabase(prefix));
   const r = await relay(url.hostname, Number(url.port || 5432));
   const through = new URL(url);
   through.hostname = '127.0.0.1';
   through.port = String(r.port);
+  return { r, through };
+}
+
+test('a statement whose answer never comes fails as unavailable, and its connection is never reused', async () => {
+  const { r, through } = await relayedDatabase('stall');
   // A statement timeout of 300 ms: the client gives an answer up 5.3 s after its statement.
   const store = new PostgresReadStore(through.toString(), { statementTimeoutMs: 300, poolSize: 2 });
   try {
@@ -70,11 +76,7 @@ test('a statement whose answer never comes fails as unavailable, and its connect
 });
 
 test('the statements every wait hangs on (the change signal, the follower\'s checkpoints) give up within seconds, whatever the statement timeout', async () => {
-  const url = new URL(await freshDatabase('stall_quick'));
-  const r = await relay(url.hostname, Number(url.port || 5432));
-  const through = new URL(url);
-  through.hostname = '127.0.0.1';
-  through.port = String(r.port);
+  const { r, through } = await relayedDatabase('stall_quick');
   // A statement timeout of two minutes: with only the general bound, each read below would
   // wait two minutes and five seconds (past this test's guard).
   const store = new PostgresReadStore(through.toString(), { statementTimeoutMs: 120_000, poolSize: 4 });

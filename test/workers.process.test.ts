@@ -12,58 +12,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fs from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import { tempDir } from './support/app.js';
-import { freePort, post, startService, waitHealthy, type Service } from './support/process.js';
+import { freePort, fresh, logLines, post, servedBy, startService, waitHealthy, type Service } from './support/process.js';
 import { parseServeArgs } from '../src/server.js';
 import { ConfigError } from '../src/config/config.js';
 import { waiter } from './support/wait.js';
-
-/** One request on a connection of its own (no keep-alive pool), so cluster hands each one out anew. */
-function fresh(s: Service, route: string, data: unknown, headers: Record<string, string>, requestId: string) {
-  const body = JSON.stringify({ data });
-  return new Promise<{ status: number; body: any }>((resolve, reject) => {
-    const req = http.request(`${s.url}${route}`, {
-      method: 'POST',
-      agent: false,
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId },
-    });
-    req.on('response', (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-function logLines(s: Service): Array<Record<string, any>> {
-  const lines = [];
-  for (const line of s.output().split('\n')) {
-    if (!line.startsWith('{')) continue;
-    try {
-      lines.push(JSON.parse(line));
-    } catch {
-      /* a line still being written */
-    }
-  }
-  return lines;
-}
-
-/** The pid that completed each named request, waiting for the log lines to arrive. */
-async function servedBy(s: Service, ids: string[]): Promise<Map<string, number>> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const pids = new Map<string, number>();
-    for (const l of logLines(s)) if (l.msg === 'request completed' && ids.includes(l.reqId)) pids.set(l.reqId, l.pid);
-    if (pids.size === ids.length || Date.now() > deadline) return pids;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 function childPids(s: Service, role: 'api' | 'worker'): number[] {
   return logLines(s).filter((l) => l.role === 'primary' && l.child === role && typeof l.childPid === 'number' && /^started/.test(l.msg)).map((l) => l.childPid);

@@ -3,6 +3,7 @@
  * socket, a kill -9 or a signal.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,4 +75,57 @@ export async function post(s: Service, route: string, data: unknown, headers: Re
     body: JSON.stringify({ data }),
   });
   return { status: r.status, body: (await r.json()) as any };
+}
+
+/**
+ * One request on a connection of its own (no keep-alive pool), so `serve --workers N`'s cluster
+ * hands each one out anew; `requestId` names it in the service's log (servedBy). Answers its
+ * consistency token too (undefined when the answer has none).
+ */
+export function fresh(s: Service, route: string, data: unknown, headers: Record<string, string>, requestId: string) {
+  const body = JSON.stringify({ data });
+  return new Promise<{ status: number; body: any; token: string | undefined }>((resolve, reject) => {
+    const req = http.request(`${s.url}${route}`, {
+      method: 'POST',
+      agent: false,
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId },
+    });
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (text += c));
+      res.on('end', () => {
+        const token = res.headers['x-consistency-token'];
+        resolve({ status: res.statusCode!, body: JSON.parse(text), token: typeof token === 'string' ? token : undefined });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The service's JSON log lines so far (pino's), skipping one still being written. */
+export function logLines(s: Service): Array<Record<string, any>> {
+  const lines = [];
+  for (const line of s.output().split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      lines.push(JSON.parse(line));
+    } catch {
+      /* a line still being written */
+    }
+  }
+  return lines;
+}
+
+/** The pid that completed each named request, waiting (up to 10 s) for the log lines to arrive. */
+export async function servedBy(s: Service, ids: string[]): Promise<Map<string, number>> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const pids = new Map<string, number>();
+    for (const l of logLines(s)) if (l.msg === 'request completed' && ids.includes(l.reqId)) pids.set(l.reqId, l.pid);
+    if (pids.size === ids.length || Date.now() > deadline) return pids;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
