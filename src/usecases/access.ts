@@ -27,15 +27,13 @@ export type AsOfInput = string | number;
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /**
- * `asOf` in Unix ms, checked: INVALID_ARGUMENT naming `field` when malformed, after `nowMs`,
- * or before `horizon` (the history retention's: historyHorizon, src/jobs/retention.ts).
+ * `asOf` in Unix ms, checked: INVALID_ARGUMENT naming `field` when malformed or after `nowMs`.
  * Example: "2026-11-25T15:04:05.123Z" and 1795619045123 are the same instant;
  * "2026-11-25T15:04:05Z" (no milliseconds), "2026-02-30T00:00:00.000Z" and -1 are refused.
  */
-function parseAsOf(value: AsOfInput | undefined, nowMs: number, horizon: Horizon, field = 'data.asOf'): number | undefined {
+function parseAsOf(value: AsOfInput | undefined, nowMs: number, field: string): number | undefined {
   const ms = parseInstant(value, field);
   if (ms !== undefined && ms > nowMs) throw invalidArgument(`${field} is after now (${new Date(nowMs).toISOString()}): only the past can be asked about.`);
-  if (ms !== undefined) checkHorizon(ms, horizon, field);
   return ms;
 }
 
@@ -51,10 +49,14 @@ function checkHorizon(ms: number, horizon: Horizon, field: string, atOrBefore = 
   throw invalidArgument(`${field} is before the history retention horizon (${new Date(horizon.at).toISOString()}): ${horizon.why}.`);
 }
 
-/** `asOf` checked as parseAsOf does, reading the recorded horizon only when there is an instant to check. */
+/**
+ * `asOf` checked as parseAsOf does, and INVALID_ARGUMENT when before the history retention
+ * horizon (historyHorizon, src/jobs/retention.ts), read only when there is an instant to check.
+ */
 export async function checkedAsOf(read: ReadView, value: AsOfInput | undefined, nowMs: number, historyRetentionDays: number, field = 'data.asOf'): Promise<number | undefined> {
-  if (parseAsOf(value, nowMs, undefined, field) === undefined) return undefined;
-  return parseAsOf(value, nowMs, await historyHorizon(read, historyRetentionDays, nowMs), field);
+  const ms = parseAsOf(value, nowMs, field);
+  if (ms !== undefined) checkHorizon(ms, await historyHorizon(read, historyRetentionDays, nowMs), field);
+  return ms;
 }
 
 /** An instant as requests give it (see AsOfInput) in Unix ms; INVALID_ARGUMENT naming `field` when malformed. */
