@@ -54,7 +54,8 @@ import { seedDryRunOrg, timeDryRunMove, DRY_RUN_DOCS, DRY_RUN_USERS } from './dr
 import { cpuSample, mainThreadProfile, perRequest, postgresCpuUs, stageShares, STAGES, type StageShares } from './stage-budget.js';
 import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
-import { ProjectionRunner } from '../src/runtime/projection-runner.js';
+import { openReadModels } from '../src/ops/read-models.js';
+import { rebuildReadModels } from '../src/ops/rebuild.js';
 import { allProjections } from '../projections/index.js';
 import { PostgresEventStore } from '../src/adapters/postgres-event-store.js';
 import { PostgresReadStore } from '../src/adapters/postgres-read-store.js';
@@ -183,18 +184,19 @@ async function startService(dataDir: string, serveArgs: string[] = [], env: Reco
 }
 
 /**
- * The rebuild scenario: the whole log of `events` replayed into the fresh `read` by a runner in
- * this process, timed from the first batch to the last; closes both stores.
+ * The rebuild scenario: what `collab projections rebuild` runs (rebuildReadModels: the whole log
+ * of `events` replayed into a new generation of the fresh `read`, its lanes, the indexes built
+ * after the fill, the switch), in this process, timed from start to switch; closes both stores.
  */
 async function timedRebuild(events: EventStore, read: ReadStore): Promise<{ replayed: number; seconds: number }> {
-  const runner = new ProjectionRunner(events, read, allProjections, { batchSize: 2000 });
-  await runner.init();
-  const t0 = Date.now();
-  const replayed = await runner.catchUp();
-  const seconds = (Date.now() - t0) / 1000;
-  await events.close();
-  await read.close();
-  return { replayed, seconds };
+  const generations = await openReadModels(read, allProjections, 0);
+  try {
+    const r = await rebuildReadModels({ events, generations, projections: allProjections }, { batchSize: 2000 });
+    return { replayed: r.events, seconds: r.seconds };
+  } finally {
+    await events.close();
+    await generations.close();
+  }
 }
 
 const stop = (child: ChildProcess) =>

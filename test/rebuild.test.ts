@@ -15,6 +15,8 @@ import { rebuildReadModels, type RebuildProgress } from '../src/ops/rebuild.js';
 import { allProjections } from '../projections/index.js';
 import { parsePhysical, type GenerationalReadStore } from '../src/runtime/generations.js';
 import type { Doc } from '../src/ports/read-store.js';
+import Database from 'better-sqlite3';
+import pg from 'pg';
 
 let h: Harness;
 let t: Tenant;
@@ -27,6 +29,36 @@ async function dump(view: GenerationalReadStore): Promise<Map<string, Doc[]>> {
     out.set(c, await view.find(c, {}));
   }
   return out;
+}
+
+/**
+ * Every index definition of a generation's read-model tables, with the table and index names
+ * left out: `collection: CREATE INDEX ON (...)`, as the store itself reports them (shared
+ * collections, one copy for every generation, left out).
+ */
+async function indexDefinitions(generation: number): Promise<string[]> {
+  let rows: Array<{ table: string; sql: string }>;
+  const url = h.services.config.postgresUrl;
+  if (url) {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    try {
+      rows = (await c.query<{ table: string; sql: string }>(`SELECT tablename AS table, indexdef AS sql FROM pg_indexes WHERE schemaname = current_schema()`)).rows;
+    } finally {
+      await c.end();
+    }
+  } else {
+    const db = new Database(path.join(h.dataDir, 'readmodels.db'), { readonly: true });
+    try {
+      rows = db.prepare(`SELECT tbl_name AS "table", sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL`).all() as typeof rows;
+    } finally {
+      db.close();
+    }
+  }
+  return rows
+    .filter((r) => r.table.startsWith('rm_') && !h.services.generations.isShared(r.table.slice(3)) && parsePhysical(r.table.slice(3)).generation === generation)
+    .map((r) => `${parsePhysical(r.table.slice(3)).collection}: ${r.sql.replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+/, 'CREATE $1INDEX ON')}`)
+    .sort();
 }
 
 async function workload(tenant: Tenant, n: number) {
@@ -81,6 +113,14 @@ test('rebuild from scratch equals the live read models, document for document; t
     },
   );
   assert.equal(duringRebuild, { status: 200, docs: before.length });
+  // The fill leaves out the indexes only queries read (IndexSpec.queryOnly); each lane builds
+  // them before the switch, so the new generation has every index the live one was made with.
+  const liveIndexes = await indexDefinitions(0);
+  assert.ok(liveIndexes.some((d) => d.startsWith('audit_events: ')), liveIndexes.join('\n'));
+  const rebuiltIndexes = await indexDefinitions(1);
+  const missing = liveIndexes.filter((d) => !rebuiltIndexes.includes(d));
+  const extra = rebuiltIndexes.filter((d) => !liveIndexes.includes(d));
+  assert.equal({ missing, extra }, { missing: [], extra: [] }, 'index definitions of generation 1 against 0');
   assert.is(r.from, 0);
   assert.is(r.to, 1);
   assert.ok(progress.length >= 3, 'progress reported per batch');
@@ -124,7 +164,15 @@ test('after the switch the service reads and writes the new generation (read-you
 
 test('a second rebuild drops the generation the first one replaced', async () => {
   const gens = h.services.generations;
-  const r = await rebuildReadModels({ events: h.services.events, generations: gens, projections: allProjections });
+  // On a store that takes concurrent writers (PostgreSQL), the audit lane gets a handle of its own.
+  const base = gens.base;
+  const fork = base.fork?.bind(base);
+  let forks = 0;
+  if (fork) base.fork = () => (forks++, fork());
+  const r = await rebuildReadModels({ events: h.services.events, generations: gens, projections: allProjections }).finally(() => {
+    if (fork) base.fork = fork;
+  });
+  assert.is(forks, fork ? 1 : 0, 'one lane beside the main one');
   assert.is(r.to, 2);
   assert.ok(r.dropped.length > 0 && r.dropped.every((c) => parsePhysical(c).generation === 0), r.dropped.join(', '));
   const names = await gens.base.listCollections();

@@ -13,7 +13,8 @@
  *     `rebuild:<root>` replays through that tree's `rebuildReadModels` instead (what
  *     `collab projections rebuild` runs), so a change to the rebuild itself is measured too;
  *     `pg:<root>` into a PostgreSQL read store (a fresh database on a throwaway server,
- *     test/support/postgres.ts), where the wall time counts: the server's CPU is not ours.
+ *     test/support/postgres.ts), where the wall time counts: the server's CPU is not ours;
+ *     `pgrebuild:<root>` through `rebuildReadModels` into PostgreSQL.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -54,7 +55,7 @@ async function writeLogs(out: string) {
 }
 
 async function openRead(kind: string, root: string, tmp: string) {
-  if (kind !== 'pg') return new (await load(root, 'src/adapters/sqlite-read-store.ts')).SqliteReadStore(path.join(tmp, 'read.db'));
+  if (kind !== 'pg' && kind !== 'pgrebuild') return new (await load(root, 'src/adapters/sqlite-read-store.ts')).SqliteReadStore(path.join(tmp, 'read.db'));
   const { freshDatabase } = await import('../../test/support/postgres.js');
   return new (await load(root, 'src/adapters/postgres-read-store.ts')).PostgresReadStore(await freshDatabase('replay'));
 }
@@ -69,7 +70,7 @@ async function replay(spec: string, log: string): Promise<{ us: number; wallUs: 
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'replay-'));
   const events = new SqliteEventStore(path.join(log, 'events.db'));
   const read = await openRead(kind, root, tmp);
-  const rebuild = kind === 'rebuild';
+  const rebuild = kind === 'rebuild' || kind === 'pgrebuild';
   let t0 = performance.now();
   const per = (cpu: NodeJS.CpuUsage, n: number) => ({ us: (cpu.user + cpu.system) / n, wallUs: ((performance.now() - t0) * 1000) / n, events: n });
   try {

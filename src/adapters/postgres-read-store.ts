@@ -787,7 +787,10 @@ export class PostgresReadStore implements ReadStore {
   private readonly routing: ReadRouting | undefined;
   private readonly standby: boolean;
 
-  constructor(url: string, options: PostgresReadStoreOptions = {}) {
+  constructor(
+    private readonly url: string,
+    private readonly options: PostgresReadStoreOptions = {},
+  ) {
     this.pool = openPool(url, options.logger, options.statementTimeoutMs, options.poolSize, options.lockTimeoutMs);
     this.notices = new PgListener(url, options.logger, options.listenUrl);
     this.exempt = new Set(options.signalExempt ?? []);
@@ -921,6 +924,15 @@ export class PostgresReadStore implements ReadStore {
 
   count(collection: string, filter: Filter): Promise<number> {
     return this.routed((s) => s.count(collection, filter), () => this.run((v) => v.count(collection, filter)));
+  }
+
+  /**
+   * A second handle for a rebuild's lane (ReadStore.fork): a pool of its own on the primary, so
+   * its transactions run beside this handle's, with no read cache (it only writes and reads in
+   * transactions) and no routing to standbys.
+   */
+  fork(): PostgresReadStore {
+    return new PostgresReadStore(this.url, { ...this.options, routing: undefined, cacheSize: 0, poolSize: 2, standby: false });
   }
 
   async ensureIndexes(specs: readonly IndexSpec[]): Promise<void> {

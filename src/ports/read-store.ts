@@ -75,6 +75,13 @@ export interface IndexSpec {
   collection: string;
   fields: string[];
   unique?: boolean;
+  /**
+   * No projection's apply reads by this index: only queries and jobs do. A rebuild fills its
+   * fresh tables without it and builds it once, after the fill, before the switch (a build over
+   * the filled table costs less than an entry per inserted row). Marking an index read during
+   * apply would not change any answer, only make each such read a scan during rebuilds.
+   */
+  queryOnly?: boolean;
 }
 
 export interface TxOptions {
@@ -90,6 +97,12 @@ export interface TxOptions {
 
 export interface ReadStore extends ReadView {
   ensureIndexes(specs: readonly IndexSpec[]): Promise<void>;
+  /**
+   * Another handle on the same store whose transactions are not serialized with this one's
+   * (transactions are serialized per handle), for a rebuild's lanes (src/ops/rebuild.ts).
+   * Absent where concurrent writers would not help (SQLite's one writer). The caller closes it.
+   */
+  fork?(): ReadStore;
   /** Runs `fn` in one atomic transaction; transactions are serialized per store. */
   transaction<T>(fn: (tx: ReadTx) => Promise<T>, options?: TxOptions): Promise<T>;
   getCheckpoint(name: string): Promise<LogPosition | null>;

@@ -105,9 +105,12 @@ export class GenerationalReadStore implements ReadStore {
     return this.s.base;
   }
 
-  /** A view of the same store fixed on `generation` (no switching); closing it closes nothing. */
-  at(generation: number): GenerationalReadStore {
-    return new GenerationalReadStore(this.s, generation, false);
+  /**
+   * A view of the same store fixed on `generation` (no switching); closing it closes nothing.
+   * `through`: another handle on the same store (ReadStore.fork) that the view reads and writes with.
+   */
+  at(generation: number, through?: ReadStore): GenerationalReadStore {
+    return new GenerationalReadStore(through ? { ...this.s, base: through } : this.s, generation, false);
   }
 
   isShared(collection: string): boolean {

@@ -18,7 +18,7 @@
  */
 import { LOG_START, type EventStore, type LogPosition, type RecordedEvent } from '../ports/event-store.js';
 import { Wakeup } from './wakeup.js';
-import { CheckpointConflictError, type ReadStore } from '../ports/read-store.js';
+import { CheckpointConflictError, type IndexSpec, type ReadStore } from '../ports/read-store.js';
 import type { Projection } from './projection.js';
 import type { Lease } from './lease.js';
 import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc, parkedIndexes } from './parked.js';
@@ -95,9 +95,19 @@ export class ProjectionRunner {
     return !this.observe && (!this.lease || this.lease.held);
   }
 
-  async init(): Promise<void> {
-    await this.store.ensureIndexes([...this.projections.flatMap((p) => p.indexes), ...parkedIndexes]);
+  /**
+   * Creates the projections' indexes and reads their checkpoints. `withoutQueryOnly`: leaves out
+   * the indexes no apply reads (IndexSpec.queryOnly) for the caller to build after its fill (a
+   * rebuild); `queryOnlyIndexes` lists them.
+   */
+  async init(options: { withoutQueryOnly?: boolean } = {}): Promise<void> {
+    const specs = this.projections.flatMap((p) => p.indexes).filter((spec) => !(options.withoutQueryOnly && spec.queryOnly));
+    await this.store.ensureIndexes([...specs, ...parkedIndexes]);
     await this.reloadCheckpoints();
+  }
+
+  queryOnlyIndexes(): IndexSpec[] {
+    return this.projections.flatMap((p) => p.indexes).filter((spec) => spec.queryOnly);
   }
 
   /** The position every projection has passed. */

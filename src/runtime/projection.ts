@@ -15,6 +15,13 @@ export interface Projection {
   indexes: IndexSpec[];
   handles: ReadonlySet<string>;
   apply(event: RecordedEvent, tx: ReadTx): Promise<void>;
+  /**
+   * Projections of different lanes write no collection in common, so a rebuild may apply them
+   * in concurrent transactions on a store that takes concurrent writers (ReadStore.fork).
+   * Absent: the main lane. Give a lane only to a projection whose collections no other
+   * projection (or job during a rebuild) writes.
+   */
+  lane?: string;
 }
 
 /**
