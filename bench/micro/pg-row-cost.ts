@@ -1,4 +1,10 @@
-/** Per-row server cost of audit/documents inserts under different layouts (throwaway A/B). */
+/**
+ * Server cost per row of audit and documents inserts (batches of 200, one commit each) by table
+ * layout: json with expression indexes (as stored), jsonb, a small jsonb of the indexed fields,
+ * no index, indexes built after the fill. Reads sample rows written by pg-add-profile.ts
+ * (SAMPLES=/tmp/samples.json):
+ *   LAYOUTS=json,after,jsonb node scripts/run.mjs dev bench/micro/pg-row-cost.ts
+ */
 import fs from 'node:fs';
 import pg from 'pg';
 import { startPostgres } from '../../test/support/postgres.js';

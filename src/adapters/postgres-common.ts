@@ -137,6 +137,69 @@ const MIGRATIONS: readonly string[] = [
      END LOOP;
    END
    $fn$;`,
+  // 4: `collab_append` at a cost per event that no longer grows with the batch (issue 35). The
+  // function of migration 3 spent most of a batch's time in its INSERT's select list: each
+  // row evaluated the `transaction_id` default (`log_xact_id()`, an SQL function with a
+  // subquery, run once per row) and subscripted four parameter arrays (`p_data[k]` walks the
+  // array from its start), and each accepted stream copied the whole revisions map
+  // (`jsonb_set`). Now the transaction id is read once, the event arrays are unnested side
+  // by side with the stream and revision each event gets (NULL for a refused append), and
+  // each stream's running revision sits in an array slot, at the index of its first
+  // appearance in the batch. The checks and their order are those of migration 3: each
+  // append is checked against the revision the batch's earlier appends to its stream left.
+  `CREATE OR REPLACE FUNCTION collab_append(
+     p_streams text[], p_expected text[], p_counts integer[],
+     p_ids text[], p_types text[], p_data text[], p_metadata text[]
+   ) RETURNS TABLE (actual bigint[], ok boolean[], positions bigint[], transaction_id xid8)
+   LANGUAGE plpgsql AS $fn$
+   DECLARE
+     cur      bigint[];
+     first    integer[];
+     f        integer;
+     a        bigint;
+     e        text;
+     good     boolean;
+     strm_all text[] := '{}';
+     rev_all  bigint[] := '{}';
+     v_tx     xid8;
+   BEGIN
+     actual := '{}';
+     ok := '{}';
+     PERFORM pg_advisory_xact_lock(h)
+       FROM (SELECT DISTINCT hashtextextended(s, 0) AS h FROM unnest(p_streams) AS s ORDER BY 1) AS q;
+     SELECT array_agg(coalesce(m.r, -1) ORDER BY u.n), array_agg(u.f ORDER BY u.n) INTO cur, first
+       FROM (SELECT x.s, x.n, min(x.n) OVER (PARTITION BY x.s) AS f FROM unnest(p_streams) WITH ORDINALITY AS x(s, n)) AS u
+       LEFT JOIN LATERAL (SELECT max(ev.revision) AS r FROM events ev WHERE ev.stream = u.s) AS m ON true;
+     FOR i IN 1 .. coalesce(array_length(p_streams, 1), 0) LOOP
+       f := first[i];
+       a := cur[f];
+       e := p_expected[i];
+       good := e = 'any' OR (e = 'no_stream' AND a = -1) OR (e = 'stream_exists' AND a >= 0)
+               OR (e ~ '^-?[0-9]+$' AND e::numeric = a);
+       actual := actual || a;
+       ok := ok || good;
+       IF good THEN
+         cur[f] := a + p_counts[i];
+       END IF;
+       FOR j IN 1 .. p_counts[i] LOOP
+         strm_all := strm_all || CASE WHEN good THEN p_streams[i] END;
+         rev_all := rev_all || CASE WHEN good THEN a + j END;
+       END LOOP;
+     END LOOP;
+     v_tx := log_xact_id();
+     WITH ins AS (
+       INSERT INTO events (transaction_id, id, stream, revision, type, data, metadata)
+       SELECT v_tx, ev.i, ev.s, ev.r, ev.t, ev.d, ev.m
+       FROM unnest(p_ids, p_types, p_data, p_metadata, strm_all, rev_all) WITH ORDINALITY AS ev(i, t, d, m, s, r, n)
+       WHERE ev.s IS NOT NULL
+       ORDER BY ev.n
+       RETURNING events.position, events.transaction_id
+     )
+     SELECT coalesce(array_agg(ins.position ORDER BY ins.position), '{}'), min(ins.transaction_id::text)::xid8
+       INTO positions, transaction_id FROM ins;
+     RETURN NEXT;
+   END
+   $fn$;`,
 ];
 
 /**
