@@ -32,7 +32,7 @@ for (const size of [1, 10, 50, 100, 200, 100]) {
   const ms = Number(process.hrtime.bigint() - t0) / 1e6 / R;
   console.log(`append of ${size} streams: ${ms.toFixed(2)} ms (${((ms * 1000) / size).toFixed(0)} us per event)`);
 }
-const [keys] = batch(100);
+
 await c.query(`INSERT INTO events (id, stream, revision, type, data, metadata) SELECT 'bulk' || g, 'document-' || g, 0, 'T', '{}', '{}' FROM generate_series(1, 50000) g`);
 await c.query('ANALYZE events');
 for (const size of [100]) {

@@ -1008,6 +1008,20 @@ export class PostgresReadStore implements ReadStore {
     return this.routed((s) => s.getCheckpoint(name), () => this.getCheckpointHere(name));
   }
 
+  getCheckpoints(names: readonly string[]): Promise<Map<string, LogPosition | null>> {
+    return this.routed((s) => s.getCheckpoints(names), () => this.getCheckpointsHere(names));
+  }
+
+  private getCheckpointsHere(names: readonly string[]): Promise<Map<string, LogPosition | null>> {
+    return this.run(async () => {
+      const r = await this.pool.query<{ name: string; position: string }>(
+        quick({ text: 'SELECT name, position FROM checkpoints WHERE name = ANY($1::text[])', values: [names] }),
+      );
+      const found = new Map(r.rows.map((row) => [row.name, row.position]));
+      return new Map(names.map((n) => [n, found.get(n) ?? null]));
+    });
+  }
+
   private getCheckpointHere(name: string): Promise<LogPosition | null> {
     return this.run(async () => {
       const r = await this.pool.query<{ position: string }>(quick({ text: 'SELECT position FROM checkpoints WHERE name = $1', values: [name] }));

@@ -13,7 +13,7 @@ import { SqliteReadStore } from '../adapters/sqlite-read-store.js';
 import { PRESENCE } from '../presence/store.js';
 import { IDEMPOTENCY_KEYS } from '../runtime/idempotency.js';
 import { CommandHandler } from '../runtime/command-handler.js';
-import { ProjectionRunner, type RunnerLogger } from '../runtime/projection-runner.js';
+import { forkLanes, ProjectionRunner, type RunnerLogger } from '../runtime/projection-runner.js';
 import { allProjections } from '../../projections/index.js';
 import { WebhookDeliverer, type WebhookOptions } from '../webhooks/deliverer.js';
 import { egressPolicyOf } from '../adapters/egress.js';
@@ -210,6 +210,27 @@ async function startBackgroundThread(config: Config, logger: RunnerLogger, event
   return { thread, unsubscribe };
 }
 
+/**
+ * The runner of the projections. Where this process applies them on a store that takes
+ * concurrent writers (PostgreSQL), each lane is written on a handle of its own
+ * (ProjectionRunnerOptions.lanes); `lanes.forks` are closed after the runner stops.
+ */
+function projectionRunner(config: Config, followed: EventStore, read: GenerationalReadStore, observe: boolean, options: OpenOptions) {
+  const lanes = observe ? { stores: new Map<string, ReadStore>(), forks: [] } : forkLanes(read, allProjections);
+  const projections = new ProjectionRunner(followed, read, allProjections, {
+    lanes: lanes.stores,
+    logger: options.logger,
+    observe,
+    lease: observe ? undefined : new Lease(read, 'projections', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
+    onApplied: options.onApplied,
+    pollMs: config.projectionPollMs,
+    checkpointPollMs: config.checkpointPollMs,
+    batchSize: options.batchSize,
+    clock: options.clock,
+  });
+  return { projections, lanes };
+}
+
 /** The retention job, started where the projections are applied. */
 function retentionJob(job: RetentionJob, here: boolean): RetentionJob {
   if (here) job.start();
@@ -240,16 +261,7 @@ export async function assemble(
   const commands = new CommandHandler(events);
   // The runner and the deliverer read the same batches of the log: one read and parse serves both.
   const followed = shareLogReads(events);
-  const projections = new ProjectionRunner(followed, read, allProjections, {
-    logger: options.logger,
-    observe,
-    lease: observe ? undefined : new Lease(read, 'projections', { ttlMs: config.leaseTtlMs, logger: options.logger, holder: options.leaseHolder }),
-    onApplied: options.onApplied,
-    pollMs: config.projectionPollMs,
-    checkpointPollMs: config.checkpointPollMs,
-    batchSize: options.batchSize,
-    clock: options.clock,
-  });
+  const { projections, lanes } = projectionRunner(config, followed, generations, observe, options);
   await projections.init();
   if (options.follow !== false) projections.start();
   const clock = options.clock ?? Date.now;
@@ -298,6 +310,7 @@ export async function assemble(
       await cascadeWorker.stop();
       await webhooks.stop();
       await projections.stop();
+      for (const f of lanes.forks) await f.close();
       await events.close();
       await replicas?.close();
       await read.close();

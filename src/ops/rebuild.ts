@@ -9,7 +9,10 @@
  *    generation other than the live one (the one the last rebuild replaced, or a crashed
  *    attempt's), and reset the target generation's checkpoints.
  * 2. Replay the log into generation live+1 in batches, printing progress (events/s, position,
- *    ETA); with a history or audit retention set, prune the new generation as the live one is
+ *    ETA): the fresh tables are filled without the indexes only queries read
+ *    (IndexSpec.queryOnly), built after the fill, and on a store that takes concurrent writers
+ *    each projection lane is written on a handle of its own (ProjectionRunnerOptions.lanes).
+ *    With a history or audit retention set, prune the new generation as the live one is
  *    pruned (src/jobs/retention.ts).
  * 3. Switch, in one read-store transaction: read the live generation's checkpoints; apply the
  *    few events the service appended since the replay caught up, so that every new checkpoint
@@ -28,7 +31,7 @@
 import { LOG_START, type EventStore, type HeldBack, type LogPosition } from '../ports/event-store.js';
 import { describeHeldBack } from '../runtime/held-back.js';
 import { CheckpointConflictError, type ReadStore } from '../ports/read-store.js';
-import { ProjectionRunner, type ProjectionRunnerOptions, type RunnerLogger } from '../runtime/projection-runner.js';
+import { buildQueryOnlyIndexes, forkLanes, ProjectionRunner, type RunnerLogger } from '../runtime/projection-runner.js';
 import type { Projection } from '../runtime/projection.js';
 import { Lease, LEASES, type LeaseDoc } from '../runtime/lease.js';
 import { countParked } from './parked.js';
@@ -126,12 +129,16 @@ export async function rebuildReadModels(s: Stores, options: RebuildOptions = {})
       if (cur !== null && cur !== LOG_START) await base.transaction((tx) => tx.setCheckpoint(name, LOG_START, cur));
     }
 
-    // 2. Replay, one runner per lane; each lane then builds the indexes only queries read.
-    const runner = await Lanes.open(s, gens, to, { batchSize: options.batchSize ?? 1000, logger: options.logger, clock });
+    // 2. Replay, the lanes on handles of their own (PostgreSQL), the fresh tables without the
+    // indexes only queries read; then those indexes, each lane's on its handle, at once.
+    const target = gens.at(to);
+    const lanes = forkLanes(target, s.projections);
     try {
-      return await replayAndSwitch(s, runner, { from, to, started, clock, dropped }, options);
+      const runner = new ProjectionRunner(s.events, target, s.projections, { batchSize: options.batchSize ?? 1000, logger: options.logger, clock, lanes: lanes.stores });
+      await runner.init({ withoutQueryOnly: true });
+      return await replayAndSwitch(s, runner, { from, to, started, clock, dropped, lanes: lanes.stores }, options);
     } finally {
-      await runner.close();
+      for (const f of lanes.forks) await f.close();
     }
   } finally {
     await lease.stop();
@@ -144,9 +151,10 @@ interface Attempt {
   started: number;
   clock: () => number;
   dropped: string[];
+  lanes: ReadonlyMap<string, ReadStore>;
 }
 
-async function replayAndSwitch(s: Stores, runner: Lanes, { from, to, started, clock, dropped }: Attempt, options: RebuildOptions): Promise<RebuildResult> {
+async function replayAndSwitch(s: Stores, runner: ProjectionRunner, { from, to, started, clock, dropped, lanes }: Attempt, options: RebuildOptions): Promise<RebuildResult> {
   const target = s.generations.at(to);
   const startPos = positionNumber(runner.position);
   let total = 0;
@@ -164,11 +172,12 @@ async function replayAndSwitch(s: Stores, runner: Lanes, { from, to, started, cl
     const etaSeconds = fraction !== null && fraction > 0 ? (seconds * (1 - fraction)) / fraction : null;
     options.onProgress({ generation: to, events: total, position: runner.position, head, eventsPerSecond: rate, fraction, etaSeconds });
   };
-  await runner.fill((n) => {
+  await runner.catchUp((n) => {
     total += n;
     void report(false);
   });
   await report(true);
+  await buildQueryOnlyIndexes(target, lanes, s.projections);
   if (options.retention) await pruneReadModels(target, options.retention, clock());
   await options.beforeSwitch?.();
 
@@ -187,72 +196,6 @@ async function replayAndSwitch(s: Stores, runner: Lanes, { from, to, started, cl
   }
   await s.generations.refresh();
   return { from, to, events: total, position, seconds: (clock() - started) / 1000, dropped };
-}
-
-interface Lane {
-  runner: ProjectionRunner;
-  store: GenerationalReadStore;
-}
-
-/**
- * The replay's runners: one per lane (Projection.lane) when the store takes concurrent writers
- * (ReadStore.fork), each lane on a handle of its own, so that one lane's transaction runs on
- * the server while another lane's events are applied in this process; otherwise one runner.
- * Each lane fills its fresh tables without the query-only indexes (IndexSpec.queryOnly) and
- * builds them once its fill is done, while the other lanes may still be filling.
- */
-class Lanes {
-  private constructor(
-    private readonly lanes: Lane[],
-    private readonly forks: ReadStore[],
-  ) {}
-
-  static async open(s: Stores, gens: GenerationalReadStore, to: number, options: ProjectionRunnerOptions): Promise<Lanes> {
-    const byLane = new Map<string, Projection[]>();
-    for (const p of s.projections) byLane.set(p.lane ?? '', [...(byLane.get(p.lane ?? '') ?? []), p]);
-    const base = gens.base;
-    const groups = base.fork ? [...byLane.values()] : [s.projections];
-    const forks: ReadStore[] = [];
-    const lanes = groups.map((projections, i): Lane => {
-      const other = i > 0 ? base.fork?.() : undefined;
-      if (other) forks.push(other);
-      const store = gens.at(to, other);
-      return { runner: new ProjectionRunner(s.events, store, projections, options), store };
-    });
-    const opened = new Lanes(lanes, forks);
-    try {
-      for (const l of lanes) await l.runner.init({ withoutQueryOnly: true });
-    } catch (error) {
-      await opened.close();
-      throw error;
-    }
-    return opened;
-  }
-
-  /** The position every lane has passed. */
-  get position(): LogPosition {
-    return this.lanes.reduce<LogPosition | null>((min, l) => (min === null || l.runner.position < min ? l.runner.position : min), null) ?? LOG_START;
-  }
-
-  /** The replay to the head, then each lane's query-only indexes; `onBatch` counts the first lane's events (every lane reads them all). */
-  async fill(onBatch: (read: number) => void): Promise<void> {
-    await Promise.all(
-      this.lanes.map(async (l, i) => {
-        await l.runner.catchUp(i === 0 ? onBatch : undefined);
-        await l.store.ensureIndexes(l.runner.queryOnlyIndexes());
-      }),
-    );
-  }
-
-  /** Events appended since: applied by every lane; returns how many the first lane read. */
-  async catchUp(): Promise<number> {
-    const counts = await Promise.all(this.lanes.map((l) => l.runner.catchUp()));
-    return counts[0] ?? 0;
-  }
-
-  async close(): Promise<void> {
-    for (const f of this.forks) await f.close();
-  }
 }
 
 async function switchTo(s: Stores, from: number, to: number, clock: () => number): Promise<{ position: LogPosition; applied: number }> {

@@ -106,6 +106,11 @@ export interface ReadStore extends ReadView {
   /** Runs `fn` in one atomic transaction; transactions are serialized per store. */
   transaction<T>(fn: (tx: ReadTx) => Promise<T>, options?: TxOptions): Promise<T>;
   getCheckpoint(name: string): Promise<LogPosition | null>;
+  /**
+   * Several checkpoints read at once (null: never set), where one read costs a round trip: a
+   * runner that follows another's checkpoints reads every projection's at each look.
+   */
+  getCheckpoints?(names: readonly string[]): Promise<Map<string, LogPosition | null>>;
   /** Drops every document of a collection (tests, rebuilds). */
   dropCollection(collection: string): Promise<void>;
   /** Names of the collections that exist (written or indexed at least once), sorted. Rebuilds use it to drop old generations. */

@@ -94,6 +94,8 @@ export class GenerationalReadStore implements ReadStore {
     /** A fixed generation (a rebuild's target), or null to follow the live one. */
     private readonly pinned: number | null,
     private readonly owner: boolean,
+    /** Another handle on the same store (ReadStore.fork) this view reads and writes with, instead of `s.base`. */
+    private readonly via: ReadStore | null = null,
   ) {}
 
   /** The generation this view reads and writes. */
@@ -102,7 +104,7 @@ export class GenerationalReadStore implements ReadStore {
   }
 
   get base(): ReadStore {
-    return this.s.base;
+    return this.via ?? this.s.base;
   }
 
   /**
@@ -110,7 +112,16 @@ export class GenerationalReadStore implements ReadStore {
    * `through`: another handle on the same store (ReadStore.fork) that the view reads and writes with.
    */
   at(generation: number, through?: ReadStore): GenerationalReadStore {
-    return new GenerationalReadStore(through ? { ...this.s, base: through } : this.s, generation, false);
+    return new GenerationalReadStore(this.s, generation, false, through ?? this.via);
+  }
+
+  /**
+   * This view (following the live generation, or pinned as this one is) through `other`,
+   * another handle on the same store (ReadStore.fork): a projection lane's writes go there.
+   * Closing it closes nothing; the caller closes `other`.
+   */
+  through(other: ReadStore): GenerationalReadStore {
+    return new GenerationalReadStore(this.s, this.pinned, false, other);
   }
 
   isShared(collection: string): boolean {
@@ -129,7 +140,7 @@ export class GenerationalReadStore implements ReadStore {
 
   /** Reads the active generation (outside any transaction). */
   async refresh(): Promise<number> {
-    const doc = await this.s.base.get<ActiveGenerationDoc>(READ_MODEL_META, ACTIVE_ID);
+    const doc = await this.base.get<ActiveGenerationDoc>(READ_MODEL_META, ACTIVE_ID);
     this.seen(doc?.generation ?? 0);
     return this.s.live;
   }
@@ -150,24 +161,24 @@ export class GenerationalReadStore implements ReadStore {
   }
 
   get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
-    return this.s.base.get<T>(this.col(collection), id);
+    return this.base.get<T>(this.col(collection), id);
   }
   getMany<T extends Doc = Doc>(collection: string, ids: readonly string[]): Promise<T[]> {
-    return this.s.base.getMany<T>(this.col(collection), ids);
+    return this.base.getMany<T>(this.col(collection), ids);
   }
   find<T extends Doc = Doc>(collection: string, filter: Filter, options?: FindOptions): Promise<T[]> {
-    return this.s.base.find<T>(this.col(collection), filter, options);
+    return this.base.find<T>(this.col(collection), filter, options);
   }
   count(collection: string, filter: Filter): Promise<number> {
-    return this.s.base.count(this.col(collection), filter);
+    return this.base.count(this.col(collection), filter);
   }
 
   ensureIndexes(specs: readonly IndexSpec[]): Promise<void> {
-    return this.s.base.ensureIndexes(specs.map((spec) => ({ ...spec, collection: this.col(spec.collection) })));
+    return this.base.ensureIndexes(specs.map((spec) => ({ ...spec, collection: this.col(spec.collection) })));
   }
 
   transaction<T>(fn: (tx: ReadTx) => Promise<T>, options?: TxOptions): Promise<T> {
-    return this.s.base.transaction((tx) => fn(new GenerationalTx(tx, this, this.pinned)), options);
+    return this.base.transaction((tx) => fn(new GenerationalTx(tx, this, this.pinned)), options);
   }
 
   /**
@@ -176,22 +187,29 @@ export class GenerationalReadStore implements ReadStore {
    * old generation's checkpoints and the meta document in the same transaction.
    */
   transactionRaw<T>(fn: (mapped: ReadTx, raw: ReadTx) => Promise<T>): Promise<T> {
-    return this.s.base.transaction((tx) => fn(new GenerationalTx(tx, this, this.pinned), tx));
+    return this.base.transaction((tx) => fn(new GenerationalTx(tx, this, this.pinned), tx));
   }
 
   getCheckpoint(name: string): Promise<LogPosition | null> {
-    return this.s.base.getCheckpoint(this.cp(name));
+    return this.base.getCheckpoint(this.cp(name));
+  }
+
+  async getCheckpoints(names: readonly string[]): Promise<Map<string, LogPosition | null>> {
+    const physical = names.map((n) => this.cp(n));
+    const base = this.base;
+    const got = base.getCheckpoints ? await base.getCheckpoints(physical) : new Map(await Promise.all(physical.map(async (p) => [p, await base.getCheckpoint(p)] as const)));
+    return new Map(names.map((n, i) => [n, got.get(physical[i]!) ?? null]));
   }
 
   dropCollection(collection: string): Promise<void> {
-    return this.s.base.dropCollection(this.col(collection));
+    return this.base.dropCollection(this.col(collection));
   }
 
   /** The logical names of this generation's collections, shared ones included. */
   async listCollections(): Promise<string[]> {
     const g = this.generation;
     const out: string[] = [];
-    for (const name of await this.s.base.listCollections()) {
+    for (const name of await this.base.listCollections()) {
       if (this.s.shared.has(name)) out.push(name);
       else {
         const p = parsePhysical(name);
@@ -202,14 +220,14 @@ export class GenerationalReadStore implements ReadStore {
   }
 
   beginRequest(): void {
-    this.s.base.beginRequest();
+    this.base.beginRequest();
   }
 
   private epoch = { base: -1, generation: -1, value: 0 };
 
   /** The base store's epoch, moved on also when this view's generation changes (its collections do). */
   readEpoch(): number | undefined | Promise<number | undefined> {
-    const base = this.s.base.readEpoch?.();
+    const base = this.base.readEpoch?.();
     if (base instanceof Promise) return base.then((b) => this.epochOf(b));
     return this.epochOf(base);
   }
@@ -229,14 +247,14 @@ export class GenerationalReadStore implements ReadStore {
 
   /** The adapter's own notices of other processes' checkpoint moves, when it has them. */
   onCheckpointMoved(listener: () => void): () => void {
-    return this.s.base.onCheckpointMoved?.(listener) ?? (() => {});
+    return this.base.onCheckpointMoved?.(listener) ?? (() => {});
   }
 
   async close(): Promise<void> {
     if (!this.owner) return;
     if (this.s.timer) clearInterval(this.s.timer);
     this.s.timer = null;
-    await this.s.base.close();
+    await this.base.close();
   }
 }
 

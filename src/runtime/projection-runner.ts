@@ -21,6 +21,7 @@ import { Wakeup } from './wakeup.js';
 import { CheckpointConflictError, type IndexSpec, type ReadStore } from '../ports/read-store.js';
 import type { Projection } from './projection.js';
 import type { Lease } from './lease.js';
+import type { GenerationalReadStore } from './generations.js';
 import { PARK_AFTER_ATTEMPTS, isStoreFault, park, parkedDoc, parkedIndexes } from './parked.js';
 
 export interface RunnerLogger {
@@ -44,6 +45,13 @@ export interface ProjectionRunnerOptions {
   onApplied?: (position: LogPosition) => void;
   /** The time parked events are stamped with. */
   clock?: () => number;
+  /**
+   * Stores for projection lanes (Projection.lane), other handles on the same store
+   * (ReadStore.fork): a batch's projections of such a lane are applied in a transaction of
+   * that store's, concurrently with the other lanes', each moving its own checkpoints. Lanes
+   * without a store here are applied with the main lane.
+   */
+  lanes?: ReadonlyMap<string, ReadStore>;
 }
 
 interface Waiter {
@@ -53,6 +61,34 @@ interface Waiter {
 }
 
 const silent: RunnerLogger = { error() {}, warn() {}, info() {} };
+
+/**
+ * A handle of its own (ReadStore.fork) for each lane of `projections`, seen through `view`
+ * (its generation, followed or pinned), when the store has them; none otherwise (SQLite's one
+ * writer, MongoDB). The caller closes the forks once the runner has stopped.
+ */
+export function forkLanes(view: GenerationalReadStore, projections: readonly Projection[]): { stores: Map<string, ReadStore>; forks: ReadStore[] } {
+  const stores = new Map<string, ReadStore>();
+  const forks: ReadStore[] = [];
+  const base = view.base;
+  if (!base.fork) return { stores, forks };
+  for (const lane of new Set(projections.flatMap((p) => (p.lane === undefined ? [] : [p.lane])))) {
+    const fork = base.fork();
+    forks.push(fork);
+    stores.set(lane, view.through(fork));
+  }
+  return { stores, forks };
+}
+
+/** The query-only indexes of `projections` (IndexSpec.queryOnly), each built on its lane's store, the lanes at once. */
+export async function buildQueryOnlyIndexes(main: ReadStore, lanes: ReadonlyMap<string, ReadStore>, projections: readonly Projection[]): Promise<void> {
+  const byStore = new Map<ReadStore, IndexSpec[]>();
+  for (const p of projections) {
+    const store = (p.lane !== undefined && lanes.get(p.lane)) || main;
+    byStore.set(store, [...(byStore.get(store) ?? []), ...p.indexes.filter((spec) => spec.queryOnly)]);
+  }
+  await Promise.all([...byStore].map(([store, specs]) => store.ensureIndexes(specs)));
+}
 
 export class ProjectionRunner {
   private readonly checkpoints = new Map<string, LogPosition | null>();
@@ -73,6 +109,7 @@ export class ProjectionRunner {
   private readonly observe: boolean;
   private readonly onApplied: ((position: LogPosition) => void) | undefined;
   private readonly clock: () => number;
+  private readonly lanes: ReadonlyMap<string, ReadStore>;
 
   constructor(
     private readonly events: EventStore,
@@ -88,6 +125,7 @@ export class ProjectionRunner {
     this.observe = options.observe ?? false;
     this.onApplied = options.onApplied;
     this.clock = options.clock ?? Date.now;
+    this.lanes = options.lanes ?? new Map();
   }
 
   /** Whether this runner applies batches now (not an observer, and holding its lease if it has one). */
@@ -98,7 +136,7 @@ export class ProjectionRunner {
   /**
    * Creates the projections' indexes and reads their checkpoints. `withoutQueryOnly`: leaves out
    * the indexes no apply reads (IndexSpec.queryOnly) for the caller to build after its fill (a
-   * rebuild); `queryOnlyIndexes` lists them.
+   * rebuild), which builds them with buildQueryOnlyIndexes.
    */
   async init(options: { withoutQueryOnly?: boolean } = {}): Promise<void> {
     const specs = this.projections.flatMap((p) => p.indexes).filter((spec) => !(options.withoutQueryOnly && spec.queryOnly));
@@ -106,9 +144,6 @@ export class ProjectionRunner {
     await this.reloadCheckpoints();
   }
 
-  queryOnlyIndexes(): IndexSpec[] {
-    return this.projections.flatMap((p) => p.indexes).filter((spec) => spec.queryOnly);
-  }
 
   /** The position every projection has passed. */
   get position(): LogPosition {
@@ -243,7 +278,12 @@ export class ProjectionRunner {
   }
 
   private async reloadCheckpoints() {
-    for (const p of this.projections) this.checkpoints.set(p.name, await this.store.getCheckpoint(p.name));
+    const names = this.projections.map((p) => p.name);
+    if (this.store.getCheckpoints) {
+      for (const [name, position] of await this.store.getCheckpoints(names)) this.checkpoints.set(name, position);
+      return;
+    }
+    for (const name of names) this.checkpoints.set(name, await this.store.getCheckpoint(name));
   }
 
   /**
@@ -277,11 +317,28 @@ export class ProjectionRunner {
     return batch.length;
   }
 
-  /** Applies `events` to `projections` in one transaction and moves their checkpoints past them. */
+  /**
+   * Applies `events` to `projections` and moves their checkpoints past them: one transaction
+   * per lane (ProjectionRunnerOptions.lanes), concurrently. A lane that commits keeps its
+   * checkpoints even when another fails (the failure is thrown once all have settled): each
+   * projection's checkpoint says what it has applied, and the next batch starts from the lowest.
+   */
   private async commit(events: readonly RecordedEvent[], projections: readonly Projection[]): Promise<void> {
+    if (this.lanes.size === 0) return this.commitOn(this.store, events, projections);
+    const byStore = new Map<ReadStore, Projection[]>();
+    for (const p of projections) {
+      const store = (p.lane !== undefined && this.lanes.get(p.lane)) || this.store;
+      byStore.set(store, [...(byStore.get(store) ?? []), p]);
+    }
+    const settled = await Promise.allSettled([...byStore].map(([store, ps]) => this.commitOn(store, events, ps)));
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  private async commitOn(store: ReadStore, events: readonly RecordedEvent[], projections: readonly Projection[]): Promise<void> {
     const last = events[events.length - 1]!.position;
     const moved = new Map<string, LogPosition>();
-    await this.store.transaction(async (tx) => {
+    await store.transaction(async (tx) => {
       for (const p of projections) {
         const checkpoint = this.checkpoints.get(p.name) ?? null;
         const seen = checkpoint ?? LOG_START;

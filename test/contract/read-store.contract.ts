@@ -323,6 +323,18 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
     assert.is(await store.getCheckpoint(name), '0009');
   });
 
+  s('getCheckpoints, where the adapter has it, answers each name as getCheckpoint does', async ({ store }) => {
+    if (!store.getCheckpoints) return assert.is(store.getCheckpoints, undefined);
+    const [a, b, never] = [cpName(), cpName(), cpName()];
+    await store.transaction(async (tx) => {
+      await tx.setCheckpoint(a, '0003', null);
+      await tx.setCheckpoint(b, '0007', null);
+    });
+    const got = await store.getCheckpoints([b, never, a]);
+    assert.equal([...got], [[b, '0007'], [never, null], [a, '0003']]);
+    for (const n of [a, b, never]) assert.is(got.get(n), await store.getCheckpoint(n));
+  });
+
   s('a compare-and-set to the current value succeeds and keeps it', async ({ store }) => {
     const name = cpName();
     await store.transaction((tx) => tx.setCheckpoint(name, '0005', null));
