@@ -18,6 +18,8 @@ import path from 'node:path';
 import { PostgresEventStore } from '../src/adapters/postgres-event-store.js';
 import { PostgresReadStore } from '../src/adapters/postgres-read-store.js';
 import { ProjectionRunner } from '../src/runtime/projection-runner.js';
+import { defineProjection, type Projection } from '../src/runtime/projection.js';
+import type { ReadStore, ReadTx } from '../src/ports/read-store.js';
 import { listParked } from '../src/ops/parked.js';
 import { freshDatabase } from './support/postgres.js';
 import { tempDir } from './support/app.js';
@@ -65,6 +67,47 @@ test('an event the projection cannot apply is parked in PostgreSQL; the rest of 
     assert.match(parked[0]!.error, /cannot apply tick 4/);
   } finally {
     await Promise.all([events.close(), read.close()]);
+  }
+});
+
+test("projection lanes: each lane commits on its own handle; a lane that fails on an event leaves the other lane's batch committed", async () => {
+  const url = await freshDatabase('lanes');
+  const events = new PostgresEventStore(url);
+  const read = new PostgresReadStore(url);
+  const fork = read.fork();
+  // Two projections writing collections of their own; `side` cannot apply tick 4.
+  const lane = (name: string, collection: string, poison?: number): Projection => ({
+    ...defineProjection({
+      name,
+      handlers: {
+        async Tick(e, tx) {
+          await tx.upsert(collection, { _id: e.id, n: e.data.n });
+          if (e.data.n === poison) throw new Error(`cannot apply tick ${poison}`);
+        },
+      },
+    }),
+    ...(name === 'side' ? { lane: 'side' } : {}),
+  });
+  let forkTransactions = 0;
+  const counted: ReadStore = Object.assign(Object.create(fork) as ReadStore, {
+    transaction: <T>(fn: (tx: ReadTx) => Promise<T>) => (forkTransactions++, fork.transaction(fn)),
+  });
+  try {
+    await tick(events, 10);
+    const runner = new ProjectionRunner(events, read, [lane('main', 'main_rows'), lane('side', 'side_rows', 4)], { lanes: new Map([['side', counted]]), clock: () => 777 });
+    await runner.init();
+    await runner.catchUp();
+    const head = await events.headPosition();
+    assert.is(runner.position, head);
+    assert.is(await read.getCheckpoint('main'), head);
+    assert.is(await read.getCheckpoint('side'), head);
+    assert.is((await read.find('main_rows', {})).length, 10, "the main lane applied every tick, its batch untouched by the side lane's failure");
+    assert.is((await read.find('side_rows', {})).length, 9, 'the side lane parked tick 4 and applied the rest');
+    assert.ok(forkTransactions >= 2, `the side lane's transactions went through its own handle (${forkTransactions})`);
+    const parked = await listParked(read);
+    assert.equal(parked.map((p) => [p.follower, p.error.includes('cannot apply tick 4')]), [['side', true]]);
+  } finally {
+    await Promise.all([events.close(), read.close(), fork.close()]);
   }
 });
 

@@ -18,7 +18,7 @@
  */
 import { LOG_START, type EventStore, type LogPosition, type RecordedEvent } from '../ports/event-store.js';
 import { Wakeup } from './wakeup.js';
-import { CheckpointConflictError, type IndexSpec, type ReadStore } from '../ports/read-store.js';
+import { CheckpointConflictError, type ReadStore } from '../ports/read-store.js';
 import type { Projection } from './projection.js';
 import type { Lease } from './lease.js';
 import type { GenerationalReadStore } from './generations.js';
@@ -80,14 +80,20 @@ export function forkLanes(view: GenerationalReadStore, projections: readonly Pro
   return { stores, forks };
 }
 
-/** The query-only indexes of `projections` (IndexSpec.queryOnly), each built on its lane's store, the lanes at once. */
-export async function buildQueryOnlyIndexes(main: ReadStore, lanes: ReadonlyMap<string, ReadStore>, projections: readonly Projection[]): Promise<void> {
-  const byStore = new Map<ReadStore, IndexSpec[]>();
+/** `projections` by the store their lane writes with: `main` for the main lane and for lanes without a store of their own. */
+function byStore(projections: readonly Projection[], lanes: ReadonlyMap<string, ReadStore>, main: ReadStore): Map<ReadStore, Projection[]> {
+  const out = new Map<ReadStore, Projection[]>();
   for (const p of projections) {
     const store = (p.lane !== undefined && lanes.get(p.lane)) || main;
-    byStore.set(store, [...(byStore.get(store) ?? []), ...p.indexes.filter((spec) => spec.queryOnly)]);
+    out.set(store, [...(out.get(store) ?? []), p]);
   }
-  await Promise.all([...byStore].map(([store, specs]) => store.ensureIndexes(specs)));
+  return out;
+}
+
+/** The query-only indexes of `projections` (IndexSpec.queryOnly), each built on its lane's store, the lanes at once. */
+export async function buildQueryOnlyIndexes(main: ReadStore, lanes: ReadonlyMap<string, ReadStore>, projections: readonly Projection[]): Promise<void> {
+  const groups = [...byStore(projections, lanes, main)];
+  await Promise.all(groups.map(([store, ps]) => store.ensureIndexes(ps.flatMap((p) => p.indexes.filter((spec) => spec.queryOnly)))));
 }
 
 export class ProjectionRunner {
@@ -143,7 +149,6 @@ export class ProjectionRunner {
     await this.store.ensureIndexes([...specs, ...parkedIndexes]);
     await this.reloadCheckpoints();
   }
-
 
   /** The position every projection has passed. */
   get position(): LogPosition {
@@ -325,12 +330,8 @@ export class ProjectionRunner {
    */
   private async commit(events: readonly RecordedEvent[], projections: readonly Projection[]): Promise<void> {
     if (this.lanes.size === 0) return this.commitOn(this.store, events, projections);
-    const byStore = new Map<ReadStore, Projection[]>();
-    for (const p of projections) {
-      const store = (p.lane !== undefined && this.lanes.get(p.lane)) || this.store;
-      byStore.set(store, [...(byStore.get(store) ?? []), p]);
-    }
-    const settled = await Promise.allSettled([...byStore].map(([store, ps]) => this.commitOn(store, events, ps)));
+    const groups = [...byStore(projections, this.lanes, this.store)];
+    const settled = await Promise.allSettled(groups.map(([store, ps]) => this.commitOn(store, events, ps)));
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
   }
