@@ -118,18 +118,33 @@ export class ReplicaSet implements ReadRouting {
   }
 
   /**
-   * Runs `fn` (a read-only request's handler) with its reads on an admitted standby that has
-   * applied `need` (any admitted one when null), or on the primary when none has.
+   * Where a read-only request's reads go, chosen once when it arrives (before authentication,
+   * which reads there too): an admitted standby that has applied `need` (any admitted one when
+   * null), round robin, or null for the primary when none has. Counted where it goes.
    */
-  async reading<T>(need: LogPosition | null, fn: () => Promise<T>): Promise<T> {
+  choose(need: LogPosition | null): PostgresReadStore | null {
     const r = this.pick(need);
     if (!r) {
       this.primaryRequests++;
-      return fn();
+      return null;
     }
     r.requests++;
     r.store.beginRequest();
-    const scope: Scope = { target: r.store, request: true };
+    return r.store;
+  }
+
+  /** A request chosen for `target` reads the primary after all (its credentials were refused there): counted there. */
+  toPrimary(target: PostgresReadStore): void {
+    const r = this.replicas.find((x) => x.store === target);
+    if (r) r.requests--;
+    this.primaryRequests++;
+  }
+
+  /** Runs `fn` (a part of a request: its authentication, its handler) with its reads on `target` (null: the primary). */
+  async on<T>(target: PostgresReadStore | null, fn: () => Promise<T>): Promise<T> {
+    // Left out since it was chosen (a read failed there): the rest of the request reads the primary.
+    if (!target || this.replicas.find((x) => x.store === target)?.state === 'down') return fn();
+    const scope: Scope = { target, request: true };
     try {
       return await this.scope.run(scope, fn);
     } finally {
