@@ -20,7 +20,6 @@ import { chooseReadTarget } from './read-target.js';
 import type { ApiRouteConfig } from './route-config.js';
 import { RateLimiter } from './rate-limit.js';
 import { shared } from './plugin.js';
-import type {} from './route-config.js';
 
 /**
  * Whom a caller's rate limit and Idempotency-Keys belong to. `req.ip` is the client's behind
