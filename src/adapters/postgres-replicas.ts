@@ -191,10 +191,16 @@ export class ReplicaSet implements ReadRouting {
     const newest = samples[samples.length - 1];
     if (!newest || newest.sent < now - this.maxLagMs - PROBE_MS) return undefined;
     const cutoff = now - this.maxLagMs;
-    // Older samples than the newest one past the cutoff are never needed again.
-    let i = samples.length - 1;
-    while (i > 0 && samples[i]!.sent > cutoff) i--;
-    if (i > 0) samples.splice(0, i);
+    // The newest sample sent by the cutoff (binary search: a long bound keeps many samples);
+    // older ones are never needed again.
+    let lo = 0;
+    let hi = samples.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (samples[mid]!.sent <= cutoff) lo = mid;
+      else hi = mid - 1;
+    }
+    if (lo > 0) samples.splice(0, lo);
     return samples[0]!.position;
   }
 
