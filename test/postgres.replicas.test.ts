@@ -300,6 +300,17 @@ test("permissions/get answered by a standby follows each grant and revocation: t
       return (await servedByStandbys()) > before;
     });
   }
+  // A user token's read is authenticated on a standby too: its signing key is read there.
+  const issued = await post(svc, '/v2/auth/generate_token', { userId: 'u', userProperties: { name: 'U', email: 'u@example.com' } }, granter);
+  assert.is(issued.status, 200, JSON.stringify(issued.body));
+  const bearer = { authorization: `Bearer ${issued.body.result.data.token}` };
+  await until('a user token read answered by a standby', async () => {
+    const before = await servedByStandbys();
+    const got = await post(svc, '/v2/auth/permissions/get', { organizationId: 'perm', userIds: ['u'], documentIds: ['d'] }, bearer);
+    assert.is(got.status, 200, JSON.stringify(got.body));
+    assert.is(got.body.result.data.u.documents.d.errorCode, 'permission_denied');
+    return (await servedByStandbys()) > before;
+  });
 });
 
 test("a standby whose WAL stops arriving is left out within POSTGRES_REPLICA_MAX_LAG_MS: a deleted API key is refused on every read", async () => {
