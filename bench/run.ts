@@ -52,6 +52,7 @@ import { webhookFairness } from './webhook-fairness.js';
 import { streamFanout } from './stream-fanout.js';
 import { seedDryRunOrg, timeDryRunMove, DRY_RUN_DOCS, DRY_RUN_USERS } from './dry-run-move.js';
 import { cpuSample, mainThreadProfile, perRequest, postgresCpuUs, stageShares, STAGES, type StageShares } from './stage-budget.js';
+import { capPostgres } from './cpu-cap.js';
 import { SqliteEventStore } from '../src/adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
 import { openReadModels } from '../src/ops/read-models.js';
@@ -89,6 +90,14 @@ const withPostgres = storeArg === 'postgres';
 // alternating rounds: the CPU per request of a change, A/B, in one run.
 const abDir = process.argv.find((a) => a.startsWith('--ab='))?.slice('--ab='.length);
 const AB_ROUNDS = 3;
+// --pg-cpu=<cores>: the replicas scenario caps each PostgreSQL server at that many cores
+// (bench/cpu-cap.ts), so that the databases, not the shared cores, bound requests per second.
+const pgCpuArg = process.argv.find((a) => a.startsWith('--pg-cpu='))?.slice('--pg-cpu='.length);
+const PG_CPU = pgCpuArg === undefined ? null : Number(pgCpuArg);
+if (PG_CPU !== null && !(PG_CPU > 0)) {
+  console.error(`--pg-cpu=${pgCpuArg}: a number of cores above 0 (0.25: a quarter of one)`);
+  process.exit(2);
+}
 // webhooks: the victim's writes measured alone and again under the attack.
 const WEBHOOK_SAMPLES = { quick: 40, standard: 100, full: 200 };
 /** The stream scenario: open streams, and writes whose arrival is timed at every one of them. */
@@ -837,6 +846,7 @@ async function replicasScenario() {
   const standbys: Array<Awaited<ReturnType<typeof startPostgres>>> = [];
   const dirs = [fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-rep-a-')), fs.mkdtempSync(path.join(os.tmpdir(), 'collab-bench-rep-b-'))];
   const servers: Server[] = [];
+  const caps: Array<{ release(): void }> = [];
   const saved = headers;
   try {
     const url = await primary.freshDatabase('replicas');
@@ -864,18 +874,33 @@ async function replicasScenario() {
       if (Date.now() - t0 > 120_000) throw new Error('replicas: the standbys were not admitted within 2 minutes');
       await new Promise((r) => setTimeout(r, 200));
     }
+    if (PG_CPU !== null) {
+      // After the seeding (uncapped): only the measured reads and writes run capped.
+      console.log(`capping each PostgreSQL server at ${PG_CPU} cores (--pg-cpu)`);
+      caps.push(capPostgres('primary', primary.dataDir, PG_CPU), ...standbys.map((st, i) => capPostgres(`standby${i + 1}`, st.dataDir, PG_CPU)));
+    }
     const route = '/v2/auth/permissions/get';
     const data = { organizationId: 'org', userIds: ['u3'], documentIds: deepDocs(S.smallDocs, 10) };
     if (JSON.stringify(await call(a.url, route, data)) !== JSON.stringify(await call(b.url, route, data))) throw new Error('replicas: the answers differ');
     const body = JSON.stringify({ data });
     const cpuOfServers = () => [primary, ...standbys].map((st) => postgresCpuUs(st.dataDir));
-    /** One measured load, with each PostgreSQL server's CPU per request answered. */
+    /**
+     * One measured load, with each PostgreSQL server's CPU per request answered (`pgUs`), and
+     * on B each standby's per request it answered (`servedUs`: from B's own count of requests
+     * by target) and the requests the primary answered.
+     */
     const measure = async (svc: Server) => {
       await load(svc.url, route, { body, seconds: 1, warmup: false });
+      const counts = svc === b ? await replicaMetrics() : null;
       const before = cpuOfServers();
       const l = await load(svc.url, route, { body, pid: svc.child.pid, warmup: false });
-      const pgUs = cpuOfServers().map((c, i) => (c - before[i]!) / Math.max(1, l.answered));
-      return { ...l, pgUs };
+      const used = cpuOfServers().map((c, i) => c - before[i]!);
+      const pgUs = used.map((us) => us / Math.max(1, l.answered));
+      if (!counts) return { ...l, pgUs, servedUs: [] as number[], toPrimary: l.answered };
+      const after = await replicaMetrics();
+      const delta = (t: string) => (after.byTarget.get(t) ?? 0) - (counts.byTarget.get(t) ?? 0);
+      const servedUs = standbys.map((st, i) => used[i + 1]! / Math.max(1, delta(`127.0.0.1:${st.port}`)));
+      return { ...l, pgUs, servedUs, toPrimary: delta('primary') };
     };
     // Another API key writes one document at a time through A meanwhile, in the second set of
     // rounds: every commit empties the read caches (theirs is the change signal), so reads go to
@@ -925,10 +950,24 @@ async function replicasScenario() {
     }
     const counted = await replicaMetrics();
     const written = writes - writesBefore;
+    // One request at a time, idle: round trips per request on each server, A's and B's.
+    console.log('counting round trips per request on each server, one request at a time (about two minutes)');
+    const dbUrls = [url, ...standbys.map((st) => st.url().replace(/\/postgres$/, db))];
+    const tripsA = await transactionsOf(dbUrls, a.url, route, data);
+    const servedBefore = await replicaMetrics();
+    const tripsB = await transactionsOf(dbUrls, b.url, route, data);
+    const servedAfter = await replicaMetrics();
+    const servedOf = (t: string) => (servedAfter.byTarget.get(t) ?? 0) - (servedBefore.byTarget.get(t) ?? 0);
+    const trips = {
+      a: tripsA[0]! / STATEMENT_PROBE,
+      bPrimary: tripsB[0]! / STATEMENT_PROBE,
+      bStandbys: standbys.map((st, i) => tripsB[i + 1]! / Math.max(1, servedOf(`127.0.0.1:${st.port}`))),
+    };
     const median = <T,>(xs: T[], f: (x: T) => number) => xs.map(f).sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
     const rps = (xs: typeof results.idle.a) => fmt(median(xs, (x) => x.reqPerSec));
     const side = (name: string, xs: typeof results.idle.a) =>
-      `${name} ${rps(xs)} req/s, service CPU ${Math.round(median(xs, (x) => x.cpuUs ?? NaN))} us/req, PostgreSQL CPU/req primary ${Math.round(median(xs, (x) => x.pgUs[0]!))} us, standbys ${Math.round(median(xs, (x) => x.pgUs[1]!))} + ${Math.round(median(xs, (x) => x.pgUs[2]!))} us`;
+      `${name} ${rps(xs)} req/s, service CPU ${Math.round(median(xs, (x) => x.cpuUs ?? NaN))} us/req, PostgreSQL CPU/req primary ${Math.round(median(xs, (x) => x.pgUs[0]!))} us, standbys ${Math.round(median(xs, (x) => x.pgUs[1]!))} + ${Math.round(median(xs, (x) => x.pgUs[2]!))} us` +
+      (xs[0]!.servedUs.length ? ` (per request each answered: ${Math.round(median(xs, (x) => x.servedUs[0]!))} + ${Math.round(median(xs, (x) => x.servedUs[1]!))} us; answered by the primary: ${xs.map((x) => x.toPrimary).join(', ')})` : '');
     const share = (from: typeof counted, to: typeof counted) => {
       const delta = (t: string) => (to.byTarget.get(t) ?? 0) - (from.byTarget.get(t) ?? 0);
       const standby = standbys.map((st) => delta(`127.0.0.1:${st.port}`));
@@ -937,13 +976,14 @@ async function replicasScenario() {
     };
     const row = (mode: string, r: typeof results.idle, shares: string) =>
       rows.push({
-        scenario: `permissions/get 1 user x 10 docs on PostgreSQL${mode}: reads on the primary alone (A) vs spread over two hot standbys (B, POSTGRES_REPLICA_URLS), ${AB_ROUNDS} alternating rounds`,
-        measured: `${side('A', r.a)}; ${side('B', r.b)}; B's requests answered by the standbys: ${shares}`,
+        scenario: `permissions/get 1 user x 10 docs on PostgreSQL${mode}: reads on the primary alone (A) vs spread over two hot standbys (B, POSTGRES_REPLICA_URLS), ${AB_ROUNDS} alternating rounds${PG_CPU !== null ? `, each PostgreSQL server capped at ${PG_CPU} cores` : ''}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`,
+        measured: `${side('A', r.a)}; ${side('B', r.b)}; B's requests answered by the standbys: ${shares}` +
+          (mode === '' ? `; round trips per request, one at a time: A's primary ${trips.a.toFixed(2)}, B's primary ${trips.bPrimary.toFixed(2)}, each standby per request it answered ${trips.bStandbys.map((x) => x.toFixed(2)).join(' + ')}` : ''),
         ...NO_CEILING,
         ratio: (median(r.b, (x) => x.reqPerSec) / median(r.a, (x) => x.reqPerSec)).toFixed(2),
         target: 'report (B / A req/s)',
         met: [...r.a, ...r.b].every((x) => x.non2xx === 0 && x.errors === 0) ? null : false,
-        raw: { primaryOnly: r.a, twoStandbys: r.b, requestsByTarget: Object.fromEntries(counted.byTarget) },
+        raw: { primaryOnly: r.a, twoStandbys: r.b, requestsByTarget: Object.fromEntries(counted.byTarget), roundTrips: trips, pgCpuCores: PG_CPU },
       });
     row('', results.idle, share(countedBefore, countedIdle));
     row(` under writes (another key, one document at a time: ${fmt(written / (2 * AB_ROUNDS * (S.seconds + 1)))}/s)`, results.writes, share(countedIdle, counted));
@@ -958,6 +998,7 @@ async function replicasScenario() {
       await primary.close();
     } finally {
       clearInterval(hold);
+      for (const c of caps) c.release();
     }
   }
 }
@@ -972,15 +1013,24 @@ const STATEMENT_PROBE = 1000;
  * background polling: projections, leases, the generation's refresh).
  */
 async function roundTrips(url: string, server: string, route: string, data: unknown): Promise<number> {
-  const before = await pgTransactions(url);
+  return (await transactionsOf([url], server, route, data))[0]! / STATEMENT_PROBE;
+}
+
+/**
+ * roundTrips on several servers at once (a primary and its standbys): each one's transactions
+ * over the STATEMENT_PROBE requests, less its own in as long a window without requests.
+ */
+async function transactionsOf(urls: string[], server: string, route: string, data: unknown): Promise<number[]> {
+  const count = () => Promise.all(urls.map((u) => pgTransactions(u)));
+  const before = await count();
   const started = Date.now();
   for (let i = 0; i < STATEMENT_PROBE; i++) await call(server, route, data);
   const busyMs = Date.now() - started;
-  const busy = (await pgTransactions(url)) - before;
-  const idleFrom = await pgTransactions(url);
+  const busy = (await count()).map((n, i) => n - before[i]!);
+  const idleFrom = await count();
   await new Promise((r) => setTimeout(r, busyMs));
-  const idle = (await pgTransactions(url)) - idleFrom;
-  return (busy - idle) / STATEMENT_PROBE;
+  const idle = (await count()).map((n, i) => n - idleFrom[i]!);
+  return busy.map((n, i) => n - idle[i]!);
 }
 
 /**

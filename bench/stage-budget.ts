@@ -81,18 +81,31 @@ export function perRequest(before: CpuSample, after: CpuSample, answered: number
  * load see the same backends.
  */
 export function postgresCpuUs(dataDir: string): number {
-  const root = Number(fs.readFileSync(`${dataDir}/postmaster.pid`, 'utf8').split('\n')[0]);
   let total = 0;
-  const walk = (pid: number) => {
+  for (const pid of postgresPids(dataDir)) {
     try {
       total += (ticksOf(`/proc/${pid}/stat`) * 1e6) / TICKS_PER_SECOND;
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return total;
+}
+
+/** A PostgreSQL server's processes now: its postmaster (postmaster.pid) and every process under it. */
+export function postgresPids(dataDir: string): number[] {
+  const root = Number(fs.readFileSync(`${dataDir}/postmaster.pid`, 'utf8').split('\n')[0]);
+  const pids: number[] = [];
+  const walk = (pid: number) => {
+    pids.push(pid);
+    try {
       for (const child of fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean)) walk(Number(child));
     } catch {
       // The process ended between the listing and the read.
     }
   };
   walk(root);
-  return total;
+  return pids;
 }
 
 /** The stages, in the order a request meets them; the table prints them in this order. */

@@ -94,7 +94,7 @@ export class OrganizationAccess {
   private readonly grants = new Map<string, ByResource<GrantDoc>>();
 
   constructor(
-    private readonly index: AccessIndex,
+    private readonly index: Shard,
     readonly apiKey: string,
     readonly organizationId: string,
   ) {}
@@ -233,39 +233,20 @@ export class OrganizationAccess {
   }
 }
 
-/** The index of one read store (see the top of this file). */
-export class AccessIndex {
+/** What one server's reads filled: valid at one value of that server's change signal. */
+class Shard {
   private epoch: number | undefined;
-  private entries = 0;
+  entries = 0;
   private readonly tenants = new Map<string, Map<string, OrganizationAccess>>();
 
-  constructor(
-    private readonly store: Pick<ReadStore, 'readEpoch'>,
-    readonly maxEntries: number,
-  ) {}
+  constructor(private readonly maxEntries: number) {}
 
-  /** Entries kept now (see ACCESS_INDEX_ENTRIES). */
-  get size(): number {
-    return this.entries;
-  }
-
-  /** @internal an organization's entries grew by `n`. */
+  /** An organization's entries grew by `n`. */
   added(n: number) {
     this.entries += n;
   }
 
-  /**
-   * What is kept of one organization, valid as of now: when the store's epoch moved or the
-   * bound is passed, everything is dropped first. Null when the store gives no epoch. At once
-   * when the store answers its epoch at once (SQLite), else a promise (PostgreSQL).
-   */
-  organization(apiKey: string, organizationId: string): OrganizationAccess | null | Promise<OrganizationAccess | null> {
-    const epoch = this.store.readEpoch?.();
-    if (epoch instanceof Promise) return epoch.then((e) => this.at(e, apiKey, organizationId));
-    return this.at(epoch, apiKey, organizationId);
-  }
-
-  private at(epoch: number | undefined, apiKey: string, organizationId: string): OrganizationAccess | null {
+  at(epoch: number | undefined, apiKey: string, organizationId: string): OrganizationAccess | null {
     if (epoch === undefined) return null;
     // Older than the one kept: a round trip that settled after a later one (see the top).
     if (this.epoch === undefined || epoch > this.epoch || this.entries > this.maxEntries) {
@@ -278,6 +259,50 @@ export class AccessIndex {
     let org = orgs.get(organizationId);
     if (!org) orgs.set(organizationId, (org = new OrganizationAccess(this, apiKey, organizationId)));
     return org;
+  }
+}
+
+/**
+ * The index of one read store (see the top of this file). A store that reads from several
+ * servers (PostgreSQL read replicas: ReadStore.readSource) gets one shard per server, each
+ * exact by that server's own signal and bounded by `maxEntries` on its own: a standby's signal
+ * counts the commits it has replayed, which says nothing about another server's.
+ */
+export class AccessIndex {
+  private readonly own: Shard;
+  private readonly others = new Map<object, Shard>();
+
+  constructor(
+    private readonly store: Pick<ReadStore, 'readEpoch' | 'readSource'>,
+    readonly maxEntries: number,
+  ) {
+    this.own = new Shard(maxEntries);
+  }
+
+  /** Entries kept now, every shard's (see ACCESS_INDEX_ENTRIES). */
+  get size(): number {
+    let n = this.own.entries;
+    for (const s of this.others.values()) n += s.entries;
+    return n;
+  }
+
+  /**
+   * What is kept of one organization, valid as of now: when the epoch of the server read moved
+   * or the bound is passed, everything that server's shard holds is dropped first. Null when the
+   * store gives no epoch. At once when the store answers its epoch at once (SQLite), else a
+   * promise (PostgreSQL).
+   */
+  organization(apiKey: string, organizationId: string): OrganizationAccess | null | Promise<OrganizationAccess | null> {
+    // The source first: the epoch answered next is that server's.
+    const source = this.store.readSource?.();
+    let shard = this.own;
+    if (source !== undefined) {
+      shard = this.others.get(source) ?? new Shard(this.maxEntries);
+      this.others.set(source, shard);
+    }
+    const epoch = this.store.readEpoch?.();
+    if (epoch instanceof Promise) return epoch.then((e) => shard.at(e, apiKey, organizationId));
+    return shard.at(epoch, apiKey, organizationId);
   }
 }
 

@@ -14,7 +14,7 @@ import * as assert from 'uvu/assert';
 import path from 'node:path';
 import { SqliteReadStore } from '../src/adapters/sqlite-read-store.js';
 import { PostgresReadStore, UNLOGGED_WRITES } from '../src/adapters/postgres-read-store.js';
-import type { ReadStore } from '../src/ports/read-store.js';
+import type { ReadStore, ReadView } from '../src/ports/read-store.js';
 import { ApiError } from '../src/shared/errors.js';
 import { AccessIndex, accessIndexOf, attachAccessIndex } from '../queries/access-index.js';
 import { resolvePermissions } from '../queries/permissions.js';
@@ -264,15 +264,40 @@ stores('an epoch settling after a newer one is served from what the newer one ke
   const index = new AccessIndex({ readEpoch: async () => answers.shift() }, 1000);
   answers.push(8);
   const newer = (await index.organization(K, O))!;
-  index.added(5);
+  // Reading the organization (absent here) keeps an entry.
+  await newer.organization({ get: async () => null } as unknown as ReadView);
+  const kept = index.size;
+  assert.ok(kept > 0);
   answers.push(7);
   assert.is(await index.organization(K, O), newer, 'the same entries');
-  assert.is(index.size, 5);
+  assert.is(index.size, kept);
   answers.push(8);
   assert.is(await index.organization(K, O), newer, 'still labelled 8');
   answers.push(9);
   assert.is.not(await index.organization(K, O), newer, 'a commit since: dropped');
   assert.is(index.size, 0);
+});
+
+stores('a store read from several servers keeps one index per server, each by its own epoch', async () => {
+  // Read replicas: a standby's signal counts what it replayed, on a scale of its own; its
+  // values must neither drop the primary's entries nor be served from them.
+  const primary = {};
+  const standby = {};
+  let source: object = primary;
+  const epochs = new Map<object, number>([[primary, 40], [standby, 3]]);
+  const index = new AccessIndex({ readEpoch: async () => epochs.get(source), readSource: () => (source === primary ? undefined : source) }, 1000);
+  const onPrimary = (await index.organization(K, O))!;
+  source = standby;
+  const onStandby = (await index.organization(K, O))!;
+  assert.is.not(onStandby, onPrimary, "the standby's entries are its own");
+  source = primary;
+  assert.is(await index.organization(K, O), onPrimary, "the standby's lower epoch dropped nothing of the primary's");
+  source = standby;
+  epochs.set(standby, 4);
+  const replayed = (await index.organization(K, O))!;
+  assert.is.not(replayed, onStandby, 'the standby replayed a commit: its entries dropped');
+  source = primary;
+  assert.is(await index.organization(K, O), onPrimary, "and the primary's kept");
 });
 
 stores.run();

@@ -1096,12 +1096,29 @@ export class PostgresReadStore implements ReadStore {
    * ReadStore.readEpoch: the signal under the cache's rule, so a request's resolution shares
    * the round trip its reads made (or make) for the cache; without a cache, one of its own.
    */
-  readEpoch(): number | undefined | Promise<number> {
-    // A request read from a standby reads the store through, without the access index: the
-    // index holds what one server showed at one signal, and a standby's signal lags the
-    // primary's (an index filled from a standby would answer the primary's next request).
-    if (this.routing?.target()) return undefined;
+  readEpoch(): number | undefined | Promise<number | undefined> {
+    // A request read from a standby: that standby's own signal. Its `checkpoints` rows are the
+    // primary's, physically replicated, so the sum there moves with every commit it replays
+    // that changes a read model, exactly as here with every commit; its values are not
+    // comparable with the primary's (readSource: the access index keeps one index per standby).
+    const target = this.routing?.target();
+    if (target) {
+      const epoch = target.readEpoch();
+      if (!(epoch instanceof Promise)) return epoch;
+      // Failed there: the standby is left out and this resolution reads the store through (on
+      // the primary), with no index: a value of the primary's signal must not label the
+      // standby's index.
+      return epoch.catch((error: unknown) => {
+        this.routing!.failed(target, error);
+        return undefined;
+      });
+    }
     return this.cache ? this.observe(this.cache) : this.askEpoch();
+  }
+
+  /** ReadStore.readSource: the standby this request reads, or undefined for this store's server. */
+  readSource(): object | undefined {
+    return this.routing?.target() ?? undefined;
   }
 
   /**

@@ -16,13 +16,20 @@
  *   request carrying a token is never answered from older read models than the primary would
  *   answer it from.
  * - A standby is admitted while it answers, is in recovery (a promoted one no longer follows the
- *   primary) and its replay lag is within POSTGRES_REPLICA_MAX_LAG_MS. A failed read leaves it
- *   out at once (the read is asked again of the primary: PostgresReadStore.routed); the next
+ *   primary), its replay lag is within POSTGRES_REPLICA_MAX_LAG_MS, and it has applied what the
+ *   primary had applied POSTGRES_REPLICA_MAX_LAG_MS ago (`floor`: the primary is asked what it
+ *   applied on the same clock). The last rule is what bounds staleness: replay lag is measured
+ *   on what the standby received, so a standby whose WAL stops arriving reads no lag at all.
+ *   Authentication reads the standby too (src/http/read-target.ts), so the bound is also how
+ *   long a deleted API key or reset token may still be accepted by a read. A failed read leaves
+ *   it out at once (the read is asked again of the primary: PostgresReadStore.routed); the next
  *   probe that finds it healthy takes it back.
- * - What is routed is decided per request by the caller (src/http/api-routes.ts: read-only
- *   routes), inside `reading`; only reads outside transactions go to the standby
- *   (PostgresReadStore), so anything that writes, and what it reads to decide, stays on the
- *   primary.
+ * - What is routed is decided per request when it arrives (src/http/read-target.ts: read-only
+ *   routes), by `choose`; its authentication and its handler run `on` the choice; only reads
+ *   outside transactions go to the standby (PostgresReadStore), so anything that writes, and
+ *   what it reads to decide, stays on the primary. A standby's store has its own read cache and
+ *   change signal, and the access index a shard per standby (queries/access-index.ts), so a
+ *   request a standby answers asks the primary nothing.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LogPosition } from '../ports/event-store.js';
@@ -69,6 +76,9 @@ export interface ReplicaStatus {
   fallbacks: number;
 }
 
+/** Whether a standby that applied `applied` is within the bound `floor` (ReplicaSet.floor). */
+const reaches = (applied: LogPosition | null, floor: LogPosition | null | undefined) => floor !== undefined && (floor === null || (applied !== null && applied >= floor));
+
 const nameOf = (url: string) => {
   const u = new URL(url);
   return `${u.hostname}:${u.port || '5432'}`;
@@ -79,7 +89,9 @@ export class ReplicaSet implements ReadRouting {
   private readonly scope = new AsyncLocalStorage<Scope>();
   private readonly lastWrites = new Map<string, LogPosition>();
   private next = 0;
-  private readonly timers = new Map<Replica, NodeJS.Timeout>();
+  private readonly timers = new Map<Replica | 'primary', NodeJS.Timeout>();
+  /** What the primary had applied, oldest first, by when it was asked (performance.now()): see floor(). */
+  private readonly primarySamples: Array<{ sent: number; position: LogPosition | null }> = [];
   private readonly probing = new Set<Promise<void>>();
   private closed = false;
   /** Routable requests the primary answered (no standby had reached what they needed, or none was up). */
@@ -118,18 +130,33 @@ export class ReplicaSet implements ReadRouting {
   }
 
   /**
-   * Runs `fn` (a read-only request's handler) with its reads on an admitted standby that has
-   * applied `need` (any admitted one when null), or on the primary when none has.
+   * Where a read-only request's reads go, chosen once when it arrives (before authentication,
+   * which reads there too): an admitted standby that has applied `need` (any admitted one when
+   * null), round robin, or null for the primary when none has. Counted where it goes.
    */
-  async reading<T>(need: LogPosition | null, fn: () => Promise<T>): Promise<T> {
+  choose(need: LogPosition | null): PostgresReadStore | null {
     const r = this.pick(need);
     if (!r) {
       this.primaryRequests++;
-      return fn();
+      return null;
     }
     r.requests++;
     r.store.beginRequest();
-    const scope: Scope = { target: r.store, request: true };
+    return r.store;
+  }
+
+  /** A request chosen for `target` reads the primary after all (its credentials were refused there): counted there. */
+  toPrimary(target: PostgresReadStore): void {
+    const r = this.replicas.find((x) => x.store === target);
+    if (r) r.requests--;
+    this.primaryRequests++;
+  }
+
+  /** Runs `fn` (a part of a request: its authentication, its handler) with its reads on `target` (null: the primary). */
+  async on<T>(target: PostgresReadStore | null, fn: () => Promise<T>): Promise<T> {
+    // Left out since it was chosen (a read failed there): the rest of the request reads the primary.
+    if (!target || this.replicas.find((x) => x.store === target)?.state === 'down') return fn();
+    const scope: Scope = { target, request: true };
     try {
       return await this.scope.run(scope, fn);
     } finally {
@@ -152,7 +179,35 @@ export class ReplicaSet implements ReadRouting {
     this.lastWrites.set(caller, position);
   }
 
+  /**
+   * The position every standby must have applied to answer now: what the primary had applied
+   * when it answered the last probe sent at least maxLagMs ago (the oldest sample while none is
+   * that old: stricter). Undefined when the primary has answered no probe sent within the last
+   * maxLagMs + PROBE_MS: what it applied since is unknown, so no standby is known to be within
+   * the bound.
+   */
+  private floor(now = performance.now()): LogPosition | null | undefined {
+    const samples = this.primarySamples;
+    const newest = samples[samples.length - 1];
+    if (!newest || newest.sent < now - this.maxLagMs - PROBE_MS) return undefined;
+    const cutoff = now - this.maxLagMs;
+    // The newest sample sent by the cutoff (binary search: a long bound keeps many samples);
+    // older ones are never needed again.
+    let lo = 0;
+    let hi = samples.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (samples[mid]!.sent <= cutoff) lo = mid;
+      else hi = mid - 1;
+    }
+    if (lo > 0) samples.splice(0, lo);
+    return samples[0]!.position;
+  }
+
   private pick(need: LogPosition | null): Replica | null {
+    const floor = this.floor();
+    if (floor === undefined) return null;
+    if (floor !== null && (need === null || floor > need)) need = floor;
     const n = this.replicas.length;
     for (let k = 0; k < n; k++) {
       const r = this.replicas[(this.next + k) % n]!;
@@ -170,15 +225,34 @@ export class ReplicaSet implements ReadRouting {
    * probed.
    */
   start(applied: () => Promise<LogPosition | null>): void {
-    for (const r of this.replicas) {
+    const every = (key: Replica | 'primary', probe: () => Promise<void>) => {
       const tick = () => {
-        const probing = this.probe(r, applied).finally(() => {
+        const probing = probe().finally(() => {
           this.probing.delete(probing);
-          if (!this.closed) this.timers.set(r, setTimeout(tick, PROBE_MS).unref());
+          if (!this.closed) this.timers.set(key, setTimeout(tick, PROBE_MS).unref());
         });
         this.probing.add(probing);
       };
       tick();
+    };
+    every('primary', () => this.probePrimary(applied));
+    for (const r of this.replicas) every(r, () => this.probe(r, applied));
+  }
+
+  /**
+   * What the primary has applied, asked on its own clock: a sample labelled with the time the
+   * question was sent, since its answer holds at least every commit applied before then.
+   */
+  private async probePrimary(applied: () => Promise<LogPosition | null>): Promise<void> {
+    const sent = performance.now();
+    try {
+      const position = await applied();
+      const samples = this.primarySamples;
+      // Out of order (a slow answer after a quicker later one) adds nothing.
+      if (samples.length > 0 && samples[samples.length - 1]!.sent > sent) return;
+      samples.push({ sent, position });
+    } catch {
+      // No sample: once the last one is too old, no standby is chosen (floor()).
     }
   }
 
@@ -202,8 +276,14 @@ export class ReplicaSet implements ReadRouting {
       // Taken as read, not as the highest seen: after a rebuild's switch the checkpoints asked are
       // the new generation's, which a standby shows once it replayed the switch.
       r.applied = position;
+      const floor = this.floor();
       if (!s.inRecovery) this.setState(r, 'down', { reason: 'not in recovery: promoted, or not a standby; its reads no longer follow the primary' });
       else if (s.lagMs > this.maxLagMs) this.setState(r, 'lagging', { lagMs: Math.round(s.lagMs), maxLagMs: this.maxLagMs });
+      // Behind what the primary had applied maxLagMs ago (its WAL does not arrive: replay lag
+      // cannot see that), or the primary's position is not known: left out until it has it.
+      else if (!reaches(position, floor)) {
+        this.setState(r, 'lagging', { reason: floor === undefined ? 'the primary has not answered its probes' : 'behind what the primary had applied POSTGRES_REPLICA_MAX_LAG_MS ago', maxLagMs: this.maxLagMs });
+      }
       else this.setState(r, 'up', {});
     } catch (error) {
       this.setState(r, 'down', { code: (error as { code?: unknown }).code, err: (error as Error).message });
@@ -219,7 +299,9 @@ export class ReplicaSet implements ReadRouting {
   }
 
   status(): ReplicaStatus[] {
-    return this.replicas.map((r) => ({ name: r.name, up: r.state === 'up', lagSeconds: r.lagMs / 1000, requests: r.requests, fallbacks: r.fallbacks }));
+    const floor = this.floor();
+    // Admitted as a request would find it now: between probes the bound may have passed it.
+    return this.replicas.map((r) => ({ name: r.name, up: r.state === 'up' && reaches(r.applied, floor), lagSeconds: r.lagMs / 1000, requests: r.requests, fallbacks: r.fallbacks }));
   }
 
   async close(): Promise<void> {

@@ -30,7 +30,7 @@ export interface Config {
    * answered from (src/adapters/postgres-replicas.ts), one single-host URL each. Empty: none.
    */
   postgresReplicaUrls: string[];
-  /** POSTGRES_REPLICA_MAX_LAG_MS: a standby whose replay is further behind is left out until it catches up. */
+  /** POSTGRES_REPLICA_MAX_LAG_MS: a standby further behind the primary (its replay lag, or what the primary had applied this long ago) is left out until it catches up. */
   postgresReplicaMaxLagMs: number;
   /** POSTGRES_POOL_SIZE: connections of each of a process's two PostgreSQL pools. */
   postgresPoolSize: number;

@@ -7,7 +7,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { Services } from '../composition/services.js';
-import type { LogPosition } from '../ports/event-store.js';
+import { apiKeyScope, workspaceScope } from '../secrets/positions.js';
 import { BugError } from '../shared/errors.js';
 import { envelope } from './answers.js';
 import { RequestContext } from './context.js';
@@ -22,18 +22,6 @@ import type {} from './consistency.js';
 import { describeHeldBack } from '../runtime/held-back.js';
 import { dryRunServices, withAccessChanges } from './dry-run.js';
 
-/**
- * Whether a route's reads may go to a read replica: a tenant's or workspace's read-only route.
- * Not a mutating one (what it reads to decide must be the primary's), nor the operator's (its
- * answers describe the primary: checkpoints, parked events), nor the change feed: a page reads
- * the changes read model up to this process's applied position and moves its cursor there, so
- * a standby behind that position would make it skip changes for good. Authentication runs
- * before the route, on the primary, whatever the route (src/http/authentication.ts).
- */
-const isReplicaRead = (route: AnyRoute) => !route.mutates && (route.auth === 'apiKey' || route.auth === 'workspace') && !route.path.startsWith('/v2/changes/');
-
-const maxPosition = (a: LogPosition | null, b: LogPosition | null) => (a === null ? b : b === null || a >= b ? a : b);
-
 /** Runs `route` for the authenticated caller; a write waits for the read models first. */
 async function run(route: AnyRoute, req: FastifyRequest, services: Services, metrics: AppMetrics): Promise<Success> {
   const caller = req.caller;
@@ -42,10 +30,10 @@ async function run(route: AnyRoute, req: FastifyRequest, services: Services, met
   // x-dry-run: true (src/http/dry-run.ts): decided into an overlay, nothing appended, so no wait below.
   const dry = req.dryRun ? dryRunServices(services) : null;
   const ctx = new RequestContext(dry?.services ?? services, req.id, services.clock(), req.log, caller.actor, caller.tenant, caller.workspaceId, caller.userId, req.workSignal);
-  // Read replicas (POSTGRES_REPLICA_URLS): whose writes a read of this caller must see without a token.
-  const session = caller.tenant ? `apikey:${caller.tenant.apiKey}` : caller.workspaceId ? `workspace:${caller.workspaceId}` : null;
-  const replicas = !dry && session && isReplicaRead(route) ? services.replicas : undefined;
-  const out = replicas ? await replicas.reading(maxPosition(req.consistencyPosition, replicas.lastWrite(session!)), () => route.handler(data, ctx)) : await route.handler(data, ctx);
+  // Read replicas (POSTGRES_REPLICA_URLS): a read-only request reads where it was authenticated
+  // (src/http/read-target.ts); a write is remembered for its caller's next reads without a token.
+  const session = caller.tenant ? apiKeyScope(caller.tenant.apiKey) : caller.workspaceId ? workspaceScope(caller.workspaceId) : null;
+  const out = services.replicas && !dry ? await services.replicas.on(req.readTarget, () => route.handler(data, ctx)) : await route.handler(data, ctx);
   if (dry) return withAccessChanges(req, services, dry.commands, caller.tenant?.apiKey, out);
   // The position of the answer's consistency token (src/http/consistency.ts).
   req.appendedPosition = ctx.lastPosition ?? null;

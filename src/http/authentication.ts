@@ -15,10 +15,11 @@
 import type { FastifyRequest } from 'fastify';
 import type { Services } from '../composition/services.js';
 import { BugError } from '../shared/errors.js';
-import { authenticate, InvalidCredentialsError, InvalidUserTokenError, type Caller } from './auth.js';
+import { authenticate, InvalidCredentialsError, InvalidUserTokenError, type AuthOptions, type Caller } from './auth.js';
+import { chooseReadTarget } from './read-target.js';
+import type { ApiRouteConfig } from './route-config.js';
 import { RateLimiter } from './rate-limit.js';
 import { shared } from './plugin.js';
-import type {} from './route-config.js';
 
 /**
  * Whom a caller's rate limit and Idempotency-Keys belong to. `req.ip` is the client's behind
@@ -56,8 +57,29 @@ function guessThrottles(services: Services) {
   };
 }
 
+/**
+ * Authenticates on the server the request reads (src/http/read-target.ts): a read replica's
+ * copy of the credentials, or the primary's. Credentials a standby refuses are asked again of
+ * the primary, which may hold ones the standby has not replayed yet; the request then reads the
+ * primary. Writes, and every route not routed, authenticate on the primary.
+ */
+async function authenticateWhereRead(req: FastifyRequest, api: ApiRouteConfig, services: Services, options: AuthOptions): Promise<Caller> {
+  const target = req.readTarget;
+  const replicas = services.replicas;
+  if (!target || !replicas) return authenticate(req, api.auth, services, options);
+  try {
+    return await replicas.on(target, () => authenticate(req, api.auth, services, options));
+  } catch (error) {
+    if (!(error instanceof InvalidCredentialsError || error instanceof InvalidUserTokenError)) throw error;
+    replicas.toPrimary(target);
+    req.readTarget = null;
+    return authenticate(req, api.auth, services, options);
+  }
+}
+
 export const authentication = shared<{ services: Services }>('authentication', async (app, { services }) => {
   app.decorateRequest('caller', null);
+  app.decorateRequest('readTarget', null);
   const { failedAuth, signups } = guessThrottles(services);
   // Named in the refusal a user token gets on every other route (src/http/auth.ts), in the
   // order the routes are added; complete before the first request arrives.
@@ -78,7 +100,8 @@ export const authentication = shared<{ services: Services }>('authentication', a
     if (api.auth === 'admin' && signups.enabled) signups.take(`ip:${req.ip}`);
     if (api.auth !== 'open') failedAuth.check(`ip:${req.ip}`);
     try {
-      req.caller = await authenticate(req, api.auth, services, { userToken: api.userToken, userTokenPaths });
+      req.readTarget = chooseReadTarget(req, api, services);
+      req.caller = await authenticateWhereRead(req, api, services, { userToken: api.userToken, userTokenPaths });
     } catch (error) {
       if (error instanceof InvalidCredentialsError || error instanceof InvalidUserTokenError) failedAuth.spend(`ip:${req.ip}`);
       throw error;

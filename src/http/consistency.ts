@@ -33,7 +33,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The highest log position the call appended (set by src/http/api-routes.ts), for its consistency token. */
     appendedPosition: LogPosition | null;
-    /** The position of the call's own x-consistency-token, once its read models reached it (read replicas route on it). */
+    /** The position of the call's own x-consistency-token, once its read models reached it. */
     consistencyPosition: LogPosition | null;
   }
 }

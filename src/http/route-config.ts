@@ -18,6 +18,8 @@ export interface ApiRouteConfig {
   userToken: boolean;
   /** Changes something: a retry with the same Idempotency-Key gets the first answer back. */
   mutates: boolean;
+  /** Its reads, authentication included, may go to a read replica (src/http/read-target.ts); absent: never. */
+  replicaRead?: boolean;
 }
 
 declare module 'fastify' {
@@ -33,9 +35,19 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * Whether a route's reads may go to a read replica: a tenant's or workspace's read-only route.
+ * Not a mutating one (what it reads to decide must be the primary's), nor the operator's (its
+ * answers describe the primary: checkpoints, parked events), nor the change feed: a page reads
+ * the changes read model up to this process's applied position and moves its cursor there, so
+ * a standby behind that position would make it skip changes for good.
+ */
+const isReplicaRead = (route: AnyRoute) => !route.mutates && (route.auth === 'apiKey' || route.auth === 'workspace') && !route.path.startsWith('/v2/changes/');
+
 export const apiConfig = (route: AnyRoute): ApiRouteConfig => ({
   path: route.path,
   auth: route.auth,
   userToken: route.userToken === true,
   mutates: route.mutates,
+  replicaRead: isReplicaRead(route),
 });

@@ -137,6 +137,13 @@ export interface ReadStore extends ReadView {
    */
   readEpoch?(): number | undefined | Promise<number | undefined>;
   /**
+   * Optional: the server this call's reads go to when the store spreads reads over several (a
+   * PostgreSQL read replica, chosen per request), or undefined for the store's own. `readEpoch`
+   * then answers that server's own signal, and an index of read models keeps one index per
+   * source (queries/access-index.ts): values of different servers' signals are not comparable.
+   */
+  readSource?(): object | undefined;
+  /**
    * Optional: calls `listener` when another process may have moved a checkpoint (a store that
    * can hear other writers, e.g. a notification channel). A projection runner that does not
    * apply then re-reads the checkpoints instead of waiting for its next poll; a missed or

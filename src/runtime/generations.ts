@@ -223,18 +223,25 @@ export class GenerationalReadStore implements ReadStore {
     this.base.beginRequest();
   }
 
-  private epoch = { base: -1, generation: -1, value: 0 };
+  /** Per source (ReadStore.readSource; undefined: the base store's own server): each server's signal moves on its own. */
+  private readonly epochs = new Map<object | undefined, { base: number; generation: number; value: number }>();
 
   /** The base store's epoch, moved on also when this view's generation changes (its collections do). */
   readEpoch(): number | undefined | Promise<number | undefined> {
+    const source = this.base.readSource?.();
     const base = this.base.readEpoch?.();
-    if (base instanceof Promise) return base.then((b) => this.epochOf(b));
-    return this.epochOf(base);
+    if (base instanceof Promise) return base.then((b) => this.epochOf(source, b));
+    return this.epochOf(source, base);
   }
 
-  private epochOf(base: number | undefined): number | undefined {
+  readSource(): object | undefined {
+    return this.base.readSource?.();
+  }
+
+  private epochOf(source: object | undefined, base: number | undefined): number | undefined {
     if (base === undefined) return undefined;
-    const e = this.epoch;
+    let e = this.epochs.get(source);
+    if (!e) this.epochs.set(source, (e = { base: -1, generation: -1, value: 0 }));
     // A base epoch older than the last seen (a round trip settling late) is no change: the
     // base's epochs never go back (ReadStore.readEpoch), and this one's must not either.
     if (base > e.base || this.generation !== e.generation) {
