@@ -271,16 +271,14 @@ async function apply(e: RecordedEvent, tx: ReadTx): Promise<void> {
 
 export const auditProjection: Projection = {
   name: 'audit',
-  // apply only upserts by position, so every index here is read by queries and the retention
-  // job alone (queryOnly: a rebuild builds them after its fill).
   indexes: [
-    { collection: AUDIT_SUBJECTS, fields: ['subject', 'position'], queryOnly: true },
+    { collection: AUDIT_SUBJECTS, fields: ['subject', 'position'] },
     // The retention job (src/jobs/retention.ts) deletes subject rows oldest first, as it deletes their events.
-    { collection: AUDIT_SUBJECTS, fields: ['position'], queryOnly: true },
-    { collection: AUDIT_EVENTS, fields: ['apiKey', 'position'], queryOnly: true },
-    { collection: AUDIT_EVENTS, fields: ['apiKey', 'data.organizationId', 'position'], queryOnly: true },
-    { collection: AUDIT_EVENTS, fields: ['target', 'position'], queryOnly: true },
-    { collection: AUDIT_EVENTS, fields: ['apiKey', 'family', 'position'], queryOnly: true },
+    { collection: AUDIT_SUBJECTS, fields: ['position'] },
+    { collection: AUDIT_EVENTS, fields: ['apiKey', 'position'] },
+    { collection: AUDIT_EVENTS, fields: ['apiKey', 'data.organizationId', 'position'] },
+    { collection: AUDIT_EVENTS, fields: ['target', 'position'] },
+    { collection: AUDIT_EVENTS, fields: ['apiKey', 'family', 'position'] },
   ],
   // Its two collections are its own (the retention job prunes them only after a rebuild's fill).
   lane: 'audit',

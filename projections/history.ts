@@ -60,7 +60,7 @@ export interface HistoryPrunedDoc extends Doc {
  * job (src/jobs/retention.ts) deletes from, oldest first, with `{ open: false }` sorted by
  * `validTo`. One more index entry per version; without it each run would scan the table.
  */
-const retentionIndex = (collection: string): IndexSpec => ({ collection: historyCollection(collection), fields: ['open', 'validTo'], queryOnly: true });
+const retentionIndex = (collection: string): IndexSpec => ({ collection: historyCollection(collection), fields: ['open', 'validTo'] });
 
 /** The change that opened or closed a version: the event's type, time and who made it (metadata.actor). */
 export interface ChangeRef {

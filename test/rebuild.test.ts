@@ -113,8 +113,7 @@ test('rebuild from scratch equals the live read models, document for document; t
     },
   );
   assert.equal(duringRebuild, { status: 200, docs: before.length });
-  // The fill leaves out the indexes only queries read (IndexSpec.queryOnly); each lane builds
-  // them before the switch, so the new generation has every index the live one was made with.
+  // The new generation has every index the live one was made with (lanes included).
   const liveIndexes = await indexDefinitions(0);
   assert.ok(liveIndexes.some((d) => d.startsWith('audit_events: ')), liveIndexes.join('\n'));
   const rebuiltIndexes = await indexDefinitions(1);

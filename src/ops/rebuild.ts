@@ -9,9 +9,11 @@
  *    generation other than the live one (the one the last rebuild replaced, or a crashed
  *    attempt's), and reset the target generation's checkpoints.
  * 2. Replay the log into generation live+1 in batches, printing progress (events/s, position,
- *    ETA): the fresh tables are filled without the indexes only queries read
- *    (IndexSpec.queryOnly), built after the fill, and on a store that takes concurrent writers
- *    each projection lane is written on a handle of its own (ProjectionRunnerOptions.lanes).
+ *    ETA); on a store that takes concurrent writers each projection lane is written on a
+ *    handle of its own (ProjectionRunnerOptions.lanes). The fresh tables are filled with their
+ *    indexes in place: an index is also what refuses a row it cannot hold (a document nested
+ *    too deep for SQLite's JSON), so that the event is parked as it was live; an index built
+ *    after the fill would instead fail the whole rebuild on that row.
  *    With a history or audit retention set, prune the new generation as the live one is
  *    pruned (src/jobs/retention.ts).
  * 3. Switch, in one read-store transaction: read the live generation's checkpoints; apply the
@@ -30,8 +32,8 @@
  */
 import { LOG_START, type EventStore, type HeldBack, type LogPosition } from '../ports/event-store.js';
 import { describeHeldBack } from '../runtime/held-back.js';
-import { CheckpointConflictError, type ReadStore } from '../ports/read-store.js';
-import { buildQueryOnlyIndexes, forkLanes, ProjectionRunner, type RunnerLogger } from '../runtime/projection-runner.js';
+import { CheckpointConflictError } from '../ports/read-store.js';
+import { forkLanes, ProjectionRunner, type RunnerLogger } from '../runtime/projection-runner.js';
 import type { Projection } from '../runtime/projection.js';
 import { Lease, LEASES, type LeaseDoc } from '../runtime/lease.js';
 import { countParked } from './parked.js';
@@ -129,14 +131,13 @@ export async function rebuildReadModels(s: Stores, options: RebuildOptions = {})
       if (cur !== null && cur !== LOG_START) await base.transaction((tx) => tx.setCheckpoint(name, LOG_START, cur));
     }
 
-    // 2. Replay, the lanes on handles of their own (PostgreSQL), the fresh tables without the
-    // indexes only queries read; then those indexes, each lane's on its handle, at once.
+    // 2. Replay, the lanes on handles of their own (PostgreSQL).
     const target = gens.at(to);
     const lanes = forkLanes(target, s.projections);
     try {
       const runner = new ProjectionRunner(s.events, target, s.projections, { batchSize: options.batchSize ?? 1000, logger: options.logger, clock, lanes: lanes.stores });
-      await runner.init({ withoutQueryOnly: true });
-      return await replayAndSwitch(s, runner, { from, to, started, clock, dropped, lanes: lanes.stores }, options);
+      await runner.init();
+      return await replayAndSwitch(s, runner, { from, to, started, clock, dropped }, options);
     } finally {
       for (const f of lanes.forks) await f.close();
     }
@@ -151,10 +152,9 @@ interface Attempt {
   started: number;
   clock: () => number;
   dropped: string[];
-  lanes: ReadonlyMap<string, ReadStore>;
 }
 
-async function replayAndSwitch(s: Stores, runner: ProjectionRunner, { from, to, started, clock, dropped, lanes }: Attempt, options: RebuildOptions): Promise<RebuildResult> {
+async function replayAndSwitch(s: Stores, runner: ProjectionRunner, { from, to, started, clock, dropped }: Attempt, options: RebuildOptions): Promise<RebuildResult> {
   const target = s.generations.at(to);
   const startPos = positionNumber(runner.position);
   let total = 0;
@@ -177,7 +177,6 @@ async function replayAndSwitch(s: Stores, runner: ProjectionRunner, { from, to, 
     void report(false);
   });
   await report(true);
-  await buildQueryOnlyIndexes(target, lanes, s.projections);
   if (options.retention) await pruneReadModels(target, options.retention, clock());
   await options.beforeSwitch?.();
 

@@ -75,13 +75,6 @@ export interface IndexSpec {
   collection: string;
   fields: string[];
   unique?: boolean;
-  /**
-   * No projection's apply reads by this index: only queries and jobs do. A rebuild fills its
-   * fresh tables without it and builds it once, after the fill, before the switch (a build over
-   * the filled table costs less than an entry per inserted row). Marking an index read during
-   * apply would not change any answer, only make each such read a scan during rebuilds.
-   */
-  queryOnly?: boolean;
 }
 
 export interface TxOptions {

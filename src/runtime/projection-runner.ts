@@ -90,12 +90,6 @@ function byStore(projections: readonly Projection[], lanes: ReadonlyMap<string, 
   return out;
 }
 
-/** The query-only indexes of `projections` (IndexSpec.queryOnly), each built on its lane's store, the lanes at once. */
-export async function buildQueryOnlyIndexes(main: ReadStore, lanes: ReadonlyMap<string, ReadStore>, projections: readonly Projection[]): Promise<void> {
-  const groups = [...byStore(projections, lanes, main)];
-  await Promise.all(groups.map(([store, ps]) => store.ensureIndexes(ps.flatMap((p) => p.indexes.filter((spec) => spec.queryOnly)))));
-}
-
 export class ProjectionRunner {
   private readonly checkpoints = new Map<string, LogPosition | null>();
   private readonly batchSize: number;
@@ -139,14 +133,8 @@ export class ProjectionRunner {
     return !this.observe && (!this.lease || this.lease.held);
   }
 
-  /**
-   * Creates the projections' indexes and reads their checkpoints. `withoutQueryOnly`: leaves out
-   * the indexes no apply reads (IndexSpec.queryOnly) for the caller to build after its fill (a
-   * rebuild), which builds them with buildQueryOnlyIndexes.
-   */
-  async init(options: { withoutQueryOnly?: boolean } = {}): Promise<void> {
-    const specs = this.projections.flatMap((p) => p.indexes).filter((spec) => !(options.withoutQueryOnly && spec.queryOnly));
-    await this.store.ensureIndexes([...specs, ...parkedIndexes]);
+  async init(): Promise<void> {
+    await this.store.ensureIndexes([...this.projections.flatMap((p) => p.indexes), ...parkedIndexes]);
     await this.reloadCheckpoints();
   }
 
