@@ -84,7 +84,10 @@ s('session mode, pgbouncer defaults: the service starts, serves writes and reads
   const bouncer = await startPgbouncer(ctx.server, 'session');
   ctx.bouncers.push(bouncer);
   const db = new URL(await ctx.server.freshDatabase('collab_pooler_s')).pathname.slice(1);
-  const svc = await serveAndUse(ctx, { POSTGRES_URL: bouncer.url(db) });
+  // In session mode every connection the service holds holds one of pgbouncer's 20 server
+  // connections (default_pool_size): POSTGRES_POOL_SIZE=3 keeps a `serve` process at 17 at most
+  // (docs/operations.md, Poolers), leaving room for this test's own connection below.
+  const svc = await serveAndUse(ctx, { POSTGRES_URL: bouncer.url(db), POSTGRES_POOL_SIZE: '3' });
   // Sent with SET after connecting, so they reach the server through the pooler.
   const pool = openPool(bouncer.url(db), undefined, 1234, 1);
   try {

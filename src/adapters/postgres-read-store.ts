@@ -927,12 +927,13 @@ export class PostgresReadStore implements ReadStore {
   }
 
   /**
-   * A second handle for a rebuild's lane (ReadStore.fork): a pool of its own on the primary, so
-   * its transactions run beside this handle's, with no read cache (it only writes and reads in
+   * A second handle for a projection lane (ReadStore.fork): a connection of its own on the
+   * primary, so its transactions run beside this handle's (one at a time, as every handle's
+   * are: one connection is all it uses), with no read cache (it only writes and reads in
    * transactions) and no routing to standbys.
    */
   fork(): PostgresReadStore {
-    return new PostgresReadStore(this.url, { ...this.options, routing: undefined, cacheSize: 0, poolSize: 2, standby: false });
+    return new PostgresReadStore(this.url, { ...this.options, routing: undefined, cacheSize: 0, poolSize: 1, standby: false });
   }
 
   async ensureIndexes(specs: readonly IndexSpec[]): Promise<void> {
