@@ -280,7 +280,8 @@ export const auditProjection: Projection = {
     { collection: AUDIT_EVENTS, fields: ['target', 'position'] },
     { collection: AUDIT_EVENTS, fields: ['apiKey', 'family', 'position'] },
   ],
-  // Its two collections are its own (the retention job prunes them only after a rebuild's fill).
+  // Its two collections are its own: the retention job only deletes entries past the horizon,
+  // rows this projection never writes again.
   lane: 'audit',
   handles: new EveryType(),
   apply,

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config/config.js';
 import type { EventStore, LogPosition } from '../ports/event-store.js';
-import type { ReadStore } from '../ports/read-store.js';
+import { readCheckpoints, type ReadStore } from '../ports/read-store.js';
 import type { ReplicaSet } from '../adapters/postgres-replicas.js';
 import { SqliteEventStore } from '../adapters/sqlite-event-store.js';
 import { SqliteReadStore } from '../adapters/sqlite-read-store.js';
@@ -322,7 +322,7 @@ export async function assemble(
 async function appliedPosition(read: ReadStore): Promise<LogPosition | null> {
   const names = allProjections.map((p) => p.name);
   // One statement where the store reads several checkpoints at once (a probe every 250 ms per standby).
-  const got = read.getCheckpoints ? await read.getCheckpoints(names) : new Map(await Promise.all(names.map(async (n) => [n, await read.getCheckpoint(n)] as const)));
+  const got = await readCheckpoints(read, names);
   let lowest: LogPosition | null = null;
   for (const n of names) {
     const c = got.get(n) ?? null;

@@ -92,7 +92,7 @@ export interface ReadStore extends ReadView {
   ensureIndexes(specs: readonly IndexSpec[]): Promise<void>;
   /**
    * Another handle on the same store whose transactions are not serialized with this one's
-   * (transactions are serialized per handle), for a rebuild's lanes (src/ops/rebuild.ts).
+   * (transactions are serialized per handle), for projection lanes (ProjectionRunnerOptions.lanes).
    * Absent where concurrent writers would not help (SQLite's one writer). The caller closes it.
    */
   fork?(): ReadStore;
@@ -150,6 +150,14 @@ export interface ReadStore extends ReadView {
  * `bulk` for adapters without a cheaper native path: each op through the transaction's own
  * methods, in order. (MongoDB's bulkWrite is per collection; a batch here spans several.)
  */
+/** `names`' checkpoints: one read where the store has getCheckpoints, else one read each. */
+export async function readCheckpoints(store: ReadStore, names: readonly string[]): Promise<Map<string, LogPosition | null>> {
+  if (store.getCheckpoints) return store.getCheckpoints(names);
+  const out = new Map<string, LogPosition | null>();
+  for (const n of names) out.set(n, await store.getCheckpoint(n));
+  return out;
+}
+
 export async function applyInOrder(
   tx: Pick<ReadTx, 'upsert' | 'patch' | 'delete' | 'deleteMany'>,
   ops: readonly WriteOp[],

@@ -23,7 +23,7 @@
  * Nothing is applied twice, and nothing written after the switch lands in the old generation.
  */
 import type { LogPosition } from '../ports/event-store.js';
-import type { Doc, Filter, FindOptions, IndexSpec, ReadStore, ReadTx, TxOptions, WriteOp } from '../ports/read-store.js';
+import { readCheckpoints, type Doc, type Filter, type FindOptions, type IndexSpec, type ReadStore, type ReadTx, type TxOptions, type WriteOp } from '../ports/read-store.js';
 
 export const READ_MODEL_META = 'read_model_meta';
 export const ACTIVE_ID = 'active';
@@ -107,12 +107,9 @@ export class GenerationalReadStore implements ReadStore {
     return this.via ?? this.s.base;
   }
 
-  /**
-   * A view of the same store fixed on `generation` (no switching); closing it closes nothing.
-   * `through`: another handle on the same store (ReadStore.fork) that the view reads and writes with.
-   */
-  at(generation: number, through?: ReadStore): GenerationalReadStore {
-    return new GenerationalReadStore(this.s, generation, false, through ?? this.via);
+  /** A view of the same store fixed on `generation` (no switching); closing it closes nothing. */
+  at(generation: number): GenerationalReadStore {
+    return new GenerationalReadStore(this.s, generation, false, this.via);
   }
 
   /**
@@ -196,8 +193,7 @@ export class GenerationalReadStore implements ReadStore {
 
   async getCheckpoints(names: readonly string[]): Promise<Map<string, LogPosition | null>> {
     const physical = names.map((n) => this.cp(n));
-    const base = this.base;
-    const got = base.getCheckpoints ? await base.getCheckpoints(physical) : new Map(await Promise.all(physical.map(async (p) => [p, await base.getCheckpoint(p)] as const)));
+    const got = await readCheckpoints(this.base, physical);
     return new Map(names.map((n, i) => [n, got.get(physical[i]!) ?? null]));
   }
 

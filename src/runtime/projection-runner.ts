@@ -18,7 +18,7 @@
  */
 import { LOG_START, type EventStore, type LogPosition, type RecordedEvent } from '../ports/event-store.js';
 import { Wakeup } from './wakeup.js';
-import { CheckpointConflictError, type ReadStore } from '../ports/read-store.js';
+import { CheckpointConflictError, readCheckpoints, type ReadStore } from '../ports/read-store.js';
 import type { Projection } from './projection.js';
 import type { Lease } from './lease.js';
 import type { GenerationalReadStore } from './generations.js';
@@ -271,12 +271,8 @@ export class ProjectionRunner {
   }
 
   private async reloadCheckpoints() {
-    const names = this.projections.map((p) => p.name);
-    if (this.store.getCheckpoints) {
-      for (const [name, position] of await this.store.getCheckpoints(names)) this.checkpoints.set(name, position);
-      return;
-    }
-    for (const name of names) this.checkpoints.set(name, await this.store.getCheckpoint(name));
+    const got = await readCheckpoints(this.store, this.projections.map((p) => p.name));
+    for (const [name, position] of got) this.checkpoints.set(name, position);
   }
 
   /**

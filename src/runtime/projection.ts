@@ -16,10 +16,10 @@ export interface Projection {
   handles: ReadonlySet<string>;
   apply(event: RecordedEvent, tx: ReadTx): Promise<void>;
   /**
-   * Projections of different lanes write no collection in common, so a rebuild may apply them
-   * in concurrent transactions on a store that takes concurrent writers (ReadStore.fork).
-   * Absent: the main lane. Give a lane only to a projection whose collections no other
-   * projection (or job during a rebuild) writes.
+   * Projections of different lanes write no collection in common, so a runner may apply them
+   * in concurrent transactions on a store that takes concurrent writers (ReadStore.fork),
+   * live and in rebuilds. Absent: the main lane. Give a lane only to a projection whose rows
+   * no other projection or job writes.
    */
   lane?: string;
 }
