@@ -95,7 +95,7 @@ const BEARER = /^Bearer +(\S+) *$/i;
  * say, is none of ours and ignored). Tokens are bounded like every input: jwt.ts refuses
  * more than 16 KiB.
  */
-function bearerToken(req: FastifyRequest): string | undefined {
+export function bearerToken(req: FastifyRequest): string | undefined {
   const v = req.headers.authorization;
   if (typeof v !== 'string') return undefined;
   return BEARER.exec(v)?.[1];

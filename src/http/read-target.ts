@@ -24,6 +24,7 @@ import type { LogPosition } from '../ports/event-store.js';
 import { apiKeyScope, workspaceScope } from '../secrets/positions.js';
 import { unverifiedToken } from '../tokens/jwt.js';
 import type { ApiRouteConfig } from './route-config.js';
+import { bearerToken } from './auth.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -31,8 +32,6 @@ declare module 'fastify' {
     readTarget: PostgresReadStore | null;
   }
 }
-
-const BEARER = /^Bearer +(\S+) *$/i;
 
 const single = (v: string | string[] | undefined) => (typeof v === 'string' && v !== '' ? v : undefined);
 
@@ -44,7 +43,7 @@ function claimedScope(req: FastifyRequest, api: ApiRouteConfig): string | null {
   }
   const apiKey = single(req.headers['x-service-api-key']);
   if (apiKey !== undefined) return apiKeyScope(apiKey);
-  const bearer = api.userToken && typeof req.headers.authorization === 'string' ? BEARER.exec(req.headers.authorization)?.[1] : undefined;
+  const bearer = api.userToken ? bearerToken(req) : undefined;
   if (bearer === undefined) return null;
   try {
     const claimed = unverifiedToken(bearer).claims.apiKey;
