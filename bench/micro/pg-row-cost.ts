@@ -1,7 +1,9 @@
 /**
  * Server cost per row of audit and documents inserts (batches of 200, one commit each) by table
- * layout: json with expression indexes (as stored), jsonb, a small jsonb of the indexed fields,
- * no index, indexes built after the fill. Reads sample rows written by pg-add-profile.ts
+ * layout: json with expression indexes (as tables made before index columns), jsonb, a small
+ * jsonb of the indexed fields (`keys`), the indexed fields in text columns COLLATE "C" (`cols`,
+ * what src/adapters/postgres-columns.ts builds, with plain strings here) or in jsonb columns
+ * (`bcols`), no index, indexes built after the fill. Reads sample rows written by pg-add-profile.ts
  * (SAMPLES=/tmp/samples.json):
  *   LAYOUTS=json,after,jsonb node scripts/run.mjs dev bench/micro/pg-row-cost.ts
  */
@@ -46,6 +48,24 @@ const layouts: Record<string, { create(t: string, idx: string[][]): string[]; in
       const get = (d: any, f: string) => f.split('.').reduce((o, p) => (o == null ? undefined : o[p]), d) ?? null;
       return [`INSERT INTO ${t} (id, doc, k) SELECT id, doc::json, k::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, doc, k) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc, k = excluded.k`,
         [docs.map((d) => d._id), docs.map((d) => JSON.stringify(d)), docs.map((d) => JSON.stringify(Object.fromEntries(fields.map((f) => [f, get(d, f)]))))]];
+    },
+  },
+  cols: {
+    create: (t, idx) => { const fields = [...new Set(idx.flat())]; const c = (f: string) => 'c_' + f.replace('.', '_'); return [`CREATE TABLE ${t} (id text COLLATE "C" PRIMARY KEY, doc json NOT NULL, ${fields.map((f) => `${c(f)} text COLLATE "C"`).join(', ')})`, ...idx.map((f, i) => `CREATE INDEX ${t}_${i} ON ${t} (${f.map(c).join(', ')}, id)`)]; },
+    insert: (t, idx, docs) => {
+      const fields = [...new Set(idx.flat())]; const c = (f: string) => 'c_' + f.replace('.', '_');
+      const get = (d: any, f: string) => f.split('.').reduce((o, p) => (o == null ? undefined : o[p]), d) ?? null;
+      return [`INSERT INTO ${t} (id, doc, ${fields.map(c).join(', ')}) SELECT * FROM unnest($1::text[], $2::json[], ${fields.map((_, i) => `$${i + 3}::text[]`).join(', ')}) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`,
+        [docs.map((d) => d._id), docs.map((d) => JSON.stringify(d)), ...fields.map((f) => docs.map((d) => get(d, f)))]];
+    },
+  },
+  bcols: {
+    create: (t, idx) => { const fields = [...new Set(idx.flat())]; const c = (f: string) => 'c_' + f.replace('.', '_'); return [`CREATE TABLE ${t} (id text COLLATE "C" PRIMARY KEY, doc json NOT NULL, ${fields.map((f) => `${c(f)} jsonb`).join(', ')})`, ...idx.map((f, i) => `CREATE INDEX ${t}_${i} ON ${t} (${f.map(c).join(', ')}, id)`)]; },
+    insert: (t, idx, docs) => {
+      const fields = [...new Set(idx.flat())]; const c = (f: string) => 'c_' + f.replace('.', '_');
+      const get = (d: any, f: string) => f.split('.').reduce((o, p) => (o == null ? undefined : o[p]), d);
+      return [`INSERT INTO ${t} (id, doc, ${fields.map(c).join(', ')}) SELECT * FROM unnest($1::text[], $2::json[], ${fields.map((_, i) => `$${i + 3}::jsonb[]`).join(', ')}) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`,
+        [docs.map((d) => d._id), docs.map((d) => JSON.stringify(d)), ...fields.map((f) => docs.map((d) => { const v = get(d, f); return v === undefined ? null : JSON.stringify(v); }))]];
     },
   },
   after: {

@@ -58,6 +58,7 @@ import {
 import { BugError } from '../shared/errors.js';
 import { evictOldest } from '../shared/evict.js';
 import { deepFreeze } from '../shared/freeze.js';
+import { PLAIN, columnName, columnText, columnValues, shapeOf, type Shape } from './postgres-columns.js';
 import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, isPreparedRefusal, isRetryable, migrate, openPool, translatePgError, unboundedAnswers, withConnection, quick } from './postgres-common.js';
 
 /** `rm_` + the name must fit PostgreSQL's 63-byte identifiers. */
@@ -74,18 +75,31 @@ const expr = (field: string) => `((doc${fieldPath(field).split('.').map((p) => `
 /** A filter or cursor value as the jsonb it is compared with. */
 const jsonValue = (v: Scalar) => JSON.stringify(typeof v === 'string' ? encodeString(v) : v);
 
+/**
+ * A field of a table as queries read it: its index column when the table has one
+ * (postgres-columns.ts), compared with the value's column text; otherwise the expression
+ * over the document, compared with the value's jsonb. Both answer alike.
+ */
+function fieldOf(shape: Shape, field: string): { sql: string; value: (v: Scalar) => string; cast: string; isNull: string } {
+  const column = shape.get(field);
+  if (column) return { sql: column, value: (v) => columnText(v)!, cast: 'text', isNull: `(${column} IS NULL OR ${column} = '0')` };
+  const e = expr(field);
+  return { sql: e, value: jsonValue, cast: 'jsonb', isNull: `(${e} IS NULL OR ${e} = 'null'::jsonb)` };
+}
+
 type Params = unknown[];
 
-function whereOf(filter: Filter, params: Params): string {
+function whereOf(shape: Shape, filter: Filter, params: Params): string {
   const parts: string[] = [];
   for (const [f, v] of Object.entries(filter)) {
     if (v !== null && typeof v === 'object') throw new BugError(`filter on ${f} is not a scalar`);
+    const field = fieldOf(shape, f);
     // Undefined never matches, as in the other stores.
     if (v === undefined) parts.push('false');
-    else if (v === null) parts.push(`(${expr(f)} IS NULL OR ${expr(f)} = 'null'::jsonb)`);
+    else if (v === null) parts.push(field.isNull);
     else {
-      params.push(jsonValue(v));
-      parts.push(`${expr(f)} = $${params.length}::jsonb`);
+      params.push(field.value(v));
+      parts.push(`${field.sql} = $${params.length}::${field.cast}`);
     }
   }
   return parts.length ? parts.join(' AND ') : 'true';
@@ -95,13 +109,14 @@ function whereOf(filter: Filter, params: Params): string {
  * PgView.find's clauses, for a transaction's read that carries its pending upserts
  * (PgTx.carry); `params` may hold earlier parameters.
  */
-function findClauses(filter: Filter, options: FindOptions, params: Params): { where: string; order: string; limit: string } {
-  let where = whereOf(filter, params);
-  const sortExpr = options.sort ? expr(options.sort) : null;
+function findClauses(shape: Shape, filter: Filter, options: FindOptions, params: Params): { where: string; order: string; limit: string } {
+  let where = whereOf(shape, filter, params);
+  const sort = options.sort ? fieldOf(shape, options.sort) : null;
+  const sortExpr = sort?.sql ?? null;
   if (options.after) {
-    if (sortExpr) {
-      params.push(jsonValue(options.after.value), encodeString(options.after.id));
-      where += ` AND (${sortExpr}, id) > ($${params.length - 1}::jsonb, $${params.length}::text)`;
+    if (sort) {
+      params.push(sort.value(options.after.value), encodeString(options.after.id));
+      where += ` AND (${sort.sql}, id) > ($${params.length - 1}::${sort.cast}, $${params.length}::text)`;
     } else {
       params.push(encodeString(options.after.id));
       where += ` AND id > $${params.length}`;
@@ -116,8 +131,35 @@ function findClauses(filter: Filter, options: FindOptions, params: Params): { wh
   return { where, order, limit };
 }
 
-/** The pending run's rows as a relation like a table's (PgTx.carry: $1 the ids, $2 the documents). */
-const RUN_ROWS = `(SELECT id COLLATE "C" AS id, doc::json AS doc FROM unnest($1::text[], $2::text[]) AS u(id, doc)) AS p`;
+/** The pending run's rows as a relation like a table's (PgTx.carry: $1 the ids, $2 the documents, then each index column's). */
+function runRows(shape: Shape): string {
+  const cols = [...shape.values()];
+  const params = cols.map((_, i) => `, $${i + 3}::text[]`).join('');
+  return `(SELECT id COLLATE "C" AS id, doc::json AS doc${cols.map((c) => `, ${c} COLLATE "C" AS ${c}`).join('')} FROM unnest($1::text[], $2::text[]${params}) AS u(id, doc${cols.map((c) => `, ${c}`).join('')})) AS p`;
+}
+
+/**
+ * The upsert of rows given as arrays (`$1` the ids, `$2` the documents, then each index
+ * column's), or of one row given as values in the same order.
+ */
+function upsertSql(t: string, shape: Shape, one: boolean): string {
+  const cols = [...shape.values()];
+  const names = ['id', 'doc', ...cols].join(', ');
+  const set = ['doc', ...cols].map((c) => `${c} = excluded.${c}`).join(', ');
+  if (one) return `INSERT INTO ${t} (${names}) VALUES ($1, $2::json${cols.map((_, i) => `, $${i + 3}`).join('')}) ON CONFLICT (id) DO UPDATE SET ${set}`;
+  const arrays = ['$1::text[]', '$2::text[]', ...cols.map((_, i) => `$${i + 3}::text[]`)].join(', ');
+  return `INSERT INTO ${t} (${names}) SELECT id, doc::json${cols.map((c) => `, ${c}`).join('')} FROM unnest(${arrays}) AS u(${names}) ON CONFLICT (id) DO UPDATE SET ${set}`;
+}
+
+/** The table's shape, or null when it does not exist (one catalog read). */
+async function readShape(q: Queryable, t: string): Promise<Shape | null> {
+  const r = await q.query<{ cols: string[] }>(
+    `SELECT array(SELECT attname::text FROM pg_attribute WHERE attrelid = c.oid AND attnum > 0 AND NOT attisdropped ORDER BY attnum) AS cols
+       FROM pg_class c WHERE c.oid = to_regclass(quote_ident(current_schema()) || '.' || $1)`,
+    [t],
+  );
+  return r.rows[0] ? shapeOf(r.rows[0].cols) : null;
+}
 
 const MAX_ATTEMPTS = 20;
 
@@ -155,18 +197,23 @@ function statement(prepared: boolean, text: string, values: unknown[]): pg.Query
 class PgView implements ReadView {
   constructor(
     protected readonly q: Queryable,
-    /** Tables known to exist (shared by the store; cleared when a transaction that created one rolls back). */
-    protected readonly tables: Set<string>,
+    /** Tables known to exist, with their shapes (shared by the store; cleared when a transaction that created one rolls back). */
+    protected readonly tables: Map<string, Shape>,
   ) {}
 
   /** The table, or null when the collection has never been written (it reads as empty). */
   protected async existing(collection: string): Promise<string | null> {
     const t = table(collection);
     if (this.tables.has(t)) return t;
-    const r = await this.q.query('SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1', [t]);
-    if (r.rowCount === 0) return null;
-    this.tables.add(t);
+    const shape = await readShape(this.q, t);
+    if (!shape) return null;
+    this.tables.set(t, shape);
     return t;
+  }
+
+  /** The index columns of a table `existing` returned. */
+  protected shape(t: string): Shape {
+    return this.tables.get(t) ?? PLAIN;
   }
 
   async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
@@ -196,23 +243,8 @@ class PgView implements ReadView {
     const t = await this.existing(collection);
     if (!t || options.limit === 0) return [];
     const params: Params = [];
-    let sql = `SELECT doc::text AS doc FROM ${t} WHERE ${whereOf(filter, params)}`;
-    const sortExpr = options.sort ? expr(options.sort) : null;
-    if (options.after) {
-      if (sortExpr) {
-        params.push(jsonValue(options.after.value), encodeString(options.after.id));
-        sql += ` AND (${sortExpr}, id) > ($${params.length - 1}::jsonb, $${params.length}::text)`;
-      } else {
-        params.push(encodeString(options.after.id));
-        sql += ` AND id > $${params.length}`;
-      }
-    }
-    sql += sortExpr ? ` ORDER BY ${sortExpr}, id` : ' ORDER BY id';
-    if (options.limit !== undefined && options.limit >= 0) {
-      params.push(Math.floor(options.limit));
-      sql += ` LIMIT $${params.length}`;
-    }
-    const r = await this.q.query<{ doc: string }>(sql, params);
+    const { where, order, limit } = findClauses(this.shape(t), filter, options, params);
+    const r = await this.q.query<{ doc: string }>(`SELECT doc::text AS doc FROM ${t} WHERE ${where}${order}${limit}`, params);
     return r.rows.map((row) => decodeJson<T>(row.doc));
   }
 
@@ -220,7 +252,7 @@ class PgView implements ReadView {
     const t = await this.existing(collection);
     if (!t) return 0;
     const params: Params = [];
-    const r = await this.q.query<{ n: string }>(`SELECT count(*) AS n FROM ${t} WHERE ${whereOf(filter, params)}`, params);
+    const r = await this.q.query<{ n: string }>(`SELECT count(*) AS n FROM ${t} WHERE ${whereOf(this.shape(t), filter, params)}`, params);
     return Number(r.rows[0]!.n);
   }
 }
@@ -228,15 +260,29 @@ class PgView implements ReadView {
 /** Takes a lock on `name` for the rest of the transaction: processes creating the same table or index wait for each other. */
 const lockName = (q: Queryable, name: string) => q.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 1))', [name]);
 
-async function createTable(q: Queryable, t: string) {
+/**
+ * Creates the table if it does not exist, with an index column for each of `fields`
+ * (postgres-columns.ts); returns its shape, the existing table's when there was one.
+ */
+async function createTable(q: Queryable, t: string, fields: readonly string[] = []): Promise<Shape> {
   // Two processes creating the same table at once can both pass IF NOT EXISTS and one then
   // fails on the catalog's unique index: the lock makes the second wait and find it.
   await lockName(q, t);
-  await q.query(`CREATE TABLE IF NOT EXISTS ${t} (id text COLLATE "C" PRIMARY KEY, doc json NOT NULL)`);
+  const found = await readShape(q, t);
+  if (found) return found;
+  const columns = fields.flatMap((f) => columnName(f) ?? []);
+  await q.query(`CREATE TABLE ${t} (id text COLLATE "C" PRIMARY KEY, doc json NOT NULL${columns.map((c) => `, ${c} text COLLATE "C"`).join('')})`);
+  return (await readShape(q, t)) ?? PLAIN;
 }
 
 /** Rows of a pending run of upserts written by one statement at most (bounds the message). */
 const UPSERT_ROWS = 1000;
+
+/** A pending row: the document's stored text, and its index columns' texts when its table's shape was known. */
+interface Pending {
+  text: string;
+  columns: Array<string | null> | null;
+}
 
 /**
  * The projections' writer. Upserts are buffered: a run of upserts into one collection (the
@@ -258,7 +304,7 @@ class PgTx extends PgView implements ReadTx {
 
   constructor(
     q: Queryable,
-    tables: Set<string>,
+    tables: Map<string, Shape>,
     private readonly exempt: ReadonlySet<string>,
     /** Hot statements named (`statement`). */
     readonly prepared: boolean,
@@ -270,16 +316,19 @@ class PgTx extends PgView implements ReadTx {
   private writes(collection: string) {
     if (!this.exempt.has(collection)) this.changed = true;
   }
-  /** The collection of the pending run, and its rows by encoded id (a later upsert of an id replaces its row, as one by one). */
+  /**
+   * The collection of the pending run, and its rows by encoded id (a later upsert of an id
+   * replaces its row, as one by one): the document's text and its index columns' texts
+   * (null when the table was not known when the row was added: `rowParams` makes them).
+   */
   private pendingCollection: string | null = null;
-  private pending = new Map<string, string>();
+  private pending = new Map<string, Pending>();
 
   private async writable(collection: string): Promise<string> {
     const t = await this.existing(collection);
     if (t) return t;
     const name = table(collection);
-    await createTable(this.q, name);
-    this.tables.add(name);
+    this.tables.set(name, await createTable(this.q, name));
     this.created.push(name);
     return name;
   }
@@ -287,18 +336,35 @@ class PgTx extends PgView implements ReadTx {
   async upsert(collection: string, doc: Doc): Promise<void> {
     if (typeof doc._id !== 'string') throw new BugError(`upsert into ${collection} without a string _id`);
     // Encoded now: the caller may change the object after the call.
-    await this.pend(collection, encodeString(doc._id), encodeJson(doc));
+    await this.pend(collection, encodeString(doc._id), encodeJson(doc), doc);
   }
 
   /** Adds a row to the pending run (of `collection`: another collection's is written first). */
-  private async pend(collection: string, id: string, doc: string): Promise<void> {
+  private async pend(collection: string, id: string, text: string, doc: unknown): Promise<void> {
     if (this.pendingCollection !== collection) {
       await this.flush();
       this.pendingCollection = collection;
     }
+    const t = this.tables.has(table(collection)) ? table(collection) : null;
+    const columns = t ? columnValues(doc, this.shape(t)) : null;
     this.pending.delete(id);
-    this.pending.set(id, doc);
+    this.pending.set(id, { text, columns });
     if (this.pending.size >= UPSERT_ROWS) await this.flush();
+  }
+
+  /**
+   * The run's parameters for `shape`: ids, documents, then each index column's texts (the
+   * columns of a row added before its table's shape was known are made from its text).
+   */
+  private rowParams(rows: ReadonlyMap<string, Pending>, shape: Shape): Params {
+    const texts: string[] = [];
+    const columns: Array<Array<string | null>> = [...shape.keys()].map(() => []);
+    for (const row of rows.values()) {
+      texts.push(row.text);
+      const values = shape.size === 0 ? [] : (row.columns ?? columnValues(JSON.parse(row.text), shape, true));
+      for (let i = 0; i < columns.length; i++) columns[i]!.push(values[i] ?? null);
+    }
+    return [[...rows.keys()], texts, ...columns];
   }
 
   /** Writes the pending run. (ON CONFLICT DO UPDATE may not touch a row twice in one statement: ids are distinct here.) */
@@ -312,18 +378,13 @@ class PgTx extends PgView implements ReadTx {
     if (rows.size === 0) return;
     this.writes(collection);
     const t = await this.writable(collection);
+    const shape = this.shape(t);
+    const params = this.rowParams(rows, shape);
     if (rows.size === 1) {
-      const [[id, doc]] = rows;
-      await this.q.query(statement(this.prepared, `INSERT INTO ${t} (id, doc) VALUES ($1, $2::json) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`, [id, doc]));
+      await this.q.query(statement(this.prepared, upsertSql(t, shape, true), params.map((p) => (p as unknown[])[0])));
       return;
     }
-    await this.q.query(
-      statement(
-        this.prepared,
-        `INSERT INTO ${t} (id, doc) SELECT id, doc::json FROM unnest($1::text[], $2::text[]) AS u(id, doc) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc`,
-        [[...rows.keys()], [...rows.values()]],
-      ),
-    );
+    await this.q.query(statement(this.prepared, upsertSql(t, shape, false), params));
   }
 
   /**
@@ -341,8 +402,8 @@ class PgTx extends PgView implements ReadTx {
    */
   override async get<T extends Doc = Doc>(collection: string, id: string): Promise<T | null> {
     if (collection === this.pendingCollection && typeof id === 'string') {
-      const doc = this.pending.get(encodeString(id));
-      if (doc !== undefined) return decodeJson<T>(doc);
+      const row = this.pending.get(encodeString(id));
+      if (row !== undefined) return decodeJson<T>(row.text);
     }
     return super.get<T>(collection, id);
   }
@@ -357,8 +418,8 @@ class PgTx extends PgView implements ReadTx {
     const out: T[] = [];
     for (const id of ids) {
       if (typeof id !== 'string') continue;
-      const text = pending.get(encodeString(id));
-      const d = text !== undefined ? decodeJson<T>(text) : byId.get(id);
+      const row = pending.get(encodeString(id));
+      const d = row !== undefined ? decodeJson<T>(row.text) : byId.get(id);
       if (d) out.push(d);
     }
     return out;
@@ -369,11 +430,14 @@ class PgTx extends PgView implements ReadTx {
     const c = await this.carry(collection);
     if (c === 'none') return super.find<T>(collection, filter, options);
     if (c === 'empty') return [];
-    const { where, order, limit } = findClauses(filter, options, c.params);
+    const shape = this.shape(c.table);
+    const { where, order, limit } = findClauses(shape, filter, options, c.params);
     // Through the run: each side filtered, ordered and limited on its own, so the table's side
     // still walks its index and stops at the limit (one sort over the union read every match).
+    // Both sides give the columns the order may name.
+    const cols = [...shape.values()].map((col) => `, ${col}`).join('');
     const sql = c.throughRun
-      ? `${c.with}SELECT doc::text AS doc FROM ((SELECT id, doc FROM ${c.table} WHERE ${where} AND id <> ALL($1::text[])${order}${limit}) UNION ALL (SELECT id, doc FROM ${RUN_ROWS} WHERE ${where})) AS r${order}${limit}`
+      ? `${c.with}SELECT doc::text AS doc FROM ((SELECT id, doc${cols} FROM ${c.table} WHERE ${where} AND id <> ALL($1::text[])${order}${limit}) UNION ALL (SELECT id, doc${cols} FROM ${runRows(shape)} WHERE ${where})) AS r${order}${limit}`
       : `${c.with}SELECT doc::text AS doc FROM ${c.table} WHERE ${where}${order}${limit}`;
     const r = await this.q.query<{ doc: string }>(statement(this.prepared, sql, c.params));
     return r.rows.map((row) => decodeJson<T>(row.doc));
@@ -383,9 +447,10 @@ class PgTx extends PgView implements ReadTx {
     const c = await this.carry(collection);
     if (c === 'none') return super.count(collection, filter);
     if (c === 'empty') return 0;
-    const where = whereOf(filter, c.params);
+    const shape = this.shape(c.table);
+    const where = whereOf(shape, filter, c.params);
     const sql = c.throughRun
-      ? `${c.with}SELECT (SELECT count(*) FROM ${c.table} WHERE ${where} AND id <> ALL($1::text[])) + (SELECT count(*) FROM ${RUN_ROWS} WHERE ${where}) AS n`
+      ? `${c.with}SELECT (SELECT count(*) FROM ${c.table} WHERE ${where} AND id <> ALL($1::text[])) + (SELECT count(*) FROM ${runRows(shape)} WHERE ${where}) AS n`
       : `${c.with}SELECT count(*) AS n FROM ${c.table} WHERE ${where}`;
     const r = await this.q.query<{ n: string }>(statement(this.prepared, sql, c.params));
     return Number(r.rows[0]!.n);
@@ -396,8 +461,8 @@ class PgTx extends PgView implements ReadTx {
    * nothing is pending (or the run had to be written first: its table is not known to exist,
    * and creating it is a statement of its own); 'empty' when `collection` has no table (the
    * read answers nothing and the run stays pending); otherwise the WITH that writes the run,
-   * the table to read, whether the read must also read the run (`RUN_ROWS`) instead of the
-   * table's rows of the run's ids, and the parameters so far ($1 the ids, $2 the documents).
+   * the table to read, whether the read must also read the run (`runRows`) instead of the
+   * table's rows of the run's ids, and the parameters so far ($1 the ids, $2 the documents, then the run table's index columns).
    * Without `throughRun` the run's own collection is read as its table alone (a patch or delete
    * of an id not in the run, which the run does not change; FOR UPDATE takes no union).
    */
@@ -409,7 +474,8 @@ class PgTx extends PgView implements ReadTx {
       return 'none';
     }
     const runTable = table(runOf);
-    if (!this.tables.has(runTable)) {
+    const runShape = this.tables.get(runTable);
+    if (!runShape) {
       await this.flush();
       return 'none';
     }
@@ -424,10 +490,10 @@ class PgTx extends PgView implements ReadTx {
     this.pending = new Map();
     this.writes(runOf);
     return {
-      with: `WITH w AS (INSERT INTO ${runTable} (id, doc) SELECT id, doc::json FROM unnest($1::text[], $2::text[]) AS u(id, doc) ON CONFLICT (id) DO UPDATE SET doc = excluded.doc) `,
+      with: `WITH w AS (${upsertSql(runTable, runShape, false)}) `,
       table: t,
       throughRun: throughRun && collection === runOf,
-      params: [[...rows.keys()], [...rows.values()]],
+      params: this.rowParams(rows, runShape),
     };
   }
 
@@ -441,20 +507,20 @@ class PgTx extends PgView implements ReadTx {
     const t = await this.writable(collection);
     if (typeof id !== 'string') return false;
     const key = encodeString(id);
-    let text = collection === this.pendingCollection ? this.pending.get(key) : undefined;
+    let text = collection === this.pendingCollection ? this.pending.get(key)?.text : undefined;
     if (text === undefined) {
       const c = await this.carry(collection, false);
       const r =
         c === 'none' || c === 'empty'
           ? await this.q.query<{ doc: string }>(statement(this.prepared, `SELECT doc::text AS doc FROM ${t} WHERE id = $1 FOR UPDATE`, [key]))
-          : await this.q.query<{ doc: string }>(statement(this.prepared, `${c.with}SELECT doc::text AS doc FROM ${t} WHERE id = $3 FOR UPDATE`, [...c.params, key]));
+          : await this.q.query<{ doc: string }>(statement(this.prepared, `${c.with}SELECT doc::text AS doc FROM ${t} WHERE id = $${c.params.length + 1} FOR UPDATE`, [...c.params, key]));
       if (!r.rows[0]) return false;
       text = r.rows[0].doc;
     }
     const doc = decodeJson<Record<string, unknown>>(text);
     for (const [path, value] of Object.entries(set)) setPath(doc, fieldPath(path), value);
     for (const path of unset) unsetPath(doc, fieldPath(path));
-    await this.pend(collection, key, encodeJson(doc));
+    await this.pend(collection, key, encodeJson(doc), doc);
     return true;
   }
 
@@ -470,7 +536,7 @@ class PgTx extends PgView implements ReadTx {
     const r =
       c === 'none' || c === 'empty'
         ? await this.q.query(statement(this.prepared, `DELETE FROM ${t} WHERE id = $1`, [key]))
-        : await this.q.query(statement(this.prepared, `${c.with}DELETE FROM ${t} WHERE id = $3`, [...c.params, key]));
+        : await this.q.query(statement(this.prepared, `${c.with}DELETE FROM ${t} WHERE id = $${c.params.length + 1}`, [...c.params, key]));
     return wasPending || (r.rowCount ?? 0) > 0;
   }
 
@@ -480,7 +546,7 @@ class PgTx extends PgView implements ReadTx {
     const t = await this.existing(collection);
     if (!t) return 0;
     const params: Params = [];
-    return (await this.q.query(`DELETE FROM ${t} WHERE ${whereOf(filter, params)}`, params)).rowCount ?? 0;
+    return (await this.q.query(`DELETE FROM ${t} WHERE ${whereOf(this.shape(t), filter, params)}`, params)).rowCount ?? 0;
   }
 
   async deleteBefore(collection: string, field: string, value: number): Promise<number> {
@@ -489,7 +555,10 @@ class PgTx extends PgView implements ReadTx {
     this.writes(collection);
     const t = await this.existing(collection);
     if (!t) return 0;
-    // Numbers only, as MongoDB's $lt on a number: jsonb orders strings below numbers.
+    // Numbers only, as MongoDB's $lt on a number: jsonb orders strings below numbers, and so do
+    // index columns, whose numbers are the texts after '2' and before '3'.
+    const column = this.shape(t).get(field);
+    if (column) return (await this.q.query(`DELETE FROM ${t} WHERE ${column} > '2' AND ${column} < $1::text`, [columnText(value)])).rowCount ?? 0;
     const e = expr(field);
     return (await this.q.query(`DELETE FROM ${t} WHERE jsonb_typeof(${e}) = 'number' AND ${e} < $1::jsonb`, [JSON.stringify(value)])).rowCount ?? 0;
   }
@@ -570,6 +639,11 @@ function unsetPath(doc: Record<string, unknown>, path: string) {
 
 export interface PostgresReadStoreOptions {
   logger?: { warn(obj: unknown, msg?: string): void };
+  /**
+   * Whether tables `ensureIndexes` makes get index columns (postgres-columns.ts); default true.
+   * False makes them as releases before index columns did (tests of such tables, A/B benches).
+   */
+  indexColumns?: boolean;
   /** The longest one statement may run, ms (openPool); 0 or absent: the server's setting. */
   statementTimeoutMs?: number;
   /** Connections of the pool (POSTGRES_POOL_SIZE). */
@@ -770,7 +844,8 @@ class ReadCache {
 
 export class PostgresReadStore implements ReadStore {
   private readonly pool: pg.Pool;
-  private readonly tables = new Set<string>();
+  /** Tables known to exist, with their index columns (postgres-columns.ts). */
+  private readonly tables = new Map<string, Shape>();
   private ready: Promise<void> | null = null;
   private chain: Promise<unknown> = Promise.resolve();
   private closed = false;
@@ -942,15 +1017,25 @@ export class PostgresReadStore implements ReadStore {
       await c.query('BEGIN');
       // Building an index over a large table is start-up work, not a request's: unbounded.
       await c.query('SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0');
+      // A table made here gets an index column for every field its specs name (the set is
+      // fixed from then on: postgres-columns.ts).
+      const fields = new Map<string, Set<string>>();
       for (const spec of specs) {
         const t = table(spec.collection);
-        await createTable(c, t);
-        this.tables.add(t);
+        fields.set(t, new Set([...(fields.get(t) ?? []), ...spec.fields]));
+      }
+      for (const [t, named] of fields) this.tables.set(t, await createTable(c, t, this.options.indexColumns === false ? [] : [...named]));
+      for (const spec of specs) {
+        const t = table(spec.collection);
+        const shape = this.tables.get(t) ?? PLAIN;
+        // Each field as queries read it (fieldOf): its column, or the expression.
+        const columns = spec.fields.filter((f) => shape.has(f));
         // A digest, not the fields spelled out: PostgreSQL cuts names at 63 bytes, and two
-        // cut names that collide would make IF NOT EXISTS skip the second index.
-        const name = `ix_${createHash('sha256').update(`${t}:${spec.fields.join(',')}:${spec.unique ? 'u' : ''}`).digest('hex').slice(0, 24)}`;
+        // cut names that collide would make IF NOT EXISTS skip the second index. An index of
+        // expressions only keeps the name it had before index columns.
+        const name = `ix_${createHash('sha256').update(`${t}:${spec.fields.join(',')}:${spec.unique ? 'u' : ''}${columns.length ? `:k=${columns.join(',')}` : ''}`).digest('hex').slice(0, 24)}`;
         await lockName(c, name);
-        const cols = spec.fields.map(expr).join(', ');
+        const cols = spec.fields.map((f) => fieldOf(shape, f).sql).join(', ');
         await c.query(`CREATE ${spec.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${name} ON ${t} (${cols}${spec.unique ? '' : ', id'})`);
       }
       await c.query('COMMIT');
