@@ -131,24 +131,31 @@ function findClauses(shape: Shape, filter: Filter, options: FindOptions, params:
   return { where, order, limit };
 }
 
-/** The pending run's rows as a relation like a table's (PgTx.carry: $1 the ids, $2 the documents, then each index column's). */
-function runRows(shape: Shape): string {
+/**
+ * A run's rows side by side (rowParams): the ids and each index column's texts as text[],
+ * the documents as one JSON array. An array of documents is their texts joined, where a text[]
+ * literal escapes every quote and backslash of every document on the way out (node-postgres,
+ * element by element) and unescapes them on the way in (the server): that escaping was the
+ * largest cost of a rebuild's own thread (docs/performance-history.md, "Index columns").
+ */
+function runSource(shape: Shape): string {
   const cols = [...shape.values()];
-  const params = cols.map((_, i) => `, $${i + 3}::text[]`).join('');
-  return `(SELECT id COLLATE "C" AS id, doc::json AS doc${cols.map((c) => `, ${c} COLLATE "C" AS ${c}`).join('')} FROM unnest($1::text[], $2::text[]${params}) AS u(id, doc${cols.map((c) => `, ${c}`).join('')})) AS p`;
+  return `ROWS FROM (unnest($1::text[]), json_array_elements($2::json)${cols.map((_, i) => `, unnest($${i + 3}::text[])`).join('')}) AS u(id, doc${cols.map((c) => `, ${c}`).join('')})`;
 }
 
-/**
- * The upsert of rows given as arrays (`$1` the ids, `$2` the documents, then each index
- * column's), or of one row given as values in the same order.
- */
+/** The pending run's rows as a relation like a table's (PgTx.carry, rowParams). */
+function runRows(shape: Shape): string {
+  const cols = [...shape.values()];
+  return `(SELECT id COLLATE "C" AS id, doc${cols.map((c) => `, ${c} COLLATE "C" AS ${c}`).join('')} FROM ${runSource(shape)}) AS p`;
+}
+
+/** The upsert of a run's rows (rowParams), or of one row given as values in the same order. */
 function upsertSql(t: string, shape: Shape, one: boolean): string {
   const cols = [...shape.values()];
   const names = ['id', 'doc', ...cols].join(', ');
   const set = ['doc', ...cols].map((c) => `${c} = excluded.${c}`).join(', ');
   if (one) return `INSERT INTO ${t} (${names}) VALUES ($1, $2::json${cols.map((_, i) => `, $${i + 3}`).join('')}) ON CONFLICT (id) DO UPDATE SET ${set}`;
-  const arrays = ['$1::text[]', '$2::text[]', ...cols.map((_, i) => `$${i + 3}::text[]`)].join(', ');
-  return `INSERT INTO ${t} (${names}) SELECT id, doc::json${cols.map((c) => `, ${c}`).join('')} FROM unnest(${arrays}) AS u(${names}) ON CONFLICT (id) DO UPDATE SET ${set}`;
+  return `INSERT INTO ${t} (${names}) SELECT ${names} FROM ${runSource(shape)} ON CONFLICT (id) DO UPDATE SET ${set}`;
 }
 
 /** The table's shape, or null when it does not exist (one catalog read). */
@@ -353,10 +360,11 @@ class PgTx extends PgView implements ReadTx {
   }
 
   /**
-   * The run's parameters for `shape`: ids, documents, then each index column's texts (the
-   * columns of a row added before its table's shape was known are made from its text).
+   * The run's parameters for `shape` (runSource): ids, the documents as one JSON array, then
+   * each index column's texts (the columns of a row added before its table's shape was known
+   * are made from its text). `one`: the values of a run of one row, for upsertSql's VALUES.
    */
-  private rowParams(rows: ReadonlyMap<string, Pending>, shape: Shape): Params {
+  private rowParams(rows: ReadonlyMap<string, Pending>, shape: Shape, one = false): Params {
     const texts: string[] = [];
     const columns: Array<Array<string | null>> = [...shape.keys()].map(() => []);
     for (const row of rows.values()) {
@@ -364,7 +372,8 @@ class PgTx extends PgView implements ReadTx {
       const values = shape.size === 0 ? [] : (row.columns ?? columnValues(JSON.parse(row.text), shape, true));
       for (let i = 0; i < columns.length; i++) columns[i]!.push(values[i] ?? null);
     }
-    return [[...rows.keys()], texts, ...columns];
+    if (one) return [rows.keys().next().value, texts[0], ...columns.map((c) => c[0])];
+    return [[...rows.keys()], `[${texts.join(',')}]`, ...columns];
   }
 
   /** Writes the pending run. (ON CONFLICT DO UPDATE may not touch a row twice in one statement: ids are distinct here.) */
@@ -379,12 +388,8 @@ class PgTx extends PgView implements ReadTx {
     this.writes(collection);
     const t = await this.writable(collection);
     const shape = this.shape(t);
-    const params = this.rowParams(rows, shape);
-    if (rows.size === 1) {
-      await this.q.query(statement(this.prepared, upsertSql(t, shape, true), params.map((p) => (p as unknown[])[0])));
-      return;
-    }
-    await this.q.query(statement(this.prepared, upsertSql(t, shape, false), params));
+    const one = rows.size === 1;
+    await this.q.query(statement(this.prepared, upsertSql(t, shape, one), this.rowParams(rows, shape, one)));
   }
 
   /**
