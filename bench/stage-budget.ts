@@ -38,12 +38,13 @@ export interface CpuSample {
   threads: Map<string, number>;
 }
 
-function ticksOf(statPath: string): number {
+function ticksOf(statPath: string, reaped = false): number {
   const stat = fs.readFileSync(statPath, 'utf8');
   // Fields after the command name, which is in parentheses and may hold spaces: utime and
-  // stime are the 14th and 15th fields of the line, the 12th and 13th after ")".
+  // stime are the 14th and 15th fields of the line, the 12th and 13th after ")"; cutime and
+  // cstime, the children it has waited for, the next two.
   const after = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(after[11]) + Number(after[12]);
+  return Number(after[11]) + Number(after[12]) + (reaped ? Number(after[13]) + Number(after[14]) : 0);
 }
 
 export function cpuSample(pid: number): CpuSample {
@@ -77,14 +78,15 @@ export function perRequest(before: CpuSample, after: CpuSample, answered: number
 /**
  * The CPU of a PostgreSQL server so far, microseconds: its postmaster (the pid in its data
  * directory's postmaster.pid) and every process under it, the backends serving the service's
- * connections included. Those live as long as their connections, so two samples around a
- * load see the same backends.
+ * connections included, and the processes that have ended (the postmaster's reaped children:
+ * a backend whose connection closed between two samples still counts).
  */
 export function postgresCpuUs(dataDir: string): number {
   let total = 0;
-  for (const pid of postgresPids(dataDir)) {
+  const pids = postgresPids(dataDir);
+  for (const pid of pids) {
     try {
-      total += (ticksOf(`/proc/${pid}/stat`) * 1e6) / TICKS_PER_SECOND;
+      total += (ticksOf(`/proc/${pid}/stat`, pid === pids[0]) * 1e6) / TICKS_PER_SECOND;
     } catch {
       // The process ended between the listing and the read.
     }

@@ -56,14 +56,18 @@ async function writeLogs(out: string) {
 
 async function openRead(kind: string, root: string, tmp: string) {
   if (kind !== 'pg' && kind !== 'pgrebuild') return new (await load(root, 'src/adapters/sqlite-read-store.ts')).SqliteReadStore(path.join(tmp, 'read.db'));
-  const { freshDatabase } = await import('../../test/support/postgres.js');
-  return new (await load(root, 'src/adapters/postgres-read-store.ts')).PostgresReadStore(await freshDatabase('replay'));
+  server ??= await (await import('../../test/support/postgres.js')).startPostgres();
+  return new (await load(root, 'src/adapters/postgres-read-store.ts')).PostgresReadStore(await server.freshDatabase('replay'));
 }
+
+/** The throwaway PostgreSQL server of the pg modes, whose CPU each replay reports. */
+let server: { dataDir: string; freshDatabase(prefix: string): Promise<string> } | null = null;
+const serverCpuUs = async () => (server ? (await import('../stage-budget.js')).postgresCpuUs(server.dataDir) : 0);
 
 const load = (root: string, file: string) => import(pathToFileURL(path.join(root, file)).href);
 
 /** One replay of `log` with the tree at `root`: CPU µs per event. */
-async function replay(spec: string, log: string): Promise<{ us: number; wallUs: number; events: number }> {
+async function replay(spec: string, log: string): Promise<{ us: number; wallUs: number; serverUs: number; events: number }> {
   const [kind, root] = spec.includes(':') ? (spec.split(':', 2) as [string, string]) : ['runner', spec];
   const { SqliteEventStore } = await load(root, 'src/adapters/sqlite-event-store.ts');
   const { allProjections } = await load(root, 'projections/index.ts');
@@ -72,24 +76,27 @@ async function replay(spec: string, log: string): Promise<{ us: number; wallUs: 
   const read = await openRead(kind, root, tmp);
   const rebuild = kind === 'rebuild' || kind === 'pgrebuild';
   let t0 = performance.now();
-  const per = (cpu: NodeJS.CpuUsage, n: number) => ({ us: (cpu.user + cpu.system) / n, wallUs: ((performance.now() - t0) * 1000) / n, events: n });
+  let s0 = 0;
+  const per = async (cpu: NodeJS.CpuUsage, n: number) => ({ us: (cpu.user + cpu.system) / n, wallUs: ((performance.now() - t0) * 1000) / n, serverUs: ((await serverCpuUs()) - s0) / n, events: n });
   try {
     if (rebuild) {
       const { openReadModels } = await load(root, 'src/ops/read-models.ts');
       const { rebuildReadModels } = await load(root, 'src/ops/rebuild.ts');
       const generations = await openReadModels(read, allProjections, 0);
       const c0 = process.cpuUsage();
+      s0 = await serverCpuUs();
       t0 = performance.now();
       const r = await rebuildReadModels({ events, generations, projections: allProjections }, { batchSize: 2000 });
-      return per(process.cpuUsage(c0), r.events);
+      return await per(process.cpuUsage(c0), r.events);
     }
     const { ProjectionRunner } = await load(root, 'src/runtime/projection-runner.ts');
     const runner = new ProjectionRunner(events, read, allProjections, { batchSize: 2000 });
     await runner.init();
     const c0 = process.cpuUsage();
+    s0 = await serverCpuUs();
     t0 = performance.now();
     const n = await runner.catchUp();
-    return per(process.cpuUsage(c0), n);
+    return await per(process.cpuUsage(c0), n);
   } finally {
     await events.close();
     await read.close();
@@ -107,10 +114,10 @@ if (mode === 'write') {
     for (const log of (process.env.REPLAY_LOGS ?? 'add,update').split(',')) {
       // Alternate the order round by round, so neither tree always runs first.
       for (const root of r % 2 ? [...roots].reverse() : roots) {
-        const { us, wallUs, events } = await replay(root, path.join(dir, log));
+        const { us, wallUs, serverUs, events } = await replay(root, path.join(dir, log));
         const k = `${log} ${root}`;
         results.set(k, [...(results.get(k) ?? []), us]);
-        console.log(`round ${r + 1} ${k}: ${events} events, ${us.toFixed(1)} µs CPU, ${wallUs.toFixed(1)} µs wall per event`);
+        console.log(`round ${r + 1} ${k}: ${events} events, ${us.toFixed(1)} µs CPU, ${wallUs.toFixed(1)} µs wall per event${serverUs ? `, PostgreSQL ${serverUs.toFixed(1)} µs CPU` : ''}`);
       }
     }
   }
