@@ -77,6 +77,24 @@ test('the column set is fixed when the table is made: a later spec with another 
   assert.equal((await columns.find('cx_written', { a: 'x' })).map((d) => d._id), ['1']);
 });
 
+test('an upgrade: tables an earlier release made keep their indexes, and ensureIndexes builds none anew', async () => {
+  const specs = [
+    { collection: 'cx_old', fields: ['tenant', 'seq'] },
+    { collection: 'cx_old', fields: ['tenant', 'kind', 'seq'] },
+  ];
+  await plain.ensureIndexes(specs);
+  await plain.transaction(async (tx) => {
+    for (let i = 0; i < 5; i++) await tx.upsert('cx_old', { _id: `o${i}`, tenant: 'T', kind: i % 2 ? 'odd' : 'even', seq: 10 - i });
+  });
+  const before = await indexesOf('rm_cx_old');
+  await columns.ensureIndexes(specs);
+  assert.equal(await indexesOf('rm_cx_old'), before);
+  assert.equal(await columnsOf('rm_cx_old'), ['id', 'doc']);
+  // This release writes and reads the old table as it is.
+  await columns.transaction((tx) => tx.upsert('cx_old', { _id: 'o9', tenant: 'T', kind: 'odd', seq: 0 }));
+  assert.equal(ids(await columns.find('cx_old', { tenant: 'T', kind: 'odd' }, { sort: 'seq' })), ['o9', 'o3', 'o1']);
+});
+
 test('a store that had not seen the table writes its columns too (made from the stored text)', async () => {
   await columns.ensureIndexes([{ collection: 'cx_peer', fields: ['k', 'n'] }]);
   const peer = new PostgresReadStore(url);
