@@ -115,6 +115,18 @@ test('a store that had not seen the table writes its columns too (made from the 
   assert.equal((await columns.find('cx_peer', {}, { sort: 'n' })).map((d) => d._id), ['b', 'a']);
 });
 
+test('a run of rows whose ids and columns hold array-literal syntax reads back as written', async () => {
+  const awkward = ['"', '\\', 'a"b\\c', '{x,y}', 'NULL', '', ' spaced ', '\\"', 'end\\'];
+  await columns.ensureIndexes([{ collection: 'cx_literal', fields: ['k'] }]);
+  await columns.transaction(async (tx) => {
+    for (const [i, s] of awkward.entries()) await tx.upsert('cx_literal', { _id: s, k: s, n: i });
+  });
+  for (const s of awkward) {
+    assert.equal(await columns.get('cx_literal', s), { _id: s, k: s, n: awkward.indexOf(s) }, JSON.stringify(s));
+    assert.equal(ids(await columns.find('cx_literal', { k: s })), [s], JSON.stringify(s));
+  }
+});
+
 // Values of every JSON type a field may hold; undefined: the field is absent.
 const scalar = fc.oneof(
   fc.constant(undefined),

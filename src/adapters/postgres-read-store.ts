@@ -59,7 +59,7 @@ import { BugError } from '../shared/errors.js';
 import { evictOldest } from '../shared/evict.js';
 import { deepFreeze } from '../shared/freeze.js';
 import { PLAIN, columnName, columnText, columnValues, shapeOf, type Shape } from './postgres-columns.js';
-import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, isPreparedRefusal, isRetryable, migrate, openPool, translatePgError, unboundedAnswers, withConnection, quick } from './postgres-common.js';
+import { CHECKPOINT_CHANNEL, PgListener, decodeJson, encodeJson, encodeString, textArray, isPreparedRefusal, isRetryable, migrate, openPool, translatePgError, unboundedAnswers, withConnection, quick } from './postgres-common.js';
 
 /** `rm_` + the name must fit PostgreSQL's 63-byte identifiers. */
 const NAME = /^[a-z][a-z0-9_]{0,59}$/;
@@ -373,7 +373,7 @@ class PgTx extends PgView implements ReadTx {
       for (let i = 0; i < columns.length; i++) columns[i]!.push(values[i] ?? null);
     }
     if (one) return [rows.keys().next().value, texts[0], ...columns.map((c) => c[0])];
-    return [[...rows.keys()], `[${texts.join(',')}]`, ...columns];
+    return [textArray([...rows.keys()]), `[${texts.join(',')}]`, ...columns.map(textArray)];
   }
 
   /** Writes the pending run. (ON CONFLICT DO UPDATE may not touch a row twice in one statement: ids are distinct here.) */
