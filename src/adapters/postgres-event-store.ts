@@ -51,7 +51,7 @@ import {
   type RecordedEvent,
 } from '../ports/event-store.js';
 import { BugError } from '../shared/errors.js';
-import { APPENDED_CHANNEL, PgListener, decodeString, encodeString, migrate, openPool, translatePgError, withConnection } from './postgres-common.js';
+import { APPENDED_CHANNEL, PgListener, decodeString, encodeString, migrate, openPool, translatePgError, textArray, withConnection } from './postgres-common.js';
 
 const TX_WIDTH = 20; // xid8 is an unsigned 64-bit integer: at most 20 digits
 const POS_WIDTH = 19; // bigint: at most 19 digits
@@ -230,7 +230,7 @@ export class PostgresEventStore implements EventStore {
         `SELECT actual, ok, positions, transaction_id,
                 CASE WHEN cardinality(positions) > 0 THEN pg_notify($8, $9 || ' ' || lpad(transaction_id::text, ${TX_WIDTH}, '0') || lpad(positions[cardinality(positions)]::text, ${POS_WIDTH}, '0')) END
          FROM collab_append($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[])`,
-        [keys, expected, counts, rows.id, rows.type, rows.data, rows.metadata, APPENDED_CHANNEL, this.instance],
+        [textArray(keys), expected, counts, textArray(rows.id), textArray(rows.type), textArray(rows.data), textArray(rows.metadata), APPENDED_CHANNEL, this.instance],
       );
       const { actual, ok, positions, transaction_id: tx } = r.rows[0]!;
       let head = LOG_START;
