@@ -62,7 +62,7 @@ async function openRead(kind: string, root: string, tmp: string) {
 
 /** The throwaway PostgreSQL server of the pg modes, whose CPU each replay reports. */
 let server: { dataDir: string; freshDatabase(prefix: string): Promise<string> } | null = null;
-const serverCpuUs = async () => (server ? (await import('../stage-budget.js')).postgresCpuUs(server.dataDir) : 0);
+const serverCpu = async () => (server ? (await import('../stage-budget.js')).postgresCpuUs(server.dataDir) : 0);
 
 const load = (root: string, file: string) => import(pathToFileURL(path.join(root, file)).href);
 
@@ -77,6 +77,7 @@ async function replay(spec: string, log: string): Promise<{ us: number; wallUs: 
   const rebuild = kind === 'rebuild' || kind === 'pgrebuild';
   let t0 = performance.now();
   let s0 = 0;
+  const serverCpuUs = async () => (kind === 'pg' || kind === 'pgrebuild' ? serverCpu() : 0);
   const per = async (cpu: NodeJS.CpuUsage, n: number) => ({ us: (cpu.user + cpu.system) / n, wallUs: ((performance.now() - t0) * 1000) / n, serverUs: ((await serverCpuUs()) - s0) / n, events: n });
   try {
     if (rebuild) {
