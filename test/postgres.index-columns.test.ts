@@ -115,6 +115,33 @@ test('a store that had not seen the table writes its columns too (made from the 
   assert.equal((await columns.find('cx_peer', {}, { sort: 'n' })).map((d) => d._id), ['b', 'a']);
 });
 
+test('a transaction whose snapshot predates the table another process made writes its columns', async () => {
+  // Processes starting together on one database (postgres.lease, postgres.hosts): one makes
+  // a table while another's REPEATABLE READ transaction, begun before, is about to write it.
+  const writer = new PostgresReadStore(url);
+  let release!: () => void;
+  const made = new Promise<void>((r) => (release = r));
+  let begun!: () => void;
+  const snapshot = new Promise<void>((r) => (begun = r));
+  try {
+    const writing = writer.transaction(async (tx) => {
+      await tx.get('cx_race_other', 'x'); // the snapshot is taken here
+      begun();
+      await made;
+      await tx.upsert('cx_race', { _id: 'r1', k: 'v' });
+    });
+    await snapshot;
+    await columns.ensureIndexes([{ collection: 'cx_race', fields: ['k'] }]);
+    release();
+    await writing;
+  } finally {
+    await writer.close();
+  }
+  assert.equal(await columnsOf('rm_cx_race'), ['id', 'doc', 'k:k']);
+  assert.equal((await admin.query('SELECT "k:k" AS k FROM rm_cx_race')).rows, [{ k: columnText('v') }]);
+  assert.equal(ids(await columns.find('cx_race', { k: 'v' })), ['r1']);
+});
+
 test('a run of rows whose ids and columns hold array-literal syntax reads back as written', async () => {
   const awkward = ['"', '\\', 'a"b\\c', '{x,y}', 'NULL', '', ' spaced ', '\\"', 'end\\'];
   await columns.ensureIndexes([{ collection: 'cx_literal', fields: ['k'] }]);

@@ -158,14 +158,17 @@ function upsertSql(t: string, shape: Shape, one: boolean): string {
   return `INSERT INTO ${t} (${names}) SELECT ${names} FROM ${runSource(shape)} ON CONFLICT (id) DO UPDATE SET ${set}`;
 }
 
-/** The table's shape, or null when it does not exist (one catalog read). */
+/**
+ * The table's shape, or null when it does not exist. Both reads see the catalog as committed
+ * now, not as a REPEATABLE READ transaction's snapshot (a SELECT from pg_attribute would): a
+ * table another process made after the snapshot is found, as CREATE TABLE would find it, and
+ * its columns are its result's fields (a SELECT from it, which reads no row).
+ */
 async function readShape(q: Queryable, t: string): Promise<Shape | null> {
-  const r = await q.query<{ cols: string[] }>(
-    `SELECT array(SELECT attname::text FROM pg_attribute WHERE attrelid = c.oid AND attnum > 0 AND NOT attisdropped ORDER BY attnum) AS cols
-       FROM pg_class c WHERE c.oid = to_regclass(quote_ident(current_schema()) || '.' || $1)`,
-    [t],
-  );
-  return r.rows[0] ? shapeOf(r.rows[0].cols) : null;
+  const r = await q.query<{ present: boolean }>("SELECT to_regclass(quote_ident(current_schema()) || '.' || $1) IS NOT NULL AS present", [t]);
+  if (!r.rows[0]?.present) return null;
+  const columns = await q.query(`SELECT * FROM ${t} LIMIT 0`);
+  return shapeOf(columns.fields.map((f) => f.name));
 }
 
 const MAX_ATTEMPTS = 20;
@@ -275,10 +278,9 @@ async function createTable(q: Queryable, t: string, fields: readonly string[] = 
   // Two processes creating the same table at once can both pass IF NOT EXISTS and one then
   // fails on the catalog's unique index: the lock makes the second wait and find it.
   await lockName(q, t);
-  const found = await readShape(q, t);
-  if (found) return found;
   const columns = fields.flatMap((f) => columnName(f) ?? []);
-  await q.query(`CREATE TABLE ${t} (id text COLLATE "C" PRIMARY KEY, doc json NOT NULL${columns.map((c) => `, ${c} text COLLATE "C"`).join('')})`);
+  await q.query(`CREATE TABLE IF NOT EXISTS ${t} (id text COLLATE "C" PRIMARY KEY, doc json NOT NULL${columns.map((c) => `, ${c} text COLLATE "C"`).join('')})`);
+  // Made here, or by another process first (with its columns or without): as it is.
   return (await readShape(q, t)) ?? PLAIN;
 }
 
