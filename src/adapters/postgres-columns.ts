@@ -89,15 +89,17 @@ export function columnText(value: unknown, encoded = false): string | null {
   }
 }
 
-/** What `doc->'a'->'b'` finds: a field of an object only (not of an array), after toJSON as JSON.stringify applies it. */
+/** `v` as JSON.stringify writes it: after its toJSON when it has one (a Date: its string). */
+const asWritten = (v: unknown): unknown =>
+  v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function' ? (v as { toJSON(): unknown }).toJSON() : v;
+
+/** What `doc->'a'->'b'` finds: a field of an object only (not of an array), each step as JSON.stringify writes it. */
 function at(doc: unknown, path: readonly string[]): unknown {
-  let v = doc;
+  let v = asWritten(doc);
   for (const p of path) {
-    if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') v = (v as { toJSON(): unknown }).toJSON();
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
-    v = (v as Record<string, unknown>)[p];
+    v = asWritten((v as Record<string, unknown>)[p]);
   }
-  if (v !== null && typeof v === 'object' && typeof (v as { toJSON?: unknown }).toJSON === 'function') v = (v as { toJSON(): unknown }).toJSON();
   return v;
 }
 

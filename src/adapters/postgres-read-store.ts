@@ -112,7 +112,6 @@ function whereOf(shape: Shape, filter: Filter, params: Params): string {
 function findClauses(shape: Shape, filter: Filter, options: FindOptions, params: Params): { where: string; order: string; limit: string } {
   let where = whereOf(shape, filter, params);
   const sort = options.sort ? fieldOf(shape, options.sort) : null;
-  const sortExpr = sort?.sql ?? null;
   if (options.after) {
     if (sort) {
       params.push(sort.value(options.after.value), encodeString(options.after.id));
@@ -122,7 +121,7 @@ function findClauses(shape: Shape, filter: Filter, options: FindOptions, params:
       where += ` AND id > $${params.length}`;
     }
   }
-  const order = sortExpr ? ` ORDER BY ${sortExpr}, id` : ' ORDER BY id';
+  const order = sort ? ` ORDER BY ${sort.sql}, id` : ' ORDER BY id';
   let limit = '';
   if (options.limit !== undefined && options.limit >= 0) {
     params.push(Math.floor(options.limit));
@@ -354,8 +353,9 @@ class PgTx extends PgView implements ReadTx {
       await this.flush();
       this.pendingCollection = collection;
     }
-    const t = this.tables.has(table(collection)) ? table(collection) : null;
-    const columns = t ? columnValues(doc, this.shape(t)) : null;
+    // Unknown table: rowParams makes the columns once flush knows its shape.
+    const shape = this.tables.get(table(collection));
+    const columns = shape ? columnValues(doc, shape) : null;
     this.pending.delete(id);
     this.pending.set(id, { text, columns });
     if (this.pending.size >= UPSERT_ROWS) await this.flush();
