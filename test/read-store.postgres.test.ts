@@ -2,46 +2,34 @@
  * The read store contract and secrets at rest against a real PostgreSQL server, started for
  * this run (test/support/postgres.ts). Never skipped: without a server the suites fail and say why.
  */
-import { PostgresReadStore } from '../src/adapters/postgres-read-store.js';
+import { PostgresReadStore, type PostgresReadStoreOptions } from '../src/adapters/postgres-read-store.js';
 import { PostgresEventStore } from '../src/adapters/postgres-event-store.js';
 import { readStoreContract } from './contract/read-store.contract.js';
 import { secretsAtRestContract } from './contract/secrets-at-rest.contract.js';
 import { freshDatabase } from './support/postgres.js';
 
-let url = '';
-const s = readStoreContract(
-  'PostgreSQL (a real server)',
-  async () => {
-    url = await freshDatabase('rs');
-    return new PostgresReadStore(url);
-  },
-  // A second store on the same database: another process, for the interleaved cases.
-  { openPeer: async () => new PostgresReadStore(url) },
-);
-s.run();
+/**
+ * The contract on a fresh database per case with stores opened with `options`; the peer is a
+ * second store on the same database (another process, for the interleaved cases).
+ */
+function contractOn(name: string, prefix: string, options: PostgresReadStoreOptions = {}) {
+  let url = '';
+  readStoreContract(
+    name,
+    async () => {
+      url = await freshDatabase(prefix);
+      return new PostgresReadStore(url, options);
+    },
+    { openPeer: async () => new PostgresReadStore(url, options) },
+  ).run();
+}
 
+contractOn('PostgreSQL (a real server)', 'rs');
 // The same without named (prepared) statements (POSTGRES_PREPARED_STATEMENTS=false).
-let unnamedUrl = '';
-readStoreContract(
-  'PostgreSQL, statements unnamed',
-  async () => {
-    unnamedUrl = await freshDatabase('rsu');
-    return new PostgresReadStore(unnamedUrl, { preparedStatements: false });
-  },
-  { openPeer: async () => new PostgresReadStore(unnamedUrl, { preparedStatements: false }) },
-).run();
-
+contractOn('PostgreSQL, statements unnamed', 'rsu', { preparedStatements: false });
 // Tables made without index columns, as releases before them made every table (and as a
 // table a write creates first still is): the expression indexes and their queries.
-let plainUrl = '';
-readStoreContract(
-  'PostgreSQL, tables without index columns',
-  async () => {
-    plainUrl = await freshDatabase('rsp');
-    return new PostgresReadStore(plainUrl, { indexColumns: false });
-  },
-  { openPeer: async () => new PostgresReadStore(plainUrl, { indexColumns: false }) },
-).run();
+contractOn('PostgreSQL, tables without index columns', 'rsp', { indexColumns: false });
 
 // Secrets at rest (issue 12): both ports in one PostgreSQL database, read back through the ports.
 secretsAtRestContract('PostgreSQL log + read store (one database)', async () => {
