@@ -200,11 +200,47 @@ async function startService(dataDir: string, serveArgs: string[] = [], env: Reco
 async function timedRebuild(events: EventStore, read: ReadStore): Promise<{ replayed: number; seconds: number }> {
   const generations = await openReadModels(read, allProjections, 0);
   try {
-    const r = await rebuildReadModels({ events, generations, projections: allProjections }, { batchSize: 2000 });
+    // BENCH_REBUILD_PROGRESS=1: the replay's rate second by second, to see where a slow one slows.
+    let last = { at: Date.now(), events: 0 };
+    const onProgress = process.env.BENCH_REBUILD_PROGRESS
+      ? (p: { events: number }) => {
+          const now = Date.now();
+          console.log(`  rebuild: ${p.events} events, ${Math.round(((p.events - last.events) * 1000) / Math.max(1, now - last.at))} events/s over the last ${now - last.at} ms`);
+          last = { at: now, events: p.events };
+        }
+      : undefined;
+    const r = await rebuildReadModels({ events, generations, projections: allProjections }, { batchSize: 2000, onProgress });
     return { replayed: r.events, seconds: r.seconds };
   } finally {
     await events.close();
     await generations.close();
+  }
+}
+
+/**
+ * Lets the server finish what the earlier scenarios left it before a timed rebuild starts. The
+ * log the add scenario has just appended was never vacuumed: the rebuild's first read of each
+ * of its rows would look up the row's transaction and set its hint bits (dirtying the page
+ * again), and autovacuum starts on those tables within the minute, beside the rebuild on the
+ * same cores. A deployment's log is mostly old and long vacuumed, so the rebuild is timed on a
+ * settled server: VACUUM (ANALYZE), CHECKPOINT, no autovacuum worker left. Prints the wait.
+ */
+async function settlePostgres(url: string): Promise<void> {
+  const pgmod = (await import('pg')).default;
+  const c = new pgmod.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const t0 = Date.now();
+    await c.query('VACUUM (ANALYZE)');
+    await c.query('CHECKPOINT');
+    for (;;) {
+      const r = await c.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'");
+      if (Number(r.rows[0]!.n) === 0 || Date.now() - t0 > 120_000) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    console.log(`  the server settled (VACUUM, CHECKPOINT, no autovacuum running) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  } finally {
+    await c.end();
   }
 }
 
@@ -1137,6 +1173,7 @@ async function postgresBeside(sqlite: SqliteFigures) {
     // fresh read store, here a database of its own on the same server.
     if (want('rebuild') && sqlite.rebuild) {
       console.log('rebuilding the read models from the PostgreSQL log');
+      await settlePostgres(url);
       const { replayed, seconds } = await timedRebuild(new PostgresEventStore(url), new PostgresReadStore(await server.freshDatabase('bench_rebuild')));
       const eps = replayed / seconds;
       const sqEps = sqlite.rebuild.replayed / sqlite.rebuild.seconds;

@@ -2,7 +2,9 @@
  * Where a documents/add of 100 spends its time on PostgreSQL: service CPU, server CPU and
  * pg_stat_statements' statements by total time, under N concurrent loops for S seconds.
  *   node scripts/run.mjs dev bench/micro/pg-add-profile.ts [seconds] [connections]
- * Runs the compiled service (npm run build first).
+ * Runs the compiled service (npm run build first). PROF=<dir>: a V8 CPU profile of the
+ * service's main thread there; PERF_MAP=1: the service writes /tmp/perf-<pid>.map, so that
+ * `perf record -a -g` beside it names JavaScript frames (every thread, the server's too).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -31,7 +33,7 @@ await c.connect();
 await c.query('CREATE EXTENSION pg_stat_statements');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgprof-'));
 const port = 40000 + Math.floor(Math.random() * 5000);
-const child = spawn(process.execPath, [...(process.env.PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROF}`] : []), 'dist/src/server.js'], {
+const child = spawn(process.execPath, [...(process.env.PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROF}`] : []), ...(process.env.PERF_MAP ? ['--perf-basic-prof'] : []), 'dist/src/server.js'], {
   env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dir, LOG_LEVEL: 'error', RATE_LIMIT_PER_SECOND: '0', POSTGRES_URL: url, SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') },
   stdio: ['ignore', 'inherit', 'inherit'],
 });

@@ -15,6 +15,7 @@
  *     `pg:<root>` into a PostgreSQL read store (a fresh database on a throwaway server,
  *     test/support/postgres.ts), where the wall time counts: the server's CPU is not ours;
  *     `pgrebuild:<root>` through `rebuildReadModels` into PostgreSQL.
+ *     REPLAY_BATCH: events per projection batch (default 2000, as the bench's rebuild).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -29,6 +30,8 @@ if (!dir || (mode !== 'write' && mode !== 'replay')) {
 
 /** documents/add requests of the add log (REPLAY_ADD_REQUESTS: a bigger log). */
 const ADD_REQUESTS = Number(process.env.REPLAY_ADD_REQUESTS ?? 200);
+/** Events per projection batch of a replay (REPLAY_BATCH). */
+const BATCH = Number(process.env.REPLAY_BATCH ?? 2000);
 
 async function writeLogs(out: string) {
   const { harness } = await import('../../test/support/app.js');
@@ -87,11 +90,11 @@ async function replay(spec: string, log: string): Promise<{ us: number; wallUs: 
       const c0 = process.cpuUsage();
       s0 = await serverCpuUs();
       t0 = performance.now();
-      const r = await rebuildReadModels({ events, generations, projections: allProjections }, { batchSize: 2000 });
+      const r = await rebuildReadModels({ events, generations, projections: allProjections }, { batchSize: BATCH });
       return await per(process.cpuUsage(c0), r.events);
     }
     const { ProjectionRunner } = await load(root, 'src/runtime/projection-runner.ts');
-    const runner = new ProjectionRunner(events, read, allProjections, { batchSize: 2000 });
+    const runner = new ProjectionRunner(events, read, allProjections, { batchSize: BATCH });
     await runner.init();
     const c0 = process.cpuUsage();
     s0 = await serverCpuUs();
