@@ -135,6 +135,26 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
     for (const [i, n] of odd.entries()) assert.equal((await store.readStream(n)).map((e) => e.data.i), [i]);
   });
 
+  s('data and metadata of any content come back as appended, each append with its own metadata', async ({ store, stream }) => {
+    // Text that needs escaping in one encoding or another: quotes, backslashes, U+0000 and
+    // U+0001, a lone surrogate, a braced array-literal lookalike, characters beyond the BMP.
+    const odd = 'q"uo\\te \u0000 \u0001 \ud800 {"a",NULL} ünï 😀';
+    const metaA = { ...meta, requestId: odd, nested: { list: [odd, null, 1.5] } };
+    const metaB = { ...meta, requestId: 'other' };
+    const one = (type: string, data: Record<string, unknown>, metadata: NewEvent['metadata']): NewEvent => ({ id: randomUUID(), type, data, metadata });
+    // Appended together, so that an adapter that batches concurrent appends carries both
+    // metadata in one batch.
+    await Promise.all([
+      store.append(stream('m1'), [one('A', { s: odd, n: 1 }, metaA), one('B', { s: '', deep: { s: odd } }, metaA)], 'no_stream'),
+      store.append(stream('m2'), [one('C', { s: odd }, metaB)], 'no_stream'),
+      store.append(stream('m3'), [one('D', {}, metaA), one('E', { t: 'x' }, metaB)], 'no_stream'),
+    ]);
+    const read = async (n: string) => (await store.readStream(stream(n))).map((e) => [e.type, e.data, e.metadata]);
+    assert.equal(await read('m1'), [['A', { s: odd, n: 1 }, metaA], ['B', { s: '', deep: { s: odd } }, metaA]]);
+    assert.equal(await read('m2'), [['C', { s: odd }, metaB]]);
+    assert.equal(await read('m3'), [['D', {}, metaA], ['E', { t: 'x' }, metaB]]);
+  });
+
   s('followers are notified after a commit', async ({ store, stream }) => {
     const seen: string[] = [];
     const off = store.onAppended((p) => seen.push(p));
