@@ -205,41 +205,7 @@ async function replayAndSwitch(
     total += n;
     void report(false);
   };
-  // Each lane to the head; a lane that fails stops the others at their next batch. A lane
-  // waits while it is AHEAD batches past the slowest, so that the slowest still finds its
-  // batches among the shared reads instead of reading and parsing the log again.
-  const AHEAD = 2;
-  let failed = false;
-  const done = laneRunners.map(() => 0);
-  const finished = laneRunners.map(() => false);
-  let moved: () => void = () => undefined;
-  let turn = new Promise<void>((resolve) => (moved = resolve));
-  const advance = () => {
-    const m = moved;
-    turn = new Promise<void>((resolve) => (moved = resolve));
-    m();
-  };
-  const slowest = () => Math.min(...done.filter((_, j) => !finished[j]));
-  await Promise.all(
-    laneRunners.map(async (r, i) => {
-      try {
-        while (!failed) {
-          while (done[i]! > slowest() + AHEAD && !failed) await turn;
-          const n = await r.applyNext();
-          if (n === 0) return;
-          done[i]!++;
-          if (i === 0) counted(n);
-          advance();
-        }
-      } catch (error) {
-        failed = true;
-        throw error;
-      } finally {
-        finished[i] = true;
-        advance();
-      }
-    }),
-  );
+  await replayLanes(laneRunners, counted);
   runner = makeRunner();
   await runner.init();
   await runner.catchUp(counted);
@@ -263,6 +229,49 @@ async function replayAndSwitch(
   await s.generations.refresh();
   return { from, to, events: total, position, seconds: (clock() - started) / 1000, dropped };
 }
+
+/**
+ * Each lane's runner to the head, concurrently (`counted` told the events of the first's
+ * batches). A lane that fails stops the others at their next batch. A lane waits while it is
+ * LANE_AHEAD batches past the slowest, so that the slowest still finds its batches among the
+ * shared reads (shareLogReads keeps the last few) instead of reading and parsing the log again.
+ */
+export async function replayLanes(laneRunners: ReadonlyArray<Pick<ProjectionRunner, 'applyNext'>>, counted: (n: number) => void): Promise<void> {
+  let failed = false;
+  const done = laneRunners.map(() => 0);
+  const finished = laneRunners.map(() => false);
+  let moved: () => void = () => undefined;
+  let turn = new Promise<void>((resolve) => (moved = resolve));
+  const advance = () => {
+    const m = moved;
+    turn = new Promise<void>((resolve) => (moved = resolve));
+    m();
+  };
+  const slowest = () => Math.min(...done.filter((_, j) => !finished[j]));
+  await Promise.all(
+    laneRunners.map(async (r, i) => {
+      try {
+        while (!failed) {
+          while (done[i]! > slowest() + LANE_AHEAD && !failed) await turn;
+          const n = await r.applyNext();
+          if (n === 0) return;
+          done[i]!++;
+          if (i === 0) counted(n);
+          advance();
+        }
+      } catch (error) {
+        failed = true;
+        throw error;
+      } finally {
+        finished[i] = true;
+        advance();
+      }
+    }),
+  );
+}
+
+/** How many batches a lane may run past the slowest (replayLanes). */
+export const LANE_AHEAD = 2;
 
 async function switchTo(s: Stores, from: number, to: number, clock: () => number): Promise<{ position: LogPosition; applied: number }> {
   const gens = s.generations;
