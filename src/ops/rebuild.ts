@@ -33,8 +33,7 @@
 import { LOG_START, type EventStore, type HeldBack, type LogPosition } from '../ports/event-store.js';
 import { describeHeldBack } from '../runtime/held-back.js';
 import { CheckpointConflictError } from '../ports/read-store.js';
-import { byStore, forkLanes, ProjectionRunner, type RunnerLogger } from '../runtime/projection-runner.js';
-import { shareLogReads } from '../runtime/shared-log-reads.js';
+import { forkLanes, ProjectionRunner, type RunnerLogger } from '../runtime/projection-runner.js';
 import type { Projection } from '../runtime/projection.js';
 import { Lease, LEASES, type LeaseDoc } from '../runtime/lease.js';
 import { countParked } from './parked.js';
@@ -136,16 +135,9 @@ export async function rebuildReadModels(s: Stores, options: RebuildOptions = {})
     const target = gens.at(to);
     const lanes = forkLanes(target, s.projections);
     try {
-      const runnerOptions = { batchSize: options.batchSize ?? 1000, logger: options.logger, clock };
-      // First each lane on its own, concurrently, from one shared read of the log: a lane
-      // goes on to its next batch as soon as its own commit is in, instead of waiting for the
-      // slowest lane's at every batch, so while one lane's rows are written the thread applies
-      // another's events. The runner of every lane then takes the few events left and the switch.
-      const shared = shareLogReads(s.events);
-      const laneRunners =
-        lanes.stores.size === 0 ? [] : [...byStore(s.projections, lanes.stores, target)].map(([store, ps]) => new ProjectionRunner(shared, store, ps, runnerOptions));
-      const runner = () => new ProjectionRunner(s.events, target, s.projections, { ...runnerOptions, lanes: lanes.stores });
-      return await replayAndSwitch(s, laneRunners, runner, { from, to, started, clock, dropped }, options);
+      const runner = new ProjectionRunner(s.events, target, s.projections, { batchSize: options.batchSize ?? 1000, logger: options.logger, clock, lanes: lanes.stores });
+      await runner.init();
+      return await replayAndSwitch(s, runner, { from, to, started, clock, dropped }, options);
     } finally {
       for (const f of lanes.forks) await f.close();
     }
@@ -162,29 +154,9 @@ interface Attempt {
   dropped: string[];
 }
 
-/**
- * `laneRunners`: one runner per lane, run first, concurrently (the first, the main lane's, counts
- * the events read); `makeRunner`: the runner of every lane together, made once they are done
- * (its init reads the checkpoints they left), which catches up the rest and serves the switch.
- */
-async function replayAndSwitch(
-  s: Stores,
-  laneRunners: readonly ProjectionRunner[],
-  makeRunner: () => ProjectionRunner,
-  { from, to, started, clock, dropped }: Attempt,
-  options: RebuildOptions,
-): Promise<RebuildResult> {
+async function replayAndSwitch(s: Stores, runner: ProjectionRunner, { from, to, started, clock, dropped }: Attempt, options: RebuildOptions): Promise<RebuildResult> {
   const target = s.generations.at(to);
-  for (const r of laneRunners) await r.init();
-  let runner: ProjectionRunner | null = null;
-  // Where every projection stands: the slowest lane's position until the runner of all is made.
-  const applied = (): LogPosition => {
-    if (runner) return runner.position;
-    let min: LogPosition | null = null;
-    for (const r of laneRunners) if (min === null || r.position < min) min = r.position;
-    return min ?? LOG_START;
-  };
-  const startPos = positionNumber(applied());
+  const startPos = positionNumber(runner.position);
   let total = 0;
   let lastReport = 0;
   const report = async (force: boolean) => {
@@ -194,21 +166,16 @@ async function replayAndSwitch(
     const head = await s.events.headPosition();
     const seconds = Math.max(0.001, (now - started) / 1000);
     const rate = total / seconds;
-    const at = applied();
-    const done = positionNumber(at) - startPos;
+    const done = positionNumber(runner.position) - startPos;
     const all = positionNumber(head) - startPos;
-    const fraction = all > 0 ? Math.min(1, done / all) : head === at ? 1 : null;
+    const fraction = all > 0 ? Math.min(1, done / all) : head === runner.position ? 1 : null;
     const etaSeconds = fraction !== null && fraction > 0 ? (seconds * (1 - fraction)) / fraction : null;
-    options.onProgress({ generation: to, events: total, position: at, head, eventsPerSecond: rate, fraction, etaSeconds });
+    options.onProgress({ generation: to, events: total, position: runner.position, head, eventsPerSecond: rate, fraction, etaSeconds });
   };
-  const counted = (n: number) => {
+  await runner.catchUp((n) => {
     total += n;
     void report(false);
-  };
-  await replayLanes(laneRunners, counted);
-  runner = makeRunner();
-  await runner.init();
-  await runner.catchUp(counted);
+  });
   await report(true);
   if (options.retention) await pruneReadModels(target, options.retention, clock());
   await options.beforeSwitch?.();
@@ -229,49 +196,6 @@ async function replayAndSwitch(
   await s.generations.refresh();
   return { from, to, events: total, position, seconds: (clock() - started) / 1000, dropped };
 }
-
-/**
- * Each lane's runner to the head, concurrently (`counted` told the events of the first's
- * batches). A lane that fails stops the others at their next batch. A lane waits while it is
- * LANE_AHEAD batches past the slowest, so that the slowest still finds its batches among the
- * shared reads (shareLogReads keeps the last few) instead of reading and parsing the log again.
- */
-export async function replayLanes(laneRunners: ReadonlyArray<Pick<ProjectionRunner, 'applyNext'>>, counted: (n: number) => void): Promise<void> {
-  let failed = false;
-  const done = laneRunners.map(() => 0);
-  const finished = laneRunners.map(() => false);
-  let moved: () => void = () => undefined;
-  let turn = new Promise<void>((resolve) => (moved = resolve));
-  const advance = () => {
-    const m = moved;
-    turn = new Promise<void>((resolve) => (moved = resolve));
-    m();
-  };
-  const slowest = () => Math.min(...done.filter((_, j) => !finished[j]));
-  await Promise.all(
-    laneRunners.map(async (r, i) => {
-      try {
-        while (!failed) {
-          while (done[i]! > slowest() + LANE_AHEAD && !failed) await turn;
-          const n = await r.applyNext();
-          if (n === 0) return;
-          done[i]!++;
-          if (i === 0) counted(n);
-          advance();
-        }
-      } catch (error) {
-        failed = true;
-        throw error;
-      } finally {
-        finished[i] = true;
-        advance();
-      }
-    }),
-  );
-}
-
-/** How many batches a lane may run past the slowest (replayLanes). */
-export const LANE_AHEAD = 2;
 
 async function switchTo(s: Stores, from: number, to: number, clock: () => number): Promise<{ position: LogPosition; applied: number }> {
   const gens = s.generations;

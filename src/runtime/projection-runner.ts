@@ -81,7 +81,7 @@ export function forkLanes(view: GenerationalReadStore, projections: readonly Pro
 }
 
 /** `projections` by the store their lane writes with: `main` for the main lane and for lanes without a store of their own. */
-export function byStore(projections: readonly Projection[], lanes: ReadonlyMap<string, ReadStore>, main: ReadStore): Map<ReadStore, Projection[]> {
+function byStore(projections: readonly Projection[], lanes: ReadonlyMap<string, ReadStore>, main: ReadStore): Map<ReadStore, Projection[]> {
   const out = new Map<ReadStore, Projection[]>();
   for (const p of projections) {
     const store = (p.lane !== undefined && lanes.get(p.lane)) || main;
@@ -210,11 +210,6 @@ export class ProjectionRunner {
       if (n === 0) return total;
       onBatch?.(n, this.position);
     }
-  }
-
-  /** Applies one batch after the position; returns the number of events read (0: at the head). */
-  applyNext(): Promise<number> {
-    return this.step();
   }
 
   /**
