@@ -98,8 +98,8 @@ test('rebuild from scratch equals the live read models, document for document; t
   assert.is(gens.generation, 0);
   const progress: RebuildProgress[] = [];
   let duringRebuild: { status: number; docs: number } | null = null;
-  // Reads that reach the log: the lanes (PostgreSQL's audit lane beside the main one) share
-  // each batch read, so the log is read about once per batch, not once per lane.
+  // Reads that reach the log: one per batch for every projection and lane (PostgreSQL's audit
+  // lane beside the main one), not one per lane.
   let logReads = 0;
   const events = decorateEventStore(h.services.events, {
     readAll: (options) => {
@@ -137,7 +137,7 @@ test('rebuild from scratch equals the live read models, document for document; t
   assert.ok(lastP.eventsPerSecond > 0 && lastP.fraction === 1 && lastP.etaSeconds === 0, JSON.stringify(lastP));
   assert.is(gens.generation, 1, 'switched');
   assert.is(r.position, await h.services.events.headPosition(), 'the switch includes the write made during the rebuild');
-  // Every event of the log counted once, whatever the lanes.
+  // Every event of the log counted once in the result, whatever the lanes.
   let logged = 0;
   for (let after = LOG_START, page = await h.services.events.readAll({ after }); page.length > 0; page = await h.services.events.readAll({ after })) {
     logged += page.length;
