@@ -111,7 +111,8 @@ s('transaction mode, pgbouncer defaults: writes and reads work, and the process 
   const svc = await serveAndUse(ctx, { POSTGRES_URL: bouncer.url(db), LOG_LEVEL: 'warn' });
   await until('the warning that notices do not cross the pooler', () => NOTICE_WARNING.test(svc.output()));
   assert.match(svc.output(), /POSTGRES_LISTEN_URL/);
-  assert.not.match(svc.output(), /"level":50|"level":60/, 'no error logged');
+  const errors = svc.output().split('\n').filter((line) => /"level":(50|60)/.test(line));
+  assert.equal(errors, [], 'no error logged');
 });
 
 s('transaction mode with POSTGRES_LISTEN_URL on the server itself: notices arrive, nothing is said', async (ctx) => {
