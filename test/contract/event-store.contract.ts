@@ -14,7 +14,7 @@ import {
 } from '../../src/ports/event-store.js';
 
 const meta = { requestId: 'r1', actor: 'test', time: 1_700_000_000_000, apiKey: 'k1' };
-const ev = (type: string, data: Record<string, unknown> = {}): NewEvent => ({ id: randomUUID(), type, data, metadata: meta });
+const ev = (type: string, data: Record<string, unknown> = {}, metadata: NewEvent['metadata'] = meta): NewEvent => ({ id: randomUUID(), type, data, metadata });
 
 export function eventStoreContract(name: string, open: () => Promise<EventStore>) {
   const s = suite<{ store: EventStore; stream: (n: string) => string }>(`event store contract: ${name}`);
@@ -141,13 +141,12 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
     const odd = 'q"uo\\te \u0000 \u0001 \ud800 {"a",NULL} ünï 😀';
     const metaA = { ...meta, requestId: odd, nested: { list: [odd, null, 1.5] } };
     const metaB = { ...meta, requestId: 'other' };
-    const one = (type: string, data: Record<string, unknown>, metadata: NewEvent['metadata']): NewEvent => ({ id: randomUUID(), type, data, metadata });
     // Appended together, so that an adapter that batches concurrent appends carries both
     // metadata in one batch.
     await Promise.all([
-      store.append(stream('m1'), [one('A', { s: odd, n: 1 }, metaA), one('B', { s: '', deep: { s: odd } }, metaA)], 'no_stream'),
-      store.append(stream('m2'), [one('C', { s: odd }, metaB)], 'no_stream'),
-      store.append(stream('m3'), [one('D', {}, metaA), one('E', { t: 'x' }, metaB)], 'no_stream'),
+      store.append(stream('m1'), [ev('A', { s: odd, n: 1 }, metaA), ev('B', { s: '', deep: { s: odd } }, metaA)], 'no_stream'),
+      store.append(stream('m2'), [ev('C', { s: odd }, metaB)], 'no_stream'),
+      store.append(stream('m3'), [ev('D', {}, metaA), ev('E', { t: 'x' }, metaB)], 'no_stream'),
     ]);
     const read = async (n: string) => (await store.readStream(stream(n))).map((e) => [e.type, e.data, e.metadata]);
     assert.equal(await read('m1'), [['A', { s: odd, n: 1 }, metaA], ['B', { s: '', deep: { s: odd } }, metaA]]);
@@ -157,9 +156,19 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
 
   s('followers are notified after a commit', async ({ store, stream }) => {
     const seen: string[] = [];
-    const off = store.onAppended((p) => seen.push(p));
+    let notified = () => {};
+    const first = new Promise<void>((resolve) => (notified = resolve));
+    const off = store.onAppended((p) => {
+      seen.push(p);
+      notified();
+    });
     const r = await store.append(stream('j'), [ev('X')], 'no_stream');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Waits for the notice itself (a loaded machine may deliver it late), not for a fixed
+    // time; the deadline only turns a notice that never comes into a failure, not a hang.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, 30_000)));
+    await Promise.race([first, late]);
+    clearTimeout(timer);
     off();
     assert.ok(seen.includes(r.position) || seen.some((p) => p >= r.position), 'notified with a position at or after the append');
   });
