@@ -24,7 +24,7 @@ const checkFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'collab-respon
 // PostgreSQL server (TEST_STORE=postgres: test/support/app.ts gives each harness a database of
 // its own on a server the pass starts, test/support/postgres.ts). It runs with the whole suite,
 // or alone with TEST_STORE=postgres and a pattern.
-const POSTGRES_PASS = '^(retention\\.api|webhooks\\.fairness|audit\\.api|access-queries\\.api|access-context\\.api|rebuild|runtime|group-grants\\.api|users\\.api|user-data\\.api|document-migration\\.api|usergroups-get\\.api|advanced-webhooks\\.api|secrets\\.lifecycle|idempotency|changes\\.api|changes\\.stream|changes\\.stream\\.process|consistency\\.api|dry-run\\.api|dry-run\\.classes)\\.test\\.ts$';
+const POSTGRES_PASS = '^(retention\\.api|webhooks\\.fairness|audit\\.api|access-queries\\.api|access-context\\.api|rebuild|runtime|group-grants\\.api|users\\.api|user-data\\.api|document-migration\\.api|usergroups-get\\.api|advanced-webhooks\\.api|secrets\\.lifecycle|idempotency|changes\\.api|changes\\.stream|changes\\.stream\\.process|consistency\\.api|dry-run\\.api|dry-run\\.classes|parked|parked\\.followers|operations\\.api)\\.test\\.ts$';
 
 /** Suites on a fixed test clock whose access questions, asked as of that clock (test/support/app.ts), must answer alike. */
 const AS_OF_PASS = '^(permissions\\.resolution|permissions\\.groups\\.resolution|access-queries\\.api|access-context\\.resolution)\\.test\\.ts$';

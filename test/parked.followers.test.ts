@@ -20,10 +20,9 @@ import { listParked, retryParked } from '../src/ops/parked.js';
 import { CASCADE_WORK, type WorkItem } from '../projections/cascade-work.js';
 import { allProjections } from '../projections/index.js';
 import { harness, tempDir } from './support/app.js';
+import { agentPoison } from './support/poison.js';
 import { PARKED } from '../src/runtime/parked.js';
 import { rebuildReadModels } from '../src/ops/rebuild.js';
-import { agentStream } from '../commands/agent.js';
-import { newEventId } from '../src/shared/ids.js';
 
 const F = suite('parked events: webhook follower and cascade');
 
@@ -136,12 +135,9 @@ G('a rebuild parks again what projections cannot apply and carries the cascade a
       apiKey: t.apiKey, error: 'TypeError: x', attempts: 3, parkedAt: 1, status: 'parked' as const, item: { _id: 'i' },
     };
     await h.services.read.transaction((tx) => tx.upsert(PARKED, cascadeDoc));
-    // A poison event for a projection (see test/parked.test.ts): a document name no JSON index can hold.
-    let v: unknown = 1;
-    for (let i = 0; i < 1000; i++) v = { a: v };
-    await h.services.events.append(agentStream(t.apiKey, 'deep'), [
-      { id: newEventId(), type: 'AgentCreated', data: { agentId: 'deep', config: { name: 'x', deep: v }, version: 1, createdAt: 1 }, metadata: { requestId: 'r', actor: 'test', time: 1, apiKey: t.apiKey } },
-    ], 'no_stream');
+    // An event the agents projection cannot write on this store (test/support/poison.ts).
+    const poison = agentPoison(t.apiKey);
+    await h.services.events.append(poison.stream, [poison.event], 'no_stream');
     await h.services.projections.waitFor(await h.services.events.headPosition(), 5000);
     const before = (await listParked(h.services.read)).map((p) => p._id).sort();
     assert.ok(before.some((id) => id.startsWith('agents:')), JSON.stringify(before));

@@ -29,8 +29,8 @@ import { StoreUnavailableError } from '../src/adapters/unavailable.js';
 import type { EventMetadata } from '../src/ports/event-store.js';
 import type { ReadStore } from '../src/ports/read-store.js';
 import { newEventId } from '../src/shared/ids.js';
-import { agentStream } from '../commands/agent.js';
 import { harness, tempDir } from './support/app.js';
+import { agentPoison } from './support/poison.js';
 import { ROOT } from './support/process.js';
 
 const meta: EventMetadata = { requestId: 'r', actor: 'test', time: 1, apiKey: 'k' };
@@ -220,13 +220,6 @@ R.run();
 
 // ---- the reproduction through the API ----
 
-/** `{ a: { a: ... { a: 1 } } }`, `depth` objects deep. */
-const nested = (depth: number) => {
-  let v: unknown = 1;
-  for (let i = 0; i < depth; i++) v = { a: v };
-  return v;
-};
-
 for (const thread of [false, true]) {
   const A = suite(`parked events: a poison event in the log${thread ? ' (background thread)' : ''}`);
   A(`other tenants' writes answer within 1 s and are read back; /readyz 200; revoked tokens stay revoked; the CLI lists it`, async () => {
@@ -234,14 +227,9 @@ for (const thread of [false, true]) {
     try {
       const poisoner = await h.tenant();
       const other = await h.tenant();
-      // What agents/create stored before the JSON depth limit: the agents projection cannot
-      // write it (SQLite's JSON functions stop at depth 1000).
-      const config = { name: 'deep', contextGathering: { strategyOptions: nested(1000) } };
-      await h.services.events.append(
-        agentStream(poisoner.apiKey, 'deep'),
-        [{ id: newEventId(), type: 'AgentCreated', data: { agentId: 'deep', config, version: 1, createdAt: 1 }, metadata: { ...meta, apiKey: poisoner.apiKey } }],
-        'no_stream',
-      );
+      // An event the agents projection cannot write on this store (test/support/poison.ts).
+      const poison = agentPoison(poisoner.apiKey);
+      await h.services.events.append(poison.stream, [poison.event], 'no_stream');
 
       const t0 = Date.now();
       const w = await h.post('/v2/organizations/add', { organizations: [{ organizationId: 'o1', organizationName: 'One' }] }, other.headers);
@@ -268,7 +256,7 @@ for (const thread of [false, true]) {
       await h.services.projections.waitFor(await h.services.events.headPosition(), 5000);
       const out = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'collab.mjs'), 'projections', 'parked', '--json'], {
         cwd: ROOT,
-        env: { ...process.env, DATA_DIR: h.dataDir, LOG_LEVEL: 'silent' },
+        env: { ...process.env, ...h.storeEnv, LOG_LEVEL: 'silent' },
         encoding: 'utf8',
       });
       assert.is(out.status, 0, out.stderr);
@@ -280,11 +268,11 @@ for (const thread of [false, true]) {
       for (const row of rows) {
         assert.is(row.eventType, 'AgentCreated');
         assert.is(row.apiKey, poisoner.apiKey);
-        assert.match(row.error, /JSON/);
+        assert.match(row.error, poison.error);
       }
       const status = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'collab.mjs'), 'projections', 'status'], {
         cwd: ROOT,
-        env: { ...process.env, DATA_DIR: h.dataDir, LOG_LEVEL: 'silent' },
+        env: { ...process.env, ...h.storeEnv, LOG_LEVEL: 'silent' },
         encoding: 'utf8',
       });
       assert.match(status.stdout, new RegExp(`parked events: ${parkedCount} `));

@@ -23,6 +23,8 @@ export interface Harness {
   app: FastifyInstance;
   services: Services;
   dataDir: string;
+  /** The stores' settings the service was opened with (DATA_DIR, and POSTGRES_URL and SECRETS_KEY on PostgreSQL): a CLI spawned with them works on the same stores. */
+  storeEnv: Record<string, string>;
   post(url: string, data: unknown, headers?: Record<string, string>): Promise<Response>;
   /** Posts, fails the test unless the answer is 200 (naming the route and the answer), and returns `body.result`. */
   ok(url: string, data: unknown, headers?: Record<string, string>): Promise<any>;
@@ -104,6 +106,7 @@ export async function harness(env: Record<string, string> = {}, options: { clock
     app,
     services,
     dataDir,
+    storeEnv: { ...stores, DATA_DIR: dataDir, ...(env.POSTGRES_URL ? { POSTGRES_URL: env.POSTGRES_URL } : {}), ...(env.SECRETS_KEY ? { SECRETS_KEY: env.SECRETS_KEY } : {}) },
     async post(url, data, headers = {}) {
       const res = await app.inject({ method: 'POST', url, payload: { data: asOfNow(url, data, services.clock) }, headers });
       return parse(res);
