@@ -192,6 +192,10 @@ W('a restart loses nothing and sends nothing twice', async ({ receiver, dir }) =
   const { headers } = await tenantWithWebhooks(n, receiver);
   await n.post('/v2/agents/create', { agentId: 'r1', name: 'one' }, headers);
   await until('first deliveries', () => receiver.ok('/raw').length === 1 && receiver.ok('/processed').length === 1);
+  // and recorded: the receiver counts a request before its answer reaches the sender, and a
+  // close in between cuts the attempt short, unrecorded, so it is sent again (same id) after
+  // the restart. On a loaded machine that gap is long enough to fall into.
+  await until('first deliveries recorded as succeeded', async () => (await n.post('/v2/workspace/webhooks/deliveries/get', { status: 'succeeded' }, headers)).result.data.length === 2);
   // Events appended while the deliverer is off are delivered after the restart.
   await n.close();
   n = await node(dir, { webhooks: false });
