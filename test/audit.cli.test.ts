@@ -29,6 +29,8 @@ test.before(async () => {
   };
   await post('/v2/organizations/add', { organizations: [{ organizationId: 'acme' }] });
   await post('/v2/organizations/documents/add', { organizationId: 'acme', documents: [{ documentId: 'd 1"', documentName: 'First' }] });
+  // `between` falls strictly between the two writes' times, whatever the clock's resolution (a
+  // slow machine only widens the gaps: these pauses cannot make the filters below fail).
   await new Promise((r) => setTimeout(r, 20));
   between = Date.now();
   await new Promise((r) => setTimeout(r, 20));

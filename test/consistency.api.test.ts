@@ -8,8 +8,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { harness, postgresEnv, tempDir, type Harness, type Tenant } from './support/app.js';
+import { waiter } from './support/wait.js';
 
 const HEADER = 'x-consistency-token';
+
+const until = waiter(10_000, 5);
 
 /** The env of a store two harnesses share: one DATA_DIR (its master key file), or one PostgreSQL database and master key. */
 async function sharedStore(): Promise<Record<string, string>> {
@@ -122,13 +125,28 @@ test('read models behind the write: the read waits, then answers 503 naming the 
     assert.is(refused.status, 503);
     assert.is(refused.body.error.status, 'UNAVAILABLE');
     assert.match(refused.body.error.message, /after waiting 300 ms \(CONSISTENCY_WAIT_MS\)/);
-    // The read models catch up while the read waits: it answers with the write.
-    const waiting = lagging.post('/v2/organizations/documents/get', { organizationId: 'o1' }, { ...tl.headers, [HEADER]: token });
-    await new Promise((r) => setTimeout(r, 100));
-    await lagging.services.projections.catchUp();
-    const answered = await waiting;
-    assert.is(answered.status, 200);
-    assert.equal(docIds(answered.body), ['late']);
+    // The read models catch up while the read waits: it answers with the write. Through an app
+    // on the same store that waits long enough for a loaded machine to catch up within its
+    // wait (300 ms, from the moment the read begins to wait, is not), and only once the read
+    // does wait (its ProjectionRunner.waitFor was called), so the catch-up does not come first.
+    const patient = await harness({ ...store, READ_YOUR_WRITES_TIMEOUT_MS: '0', CONSISTENCY_WAIT_MS: '30000' }, { follow: false });
+    try {
+      const runner = patient.services.projections;
+      const waitFor = runner.waitFor.bind(runner);
+      let waits = 0;
+      runner.waitFor = (position, ms) => {
+        waits++;
+        return waitFor(position, ms);
+      };
+      const waiting = patient.post('/v2/organizations/documents/get', { organizationId: 'o1' }, { ...tl.headers, [HEADER]: token });
+      await until('the read to wait for the read models', () => waits > 0);
+      await patient.services.projections.catchUp();
+      const answered = await waiting;
+      assert.is(answered.status, 200);
+      assert.equal(docIds(answered.body), ['late']);
+    } finally {
+      await patient.close();
+    }
   } finally {
     await lagging.close();
   }

@@ -304,6 +304,7 @@ follow('a subscription that fails to start is retried; after the last listener l
   off();
   await until(() => fake.liveSubscriptions === 0, 'unsubscribed when the last listener left');
   fake.endSubscriptions();
+  // A chance for a resubscription that must not happen (cannot fail spuriously: it checks for none).
   await new Promise((resolve) => setTimeout(resolve, 50));
   assert.is(fake.calls.subscribe, 2, 'no resubscription without listeners');
 });

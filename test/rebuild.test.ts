@@ -234,7 +234,10 @@ test('CLI: projections rebuild beside a running server, then projections status'
     assert.match(text.stdout, /read models: generation 1/);
     assert.match(text.stdout, /documents\s+\d+\s+0/);
 
-    // The server keeps serving, now from generation 1 (it notices within a second).
+    // The server keeps serving, now from generation 1. The pause gives it the chance to notice
+    // the switch on its own (it re-reads the live generation each second); the checks below
+    // hold either way, as its next transaction reads the live generation too, so a slow
+    // machine cannot fail them by noticing late.
     await new Promise((r) => setTimeout(r, 1200));
     assert.is((await postTo(s, '/v2/organizations/documents/add', { organizationId: 'acme', documents: [{ documentId: 'd2' }] }, headers)).status, 200);
     const docs = await postTo(s, '/v2/organizations/documents/get', { organizationId: 'acme' }, headers);

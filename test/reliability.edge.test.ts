@@ -20,6 +20,7 @@ import { loadConfig } from '../src/config/config.js';
 import { openServices } from '../src/composition/services.js';
 import { buildApp } from '../src/app.js';
 import { MAX_PARAM_LENGTH } from '../src/http/edge.js';
+import { waiter } from './support/wait.js';
 
 async function listening(env: Record<string, string>) {
   const dataDir = tempDir('collab-edge-');
@@ -27,9 +28,17 @@ async function listening(env: Record<string, string>) {
   const app = await buildApp(services, { logger: false });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const port = (app.server.address() as AddressInfo).port;
+  // The connections the server has open, counted as the edge counts them (src/http/edge.ts):
+  // this listener is added after the edge's, so it sees each connection and each close after it.
+  let open = 0;
+  app.server.on('connection', (socket: net.Socket) => {
+    open++;
+    socket.once('close', () => open--);
+  });
   return {
     port,
     url: `http://127.0.0.1:${port}`,
+    open: () => open,
     async close() {
       await app.close();
       await services.close();
@@ -105,6 +114,9 @@ const stillServes = async (url: string) => {
   const r = await fetch(`${url}/v2/workspace/create`, { method: 'POST', body: JSON.stringify({ data: { ownerEmail: 'a@example.com' } }), signal: AbortSignal.timeout(10_000) });
   assert.is(r.status, 200, 'the process keeps serving');
 };
+
+/** A client's `connect` says only that the kernel took the connection; the server counts it when it accepts it, later. */
+const until = waiter(10_000, 10);
 
 const T = suite('edge: timeouts and refusals over a real socket');
 
@@ -193,8 +205,8 @@ T('past MAX_CONNECTIONS: 503 UNAVAILABLE in the envelope, then served again once
       await new Promise((r) => c.once('connect', r));
       held.push(c);
     }
-    // Let the server accept both before the next one arrives.
-    await new Promise((r) => setTimeout(r, 100));
+    // The server has accepted both (counted them) before the next one arrives.
+    await until('the server to hold both connections', () => s.open() === 2);
     const over = await exchange(s.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', { giveUpMs: 5000 });
     assert.is(over.status, 503, JSON.stringify(over));
     assert.is(over.body.error.status, 'UNAVAILABLE');
@@ -203,18 +215,20 @@ T('past MAX_CONNECTIONS: 503 UNAVAILABLE in the envelope, then served again once
     assert.ok(over.closedByServer, 'the over-limit connection is closed after its answer');
 
     // The band past the cap is a tenth of it, at least one: a third held connection fills
-    // it, and a fourth is closed as it is accepted, without an answer.
+    // it, and a fourth is closed as it is accepted, without an answer. (The over-limit one is
+    // gone on the server's side too first, or the third would be past the band.)
+    await until('the server to see the over-limit connection close', () => s.open() === 2);
     const third = net.connect(s.port, '127.0.0.1');
     third.on('error', () => {});
     await new Promise((r) => third.once('connect', r));
     held.push(third);
-    await new Promise((r) => setTimeout(r, 100));
+    await until('the server to hold the third connection', () => s.open() === 3);
     const dropped = await exchange(s.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n', { giveUpMs: 5000 });
     assert.is(dropped.status, 0, JSON.stringify(dropped));
     assert.ok(dropped.closedByServer);
 
     for (const c of held.splice(0)) c.destroy();
-    await new Promise((r) => setTimeout(r, 100));
+    await until('the server to see the held connections close', () => s.open() === 0);
     const served = await exchange(s.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', { giveUpMs: 5000 });
     assert.is(served.status, 200, JSON.stringify(served));
   } finally {

@@ -192,11 +192,16 @@ W('a restart loses nothing and sends nothing twice', async ({ receiver, dir }) =
   const { headers } = await tenantWithWebhooks(n, receiver);
   await n.post('/v2/agents/create', { agentId: 'r1', name: 'one' }, headers);
   await until('first deliveries', () => receiver.ok('/raw').length === 1 && receiver.ok('/processed').length === 1);
+  // and recorded: the receiver counts a request before its answer reaches the sender, and a
+  // close in between cuts the attempt short, unrecorded, so it is sent again (same id) after
+  // the restart. On a loaded machine that gap is long enough to fall into.
+  await until('first deliveries recorded as succeeded', async () => (await n.post('/v2/workspace/webhooks/deliveries/get', { status: 'succeeded' }, headers)).result.data.length === 2);
   // Events appended while the deliverer is off are delivered after the restart.
   await n.close();
   n = await node(dir, { webhooks: false });
   await n.post('/v2/agents/update', { agentId: 'r1', name: 'two', instructions: 'two' }, headers);
   await n.post('/v2/agents/create', { agentId: 'r2', name: 'other' }, headers);
+  // A chance for a send that should not happen (cannot fail spuriously: it checks for nothing).
   await new Promise((r) => setTimeout(r, 200));
   assert.is(receiver.received.length, 2, 'nothing sent while webhooks are off');
   await n.close();
@@ -204,6 +209,7 @@ W('a restart loses nothing and sends nothing twice', async ({ receiver, dir }) =
   try {
     await n.post('/v2/agents/update', { agentId: 'r1', name: 'three', instructions: 'three' }, headers);
     await until('all deliveries', () => receiver.ok('/raw').length === 4 && receiver.ok('/processed').length === 4);
+    // A chance for a duplicate send to arrive (cannot fail spuriously: the 8 were awaited above).
     await new Promise((r) => setTimeout(r, 300));
     const ids = receiver.received.map((r) => r.headers['webhook-id']);
     assert.is(new Set(ids).size, ids.length, `no duplicate ids: ${ids.join(', ')}`);
@@ -225,18 +231,20 @@ W('410 Gone disables the endpoint until its URL is set again; follow:false never
     receiver.answer = (r) => (r.path === '/processed' ? 410 : 200);
     await n.post('/v2/agents/create', { agentId: 'g1', name: 'one' }, headers);
     await until('the 410', () => receiver.received.some((r) => r.answered === 410) && receiver.ok('/raw').length === 1);
+    // Disabling follows the 410's answer (the sender records it, then appends the event): a
+    // deadline, not 50 tries, which a loaded machine can run through in the first second.
     let cfg: any;
-    for (let i = 0; i < 50; i++) {
+    await eventually('the endpoint disabled after the 410', async () => {
       cfg = await n.post('/v2/workspace/webhookconfig/update', { useWebhookService: true }, headers);
-      if (cfg.result.data.disabledEndpoints.includes('processed')) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+      return cfg.result.data.disabledEndpoints.includes('processed');
+    });
     assert.equal(cfg.result.data.disabledEndpoints, ['processed']);
     const failed = await n.post('/v2/workspace/webhooks/deliveries/get', { status: 'failed' }, headers);
     assert.is(failed.result.data.length, 1);
     assert.match(failed.result.data[0].lastError, /410/);
     await n.post('/v2/agents/update', { agentId: 'g1', name: 'two' }, headers);
     await until('raw 2', () => receiver.ok('/raw').length === 2);
+    // A chance for a send to the disabled endpoint (cannot fail spuriously: it checks for none).
     await new Promise((r) => setTimeout(r, 200));
     assert.is(receiver.received.filter((r) => r.path === '/processed').length, 1, 'no more sends to a disabled endpoint');
     // Setting the URL again enables it.
@@ -255,6 +263,7 @@ W('410 Gone disables the endpoint until its URL is set again; follow:false never
     const stream = agentStream(apiKey, 'g1');
     const r = await quiet.services.commands.handle(agentDecider, stream, { type: 'UpdateAgent', data: { agentId: 'g1', changes: { name: 'four' } }, metadata: { now: Date.now() } }, { requestId: 'cli', actor: 'cli', time: Date.now(), apiKey });
     assert.ok(r.position, 'an event was appended');
+    // A chance for a send that must not happen (cannot fail spuriously: it checks for nothing).
     await new Promise((r) => setTimeout(r, 300));
     assert.is(receiver.received.length, before);
   } finally {
@@ -356,15 +365,21 @@ W('an endpoint with no success for 5 days since its failing streak began is disa
     now = T0 + 6 * DAY;
     for (const name of ['two b', 'two c']) await n.post('/v2/agents/update', { agentId: 'a2', name }, headers);
     await until('a2 failed twice', () => rawFor('a2').length === 2);
+    // The sender's follower queues the updates' deliveries apart from the requests (and their
+    // processed ones go at once): waited for, not assumed done after a moment.
+    const pending = async () => (await n.post('/v2/workspace/webhooks/deliveries/get', { status: 'pending' }, headers)).result.data.length as number;
+    await eventually('a2 and its two updates pending', async () => (await pending()) === 3);
+    // A chance for a wrong disabling (cannot fail spuriously: it checks that none happened).
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(await disabled(), []);
-    assert.is((await n.post('/v2/workspace/webhooks/deliveries/get', { status: 'pending' }, headers)).result.data.length, 3, 'a2 and its two updates wait');
+    assert.is(await pending(), 3, 'a2 and its two updates wait');
 
     // Day 9 and a second: 5 days without a success.
     now = T0 + 9 * DAY + 1000;
     await until('a2 failed a third time', () => rawFor('a2').length === 3);
+    // Disabling follows the third failure's answer: a deadline, not 100 tries.
     let off: string[] = [];
-    for (let i = 0; i < 100 && !off.includes('raw'); i++, await new Promise((r) => setTimeout(r, 20))) off = await disabled();
+    await eventually('the endpoint disabled after 5 days without a success', async () => (off = await disabled()).includes('raw'));
     assert.equal(off, ['raw']);
     const keyDoc = (await n.services.read.get<ApiKeyDoc>(API_KEYS, apiKey))!;
     const events = await n.services.events.readStream(workspaceStream(keyDoc.workspaceId));
@@ -389,6 +404,7 @@ W('an endpoint with no success for 5 days since its failing streak began is disa
     const before = receiver.received.length;
     await n.post('/v2/agents/create', { agentId: 'a3', name: 'three' }, headers);
     await until('a3 processed', () => receiver.ok('/processed').some((r) => JSON.parse(r.body).resource.agentId === 'a3'));
+    // A chance for a raw send that must not happen (cannot fail spuriously: it checks for none).
     await new Promise((r) => setTimeout(r, 100));
     assert.is(rawFor('a3').length, 0);
     assert.is(receiver.received.length, before + 1);
