@@ -180,8 +180,21 @@ interface Queryable {
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(config: pg.QueryConfig): Promise<pg.QueryResult<R>>;
 }
 
-/** Statement texts given a name (a server-side prepared statement per connection), per process. */
+/**
+ * Statement texts given a name (a server-side prepared statement per connection), per thread.
+ * The name is the text's digest, never a counter: behind a pooler in transaction mode a server
+ * connection is shared by every client of the pooler (this process's background thread, whose
+ * module has a map of its own, other processes, other releases), and node-postgres, having
+ * parsed a name once on its connection, sends only Bind after that. A name that meant another
+ * text there ran that other statement with these values (seen: "bind message supplies 7
+ * parameters, but prepared statement "collab_0" requires 2", from the projection runner,
+ * test/postgres.pooler.test.ts); one digest per text means the same statement wherever it is
+ * prepared, or is missing there (26000: unprepare()).
+ */
 const statementNames = new Map<string, string>();
+
+/** The name of `text` as a prepared statement, the same in every thread and process. */
+const statementName = (text: string) => `collab_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
 /** Names given at most: the texts are the code's (a few per collection and generation); past this, new ones go unnamed. */
 const MAX_NAMED = 1000;
 
@@ -193,12 +206,12 @@ const MAX_NAMED = 1000;
  * in batches"). Off behind a pooler that hands a session's statements to other server
  * connections (POSTGRES_PREPARED_STATEMENTS, docs/operations.md).
  */
-function statement(prepared: boolean, text: string, values: unknown[]): pg.QueryConfig {
+export function statement(prepared: boolean, text: string, values: unknown[]): pg.QueryConfig {
   if (!prepared) return { text, values };
   let name = statementNames.get(text);
   if (name === undefined) {
     if (statementNames.size >= MAX_NAMED) return { text, values };
-    statementNames.set(text, (name = `collab_${statementNames.size}`));
+    statementNames.set(text, (name = statementName(text)));
   }
   return { name, text, values };
 }
@@ -878,7 +891,7 @@ export class PostgresReadStore implements ReadStore {
     this.exempt = new Set(options.signalExempt ?? []);
     this.logger = options.logger;
     this.prepared = options.preparedStatements ?? true;
-    this.epochQuery = this.prepared ? quick({ name: 'collab_read_epoch', text: EPOCH_SQL }) : quick({ text: EPOCH_SQL });
+    this.epochQuery = this.prepared ? quick({ name: statementName(EPOCH_SQL), text: EPOCH_SQL }) : quick({ text: EPOCH_SQL });
     const size = options.cacheSize ?? 100_000;
     this.cache = size > 0 ? new ReadCache(size) : null;
     this.routing = options.routing;
