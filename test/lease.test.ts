@@ -41,15 +41,28 @@ const contract = leaseContract({
     };
   },
   ttlMs: 600,
-  takeoverWithinMs: 600 + 600 / 3 + 400,
+  // The lease time, B's retry interval (TTL/3), and 1.5 s for a loaded machine: a B that
+  // never takes over fails at applyWaitMs, one that waits for anything but the lease's lapse is late.
+  takeoverWithinMs: 600 + 600 / 3 + 1500,
   applyWaitMs: 5000,
 });
 contract.after(() => fs.rmSync(casesDir, { recursive: true, force: true }));
 contract.run();
 
+/**
+ * The survivor tries every TTL/3 and gets the lease once the victim's lapses: the write is
+ * visible about TTL + TTL/3 after the kill (2 s). A survivor that never takes over leaves it
+ * unapplied for the 30 s read-your-writes wait; 5 s of slack lets process scheduling and
+ * SQLite on a loaded machine finish, and stays far below that.
+ */
+const TTL_MS = 1500;
+const VISIBLE_SLACK_MS = 5000;
+
 test('processes: two workers and an API process on one DATA_DIR; kill -9 the lease holder, the other worker takes over, writes stay read-your-writes', async () => {
   const dir = tempDir('collab-lease-proc-');
-  const env = { DATA_DIR: dir, LEASE_TTL_MS: '1500' };
+  // A write waits (read-your-writes) up to 30 s for the takeover instead of answering
+  // unapplied after 5 s, so a late takeover shows as the time below, not as a missing read.
+  const env = { DATA_DIR: dir, LEASE_TTL_MS: String(TTL_MS), READ_YOUR_WRITES_TIMEOUT_MS: '30000' };
   const started: Service[] = [];
   const start = async (role: string) => {
     const s = await startService(env, 'src/cli.ts', ['serve', '--role', role]);
@@ -94,7 +107,7 @@ test('processes: two workers and an API process on one DATA_DIR; kill -9 the lea
     await victim.exited;
     const killedAt = Date.now();
     assert.ok(await addAndRead('after'), 'a write after the kill is applied by the other worker');
-    assert.ok(Date.now() - killedAt < 1500 + 2000, `visible ${Date.now() - killedAt} ms after the kill`);
+    assert.ok(Date.now() - killedAt < TTL_MS + VISIBLE_SLACK_MS, `visible ${Date.now() - killedAt} ms after the kill`);
     const now = status().leases.find((l) => l.name === 'projections')!;
     assert.match(now.holder, new RegExp(`:${survivor.child.pid}:`));
     assert.ok(now.held);
