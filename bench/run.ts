@@ -810,7 +810,7 @@ async function pgReads(svc: Server, url: string, pgDataDir: string, sqlite: Sqli
         ...ceilings(v),
         ratio: times.toFixed(2),
         target: `CPU/req (svc + PostgreSQL) <= ${goal}x SQLite's${maxTrips === null ? '' : `, <= ${maxTrips} round trip`}`,
-        met: sq === undefined ? null : times <= goal && (maxTrips === null || trips <= maxTrips) && v.measured.non2xx === 0 && v.measured.errors === 0,
+        met: sq === undefined ? null : times <= goal && (maxTrips === null || trips <= maxTrips + TRIPS_NOISE) && v.measured.non2xx === 0 && v.measured.errors === 0,
         raw: { postgres: v, sqlite: sq, roundTrips: trips },
       });
     }
@@ -1049,6 +1049,14 @@ async function replicasScenario() {
 
 /** Requests of the round-trip count (roundTrips). */
 const STATEMENT_PROBE = 1000;
+
+/**
+ * What the round-trip count may exceed its goal by and still meet it: the idle window's
+ * background polling (projections, leases, the generation's refresh) is not exactly the busy
+ * window's, so a count reads a few transactions high or low (a run read 1.003, 3 in 1,000
+ * requests); a second round trip per request would add 1,000.
+ */
+const TRIPS_NOISE = 0.01;
 
 /**
  * Round trips per request: PostgreSQL's own count of the database's transactions (each
