@@ -20,7 +20,7 @@ import { listParked, retryParked } from '../src/ops/parked.js';
 import { CASCADE_WORK, type WorkItem } from '../projections/cascade-work.js';
 import { allProjections } from '../projections/index.js';
 import { harness, tempDir } from './support/app.js';
-import { agentPoison } from './support/poison.js';
+import { parkPoison } from './support/poison.js';
 import { PARKED } from '../src/runtime/parked.js';
 import { rebuildReadModels } from '../src/ops/rebuild.js';
 
@@ -136,9 +136,7 @@ G('a rebuild parks again what projections cannot apply and carries the cascade a
     };
     await h.services.read.transaction((tx) => tx.upsert(PARKED, cascadeDoc));
     // An event the agents projection cannot write on this store (test/support/poison.ts).
-    const poison = agentPoison(t.apiKey);
-    await h.services.events.append(poison.stream, [poison.event], 'no_stream');
-    await h.services.projections.waitFor(await h.services.events.headPosition(), 5000);
+    await parkPoison(h, t.apiKey);
     const before = (await listParked(h.services.read)).map((p) => p._id).sort();
     assert.ok(before.some((id) => id.startsWith('agents:')), JSON.stringify(before));
     const r = await rebuildReadModels({ events: h.services.events, generations: h.services.generations, projections: allProjections });

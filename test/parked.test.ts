@@ -9,9 +9,10 @@
  * - an error the classifier does not know while the store itself does not answer: nothing parked;
  * - a skipped record stays skipped when the same event is met again;
  * - retry applies a parked event again once its cause is gone;
- * - the reproduction, through the API: an AgentCreated with strategyOptions nested 1000 levels
- *   (what agents/create stored before the depth limit) in the log does not stop the service:
- *   another tenant's writes answer promptly (no read-your-writes timeout) and are read back, /readyz is 200, a token revoked
+ * - the reproduction, through the API: an AgentCreated the store cannot index in the log
+ *   (test/support/poison.ts: on SQLite strategyOptions nested 1000 levels, what agents/create
+ *   stored before the depth limit) does not stop the service: another tenant's writes answer
+ *   promptly (no read-your-writes timeout) and are read back, /readyz is 200, a token revoked
  *   after it stays revoked, and the CLI lists the parked event.
  */
 import { suite } from 'uvu';

@@ -5,6 +5,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { rejects } from '../support/assert.js';
+import { waiter } from '../support/wait.js';
 import { randomUUID } from 'node:crypto';
 import {
   LOG_START,
@@ -12,6 +13,8 @@ import {
   type EventStore,
   type NewEvent,
 } from '../../src/ports/event-store.js';
+
+const until = waiter(30_000, 5);
 
 const meta = { requestId: 'r1', actor: 'test', time: 1_700_000_000_000, apiKey: 'k1' };
 const ev = (type: string, data: Record<string, unknown> = {}, metadata: NewEvent['metadata'] = meta): NewEvent => ({ id: randomUUID(), type, data, metadata });
@@ -156,20 +159,10 @@ export function eventStoreContract(name: string, open: () => Promise<EventStore>
 
   s('followers are notified after a commit', async ({ store, stream }) => {
     const seen: string[] = [];
-    let notified = () => {};
-    const first = new Promise<void>((resolve) => (notified = resolve));
-    const off = store.onAppended((p) => {
-      seen.push(p);
-      notified();
-    });
+    const off = store.onAppended((p) => seen.push(p));
     const r = await store.append(stream('j'), [ev('X')], 'no_stream');
-    // Waits for the notice itself (a loaded machine may deliver it late), not for a fixed
-    // time; the deadline only turns a notice that never comes into a failure, not a hang.
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, 30_000)));
-    await Promise.race([first, late]);
-    clearTimeout(timer);
-    off();
+    // Waits for the notice itself (a loaded machine may deliver it late), not for a fixed time.
+    await until('the notice of the append', () => seen.length > 0).finally(off);
     assert.ok(seen.includes(r.position) || seen.some((p) => p >= r.position), 'notified with a position at or after the append');
   });
 

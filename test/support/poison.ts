@@ -2,8 +2,7 @@
  * A poison event, as test/parked.test.ts reproduces it: an event the agents projection cannot
  * write on the store the suite runs on (TEST_STORE), so it is parked, and a retry fails
  * again. Used by the parking suites and by those that need a parked event to show
- * (operations, console). Each store refuses
- * a different thing, so each gets its own poison:
+ * (operations, console). Each store refuses a different thing, so each gets its own poison:
  * - SQLite: a config nested 1,000 objects deep (what agents/create stored before the depth
  *   limit); SQLite's JSON functions stop at that depth, so the expression indexes fail on it.
  * - PostgreSQL: an agent id of 12,000 random characters. The row's key and the audit's
